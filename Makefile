@@ -1,0 +1,35 @@
+# Development and CI entry points. The torch pin keeps installs on the local CPU build;
+# pyproject.toml stays permissive for users.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_PIN ?= torch==2.13.0
+BIN := $(VENV)/bin
+
+.PHONY: help venv demo test lint record-fixtures clean
+
+help:  ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(BIN)/guarddiag: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "$(TORCH_PIN)" numpy
+	$(BIN)/pip install -q -e ".[test]"
+	@touch $@
+
+venv: $(BIN)/guarddiag  ## Create .venv with pinned torch and guarddiag installed (editable)
+
+demo: venv  ## Run guarddiag on a bundled scenario (a module with a changing int attribute)
+	$(BIN)/guarddiag run scenarios/module_int_attribute.py
+
+test: venv  ## Run the whole test suite (unit + end-to-end with real torch)
+	$(BIN)/python -m pytest -q
+
+lint: venv  ## ruff over the package and tests
+	$(BIN)/ruff check guarddiag tests
+
+record-fixtures: venv  ## Re-record tests/fixtures/logs for the venv's torch (PY=path for another torch)
+	$(BIN)/python tests/fixtures/record_logs.py --python $(or $(PY),$(BIN)/python)
+
+clean:  ## Remove the venv and run folders
+	rm -rf $(VENV) .guarddiag

@@ -1,0 +1,3 @@
+from guarddiag.cli import main
+
+main()

@@ -1,0 +1,206 @@
+"""Runs inside the child interpreter: route torch's logs to a file, apply config flags, run the script.
+
+This file is executed by path (``python _bootstrap.py SPEC.json``) in the target
+environment, where guarddiag itself may not be installed: it imports only the standard
+library and torch. It writes what it learned (torch version, config values in force,
+or why it refused to start) to the ``meta`` file named in the spec.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import difflib
+import json
+import os
+import runpy
+import sys
+import traceback
+
+# Exit status of the child when the bootstrap refused to start the script (details in meta).
+REFUSED = 120
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def main(spec_path: str) -> int:
+    with open(spec_path, encoding="utf-8") as fh:
+        spec = json.load(fh)
+    meta: dict[str, object] = {"phase": "bootstrap", "python": sys.version.split()[0]}
+    log = open(spec["log_path"], "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the child
+    with _stderr_to(log):
+        try:
+            import torch
+        except ImportError as exc:
+            return _refuse(spec, meta, "torch", f"cannot import torch in {sys.executable}: {exc}")
+    _route_future_log_setups(log)
+    meta["torch_version"] = torch.__version__
+    try:
+        meta["config"] = _apply_flags(spec.get("flags", []))
+    except _FlagError as exc:
+        return _refuse(spec, meta, "flag", str(exc), exc.suggestions)
+    meta["phase"] = "script"
+    _write_meta(spec, meta)
+    return _run_script(spec["script"], spec.get("args", []))
+
+
+@contextlib.contextmanager
+def _stderr_to(stream):
+    """torch's log handlers bind ``sys.stderr`` when created: create them while it is the log file."""
+    saved = sys.stderr
+    sys.stderr = stream
+    try:
+        yield
+    finally:
+        sys.stderr = saved
+
+
+def _route_future_log_setups(log) -> None:
+    """A script calling ``torch._logging.set_logs`` re-creates the handlers: keep them on the log file."""
+    try:
+        internal = sys.modules["torch._logging._internal"]
+    except KeyError:
+        return
+    original = getattr(internal, "_init_logs", None)
+    if original is None:
+        return
+
+    def _init_logs(*args, **kwargs):
+        with _stderr_to(log):
+            return original(*args, **kwargs)
+
+    internal._init_logs = _init_logs
+
+
+class _FlagError(Exception):
+    def __init__(self, message: str, suggestions: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.suggestions = suggestions or []
+
+
+def _config_module(name: str):
+    import torch._dynamo.config as dynamo_config
+
+    if name.startswith("inductor."):
+        import torch._inductor.config as inductor_config
+
+        return inductor_config, name[len("inductor.") :], "inductor."
+    if name.startswith("dynamo."):
+        return dynamo_config, name[len("dynamo.") :], "dynamo."
+    return dynamo_config, name, ""
+
+
+def _known_names(module) -> list[str]:
+    names = getattr(module, "_config", None)
+    if isinstance(names, dict):
+        return sorted(names)
+    return sorted(n for n in dir(module) if not n.startswith("_"))
+
+
+def _apply_flags(flags: list[dict[str, str]]) -> dict[str, object]:
+    """Validate every flag first, then set them all; return the values read back."""
+    planned = []
+    for flag in flags:
+        module, key, prefix = _config_module(flag["name"])
+        known = _known_names(module)
+        if key not in known and not _has_attr(module, key):
+            close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+            raise _FlagError(
+                f"unknown config flag '{flag['name']}' in {module.__name__}",
+                [prefix + c for c in close],
+            )
+        current = getattr(module, key)
+        planned.append((module, key, flag["name"], _coerce(flag["name"], flag["value"], current)))
+    for module, key, _, value in planned:
+        setattr(module, key, value)
+    return {name: _jsonable(getattr(module, key)) for module, key, name, _ in planned}
+
+
+def _has_attr(module, key: str) -> bool:
+    try:
+        getattr(module, key)
+    except AttributeError:
+        return False
+    return True
+
+
+def _coerce(name: str, raw: str, current: object) -> object:
+    """Parse a flag value with the type of the flag's current value."""
+    text = raw.strip()
+    if isinstance(current, bool):
+        low = text.lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise _FlagError(f"flag '{name}' takes a boolean (true/false), not '{raw}'")
+    if isinstance(current, int):
+        try:
+            return int(text)
+        except ValueError:
+            raise _FlagError(f"flag '{name}' takes an integer, not '{raw}'") from None
+    if isinstance(current, float):
+        try:
+            return float(text)
+        except ValueError:
+            raise _FlagError(f"flag '{name}' takes a number, not '{raw}'") from None
+    if isinstance(current, str):
+        return raw
+    if current is None and text.lower() == "none":
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        if current is None:
+            return raw
+        raise _FlagError(f"flag '{name}' takes a Python literal of type {type(current).__name__}, not '{raw}'") from None
+    if current is not None and not isinstance(value, type(current)):
+        raise _FlagError(f"flag '{name}' takes a {type(current).__name__}, not {type(value).__name__} '{raw}'")
+    return value
+
+
+def _jsonable(value: object) -> object:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def _refuse(spec, meta, kind: str, message: str, suggestions: list[str] | None = None) -> int:
+    meta["error"] = {"kind": kind, "message": message, "suggestions": suggestions or []}
+    _write_meta(spec, meta)
+    return REFUSED
+
+
+def _write_meta(spec, meta) -> None:
+    tmp = spec["meta_path"] + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(meta, fh)
+    os.replace(tmp, spec["meta_path"])
+
+
+def _run_script(script: str, args: list[str]) -> int:
+    """Run the script as ``python SCRIPT ARGS`` would: ``__main__``, argv, sys.path[0]."""
+    sys.argv = [script, *args]
+    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    except BaseException as exc:  # noqa: BLE001 - report like the interpreter would
+        tb = exc.__traceback__
+        # Drop the bootstrap's and runpy's own frames, as `python script.py` would show none.
+        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != os.path.abspath(script):
+            tb = tb.tb_next
+        traceback.print_exception(type(exc), exc, tb)
+        return 130 if isinstance(exc, KeyboardInterrupt) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,229 @@
+"""Events -> run model: count compiles per frame, attach causes, infer the unannounced ones.
+
+Compiles are counted from compile ids (``[frame/n]``), not from ``Recompiling function``
+lines: torch does not announce every recompile (torch 2.4 with
+``inline_inbuilt_nn_modules=False`` compiles a ``forward`` once per module instance and
+says nothing). For an unannounced recompile the cause is inferred by comparing the
+frame's guard listing with the one of its previous compile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from guarddiag.causes import cause_from_changed_guard, classify_failure
+from guarddiag.logparse.events import (
+    CompileSeen,
+    Event,
+    FrameNamed,
+    GraphBreakSeen,
+    GuardListing,
+    LimitWarning,
+    RecompileAnnounced,
+)
+from guarddiag.logparse.framing import CompileId, parse_compile_id
+from guarddiag.logparse.parser import LogParser
+from guarddiag.model import Cause, FunctionSummary, GraphBreak, Guard, LimitHit, ParseStats, RecompileEvent
+
+# Guard kinds whose expression pins one concrete value: a change between two compiles names the cause.
+_PINNING_KINDS = frozenset(
+    {"ID_MATCH", "TYPE_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH", "TENSOR_MATCH", "DICT_KEYS", "DICT_KEYS_MATCH",
+     "LENGTH_CHECK", "DICT_LENGTH", "SEQUENCE_LENGTH", "TUPLE_ITERATOR_LEN", "GLOBAL_STATE", "DEFAULT_DEVICE"}
+)
+_ADDRESS_FREE_KINDS = frozenset({"TYPE_MATCH"})
+MAX_INFERRED_CAUSES = 5
+
+
+@dataclass
+class _Frame:
+    frame_id: str
+    name: str = ""
+    file: str = ""
+    line: int | None = None
+    compiles: set[int] = field(default_factory=set)
+    limit_numbers: set[int] = field(default_factory=set)
+    announced: dict[int, tuple[Cause, ...]] = field(default_factory=dict)
+    inferred: dict[int, tuple[Cause, ...]] = field(default_factory=dict)
+    limit_hits: list[LimitHit] = field(default_factory=list)
+    graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
+    last_listing: tuple[int, dict[tuple[str, str], Guard]] | None = None
+
+    def name_it(self, name: str, file: str, line: int | None) -> None:
+        if name and not self.name:
+            self.name, self.file, self.line = name, file, line
+
+
+class RunBuilder:
+    """Accumulates events into per-frame state; :meth:`functions` gives the summaries."""
+
+    def __init__(self) -> None:
+        self._frames: dict[str, _Frame] = {}
+        # Messages without a compile id (old torch) are matched to frames by function name.
+        self._pending: dict[tuple[str, str, int | None], list[RecompileAnnounced]] = {}
+
+    def add(self, event: Event) -> None:
+        """Fold one event into the model."""
+        if isinstance(event, CompileSeen):
+            cid = self._cid(event.compile_id)
+            if cid is not None:
+                self._frame(cid.frame).compiles.add(cid.number)
+        elif isinstance(event, FrameNamed):
+            self._on_named(event)
+        elif isinstance(event, RecompileAnnounced):
+            self._on_recompile(event)
+        elif isinstance(event, GuardListing):
+            self._on_listing(event)
+        elif isinstance(event, LimitWarning):
+            self._on_limit(event)
+        elif isinstance(event, GraphBreakSeen):
+            cid = self._cid(event.compile_id)
+            frame = self._frame(cid.frame if cid else "?")
+            frame.graph_breaks.setdefault(
+                (cid.number if cid else None, event.location), GraphBreak(event.compile_id, event.location, event.reason)
+            )
+
+    def _cid(self, compile_id: str | None) -> CompileId | None:
+        if compile_id is None:
+            return None
+        rank, _, bare = compile_id.rpartition(":")
+        cid = parse_compile_id(bare)
+        if cid is None:
+            return None
+        return CompileId(f"{rank}:{cid.frame}" if rank else cid.frame, cid.number, cid.attempt)
+
+    def _frame(self, frame_id: str) -> _Frame:
+        frame = self._frames.get(frame_id)
+        if frame is None:
+            frame = self._frames[frame_id] = _Frame(frame_id)
+        return frame
+
+    def _on_named(self, event: FrameNamed) -> None:
+        cid = self._cid(event.compile_id)
+        if cid is None:
+            return
+        frame = self._frame(cid.frame)
+        frame.name_it(event.name, event.file, event.line)
+        frame.compiles.add(cid.number)
+        for pending in self._pending.pop((event.name, event.file, event.line), []):
+            frame.announced.setdefault(max(frame.compiles), _causes(pending))
+
+    def _on_recompile(self, event: RecompileAnnounced) -> None:
+        cid = self._cid(event.compile_id)
+        if cid is None:
+            self._pending.setdefault((event.name, event.file, event.line), []).append(event)
+            return
+        frame = self._frame(cid.frame)
+        frame.name_it(event.name, event.file, event.line)
+        frame.announced[cid.number] = _causes(event)
+
+    def _on_listing(self, event: GuardListing) -> None:
+        cid = self._cid(event.compile_id)
+        if cid is None:
+            return
+        frame = self._frame(cid.frame)
+        frame.compiles.add(cid.number)
+        pinned = {(g.kind, g.source): g for g in event.guards if g.kind in _PINNING_KINDS}
+        last = frame.last_listing
+        if (
+            cid.number > 0
+            and cid.number not in frame.announced
+            and last is not None
+            and last[0] == cid.number - 1
+        ):
+            frame.inferred[cid.number] = _diff_listings(last[1], pinned)
+        frame.last_listing = (cid.number, pinned)
+
+    def _on_limit(self, event: LimitWarning) -> None:
+        cid = self._cid(event.compile_id)
+        frame = self._frame(cid.frame) if cid else self._frame_named(event.name, event.file, event.line)
+        frame.name_it(event.name, event.file, event.line)
+        if cid is not None:
+            frame.limit_numbers.add(cid.number)
+        frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, event.last_reason))
+
+    def _frame_named(self, name: str, file: str, line: int | None) -> _Frame:
+        for frame in self._frames.values():
+            if (frame.name, frame.file, frame.line) == (name, file, line):
+                return frame
+        return self._frame(f"?{name}@{file}:{line}")
+
+    def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[str, ...]]:
+        """The per-function summaries, and the frame ids no log line named."""
+        for key, events in self._pending.items():
+            frame = self._frame_named(*key)
+            frame.name_it(*key)
+            start = max(frame.compiles, default=0) + 1
+            for i, ev in enumerate(events):
+                frame.compiles.update({0, start + i})
+                frame.announced[start + i] = _causes(ev)
+        self._pending.clear()
+        summaries = [_summary(f) for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
+        unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
+        return tuple(summaries), unnamed
+
+
+def _causes(event: RecompileAnnounced) -> tuple[Cause, ...]:
+    return tuple(classify_failure(f.text, f.cache_entry) for f in event.failures)
+
+
+def _diff_listings(before: dict[tuple[str, str], Guard], after: dict[tuple[str, str], Guard]) -> tuple[Cause, ...]:
+    """Causes from guards on the same object whose pinned value changed; outermost objects first."""
+    changed = [
+        (b, a)
+        for key, a in after.items()
+        if (b := before.get(key)) is not None and b.expr != a.expr and key[0] not in _ADDRESS_FREE_KINDS
+    ]
+    changed.sort(key=lambda pair: (len(pair[1].source), pair[1].source))
+    kept: list[tuple[Guard, Guard]] = []
+    for b, a in changed:
+        # A different parent object explains every guard below it.
+        if any(a.source.startswith(k.source) and k.kind == "ID_MATCH" and k.source for _, k in kept):
+            continue
+        kept.append((b, a))
+    return tuple(cause_from_changed_guard(b, a) for b, a in kept[:MAX_INFERRED_CAUSES])
+
+
+_UNKNOWN = Cause(
+    category="other",
+    source="",
+    guard="",
+    text="torch did not log why, and no guard listing of the previous compile was in the log to compare",
+    subject="unknown",
+)
+
+
+def _summary(frame: _Frame) -> FunctionSummary:
+    numbers = sorted(n for n in frame.compiles if n not in frame.limit_numbers)
+    compiles = (max(numbers) + 1) if numbers else 0
+    events = []
+    for n in numbers:
+        if n == 0:
+            continue
+        compile_id = f"{frame.frame_id}/{n}"
+        if n in frame.announced:
+            events.append(RecompileEvent(compile_id, True, frame.announced[n]))
+        else:
+            events.append(RecompileEvent(compile_id, False, frame.inferred.get(n) or (_UNKNOWN,)))
+    return FunctionSummary(
+        name=frame.name,
+        file=frame.file,
+        line=frame.line,
+        frame_ids=(frame.frame_id,),
+        compiles=compiles,
+        recompile_events=tuple(events),
+        limit_hits=tuple(frame.limit_hits),
+        graph_breaks=tuple(frame.graph_breaks.values()),
+    )
+
+
+def build_from_lines(lines: Iterable[str]) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
+    """Parse a whole log stream and build the per-function summaries and parse stats."""
+    parser = LogParser()
+    builder = RunBuilder()
+    for event in parser.parse(lines):
+        builder.add(event)
+    functions, unnamed = builder.functions()
+    c = parser.counters
+    stats = ParseStats(c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed)
+    return functions, stats

@@ -1,0 +1,76 @@
+"""Events: what the parser recognized in the log, before any counting or classification."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from guarddiag.model import Guard
+
+
+@dataclass(frozen=True, slots=True)
+class FrameNamed:
+    """A log line that names the code object behind a compile id (``start tracing f x.py:9``)."""
+
+    compile_id: str | None
+    name: str
+    file: str
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompileSeen:
+    """A line carrying compile id ``frame/n``: compile n of that frame happened."""
+
+    compile_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GuardFailure:
+    """One reason a cache entry rejected a call, as torch printed it."""
+
+    cache_entry: str | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecompileAnnounced:
+    """A ``Recompiling function ...`` block with every failing guard."""
+
+    compile_id: str | None
+    name: str
+    file: str
+    line: int | None
+    failures: tuple[GuardFailure, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GuardListing:
+    """The guards installed by one compile (``GUARDS:`` block, tree or flat)."""
+
+    compile_id: str | None
+    guards: tuple[Guard, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LimitWarning:
+    """``torch._dynamo hit config.recompile_limit (8)`` and the lines that follow it."""
+
+    compile_id: str | None
+    limit: str
+    value: int | None
+    name: str
+    file: str
+    line: int | None
+    last_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBreakSeen:
+    """A graph break message."""
+
+    compile_id: str | None
+    location: str
+    reason: str
+
+
+Event = FrameNamed | CompileSeen | RecompileAnnounced | GuardListing | LimitWarning | GraphBreakSeen

@@ -1,0 +1,121 @@
+"""Line framing: strip whatever prefix a torch log line carries, keep what it says.
+
+Three prefix styles exist across torch 2.0 ... 2.15 (see docs/log-formats.md):
+
+* glog style (torch >= 2.2):
+  ``V1130 07:22:30.181000 2270 torch/_dynamo/guards.py:5396] [1/1] [__recompiles] msg``
+* bracketed date style (torch 2.0/2.1):
+  ``[2023-11-06 14:54:08,549] [0/0] torch._dynamo.guards.__guards: [DEBUG] msg``
+* Python's default ``logging.basicConfig`` style: ``DEBUG:torch._dynamo.guards.__guards:msg``
+
+Any of them may sit behind a ``[rank0]:`` prefix (torchrun). The compile id is
+``[frame/compile]``, optionally with an attempt ``_n`` suffix, or a compiled-autograd
+form ``[!ca/frame/compile]``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_RANK = r"(?:\[rank(?P<rank>\d+)\]:\s?)?"
+_CID = r"(?:\[(?P<cid>!?\d+(?:/\d+)*(?:_\d+)?)\]\s?)?"
+_ART = r"(?:\[(?P<art>__\w+)\]\s?)?"
+
+_GLOG = re.compile(
+    _RANK
+    + r"(?P<level>[VDIWEC])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ (?P<origin>[^\]]+?:\d+)\] "
+    + _CID
+    + _ART
+    + r"(?P<body>.*)$"
+)
+_BRACKET = re.compile(
+    _RANK
+    + r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\] "
+    + _CID
+    + r"(?P<origin>torch[\w.]*): \[(?P<level>[A-Z]+)\] ?(?P<body>.*)$"
+)
+_PYDEFAULT = re.compile(
+    _RANK + r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<origin>torch[\w.]*):" + _CID + r"(?P<body>.*)$"
+)
+_RANK_ONLY = re.compile(r"\[rank(?P<rank>\d+)\]:\s?(?P<body>.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Framed:
+    """A torch log line with its prefix taken apart; ``body`` is the message text."""
+
+    level: str
+    origin: str
+    compile_id: str | None
+    artifact: str | None
+    rank: int | None
+    body: str
+
+
+def _artifact_from_logger(origin: str) -> str | None:
+    last = origin.rsplit(".", 1)[-1]
+    return last if last.startswith("__") else None
+
+
+def frame(line: str) -> Framed | None:
+    """Frame one line (without its newline); None when it is not a torch log line."""
+    if not line:
+        return None
+    first = line[0]
+    if first == "[" or first in "VDIWEC":
+        m = _GLOG.match(line)
+        if m is not None:
+            return _framed(m, m["art"])
+        m = _BRACKET.match(line)
+        if m is not None:
+            return _framed(m, _artifact_from_logger(m["origin"]))
+    m = _PYDEFAULT.match(line)
+    if m is not None:
+        return _framed(m, _artifact_from_logger(m["origin"]))
+    return None
+
+
+def strip_rank(line: str) -> tuple[int | None, str]:
+    """Split a ``[rankN]:`` prefix off a line that is not itself a framed torch line."""
+    m = _RANK_ONLY.match(line)
+    if m is None:
+        return None, line
+    return int(m["rank"]), m["body"]
+
+
+def _framed(m: re.Match[str], artifact: str | None) -> Framed:
+    rank = m["rank"]
+    return Framed(
+        level=m["level"][0],
+        origin=m["origin"],
+        compile_id=m["cid"],
+        artifact=artifact,
+        rank=int(rank) if rank is not None else None,
+        body=m["body"],
+    )
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class CompileId:
+    """A parsed compile id: frame, compile number within the frame, attempt."""
+
+    frame: str
+    number: int
+    attempt: int = 0
+
+    @property
+    def compile_key(self) -> str:
+        return f"{self.frame}/{self.number}"
+
+
+def parse_compile_id(cid: str) -> CompileId | None:
+    """``0/1`` -> (0, 1, 0); ``0/1_2`` -> (0, 1, 2); ``!0/3/1`` -> ('!0/3', 1, 0); ``!0`` -> None."""
+    head, _, attempt = cid.partition("_")
+    parts = head.split("/")
+    if len(parts) < 2:
+        return None
+    try:
+        return CompileId("/".join(parts[:-1]), int(parts[-1]), int(attempt) if attempt else 0)
+    except ValueError:
+        return None

@@ -1,0 +1,94 @@
+"""Guard listings: the ``TREE_GUARD_MANAGER`` tree (torch >= 2.3) and the older flat lists."""
+
+from __future__ import annotations
+
+import re
+
+from guarddiag.model import Guard
+
+_TREE = re.compile(r"^(?P<bars>(?:\| )*)\+- (?P<label>\w+)(?::\s*(?P<rest>.*))?$")
+_MANAGER_SOURCE = re.compile(r"source=(?P<src>.+?), accessed_by=")
+_COMMENT = re.compile(r"\s+#\s")
+_LOCATION = re.compile(r"([^\s#]+:\d+ in [\w<>.]+)")
+
+# Flat guard lines (torch < 2.3) carry only the expression: recognize the kind by its shape.
+_FLAT_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^___check_obj_id\((?P<src>.+?), \d+\)"), "ID_MATCH"),
+    (re.compile(r"^___check_type_id\((?P<src>.+?), \d+\)"), "TYPE_MATCH"),
+    (re.compile(r"^(?:check_tensor|___check_tensors)\((?P<src>[^,]+)"), "TENSOR_MATCH"),
+    (re.compile(r"^hasattr\((?P<src>.+?), '_dynamo_\w+'\)"), "DYNAMIC_INDICES"),
+    (re.compile(r"^___dict_version\((?P<src>.+?)\)"), "DICT_VERSION"),
+    (re.compile(r"^(?:list|set)\((?P<src>.+?)\.keys\(\)\) =="), "DICT_KEYS"),
+    (re.compile(r"^___key_to_id\((?P<src>.+?)\) =="), "DICT_KEYS"),
+    (re.compile(r"^(?:not )?___dict_contains\([^,]+, (?P<src>.+?)\)"), "DICT_CONTAINS"),
+    (re.compile(r"^len\((?P<src>.+?)\) =="), "LENGTH_CHECK"),
+    (re.compile(r"^___tuple_iterator_len\((?P<src>.+?)\) =="), "TUPLE_ITERATOR_LEN"),
+    (re.compile(r"^(?:not )?___(?:is_grad_enabled|are_deterministic_algorithms_enabled|is_torch_function_enabled|check_global_state)\("), "GLOBAL_STATE"),
+    (re.compile(r"^utils_device\.CURRENT_DEVICE"), "DEFAULT_DEVICE"),
+    (re.compile(r"^___check_current_backend\("), "BACKEND_MATCH"),
+    (re.compile(r"^___check_torch_function_mode_stack\("), "TORCH_FUNCTION_MODE_STACK"),
+    (re.compile(r"(?:\.size\(\)|\.stride\(\)|\.storage_offset\(\)|\bEq\(|\bNe\()"), "SHAPE_ENV"),
+    (re.compile(r"^(?P<src>[LG]\[.+?) (?:==|is|is not|!=) "), "EQUALS_MATCH"),
+)
+_SOURCE_IN_EXPR = re.compile(r"((?:___odict_getitem\()?[LG]\['[^']*'\][^\s,()]*)")
+
+
+def split_comment(text: str) -> tuple[str, str]:
+    """Split ``expr  # user code  # file:line in fn`` into the expression and its location."""
+    m = _COMMENT.search(text)
+    if m is None:
+        return text.strip(), ""
+    expr, comment = text[: m.start()].strip(), text[m.end() :]
+    locs = _LOCATION.findall(comment)
+    return expr, locs[-1] if locs else ""
+
+
+def flat_guard(text: str) -> Guard:
+    """A guard from a flat listing line: its kind is read off the expression's shape."""
+    expr, location = split_comment(text)
+    for pattern, kind in _FLAT_KINDS:
+        m = pattern.search(expr)
+        if m is not None:
+            src = m.groupdict().get("src") or _first_source(expr)
+            return Guard(kind, src.strip(), expr, location)
+    return Guard("LAMBDA_GUARD", _first_source(expr), expr, location)
+
+
+def _first_source(expr: str) -> str:
+    m = _SOURCE_IN_EXPR.search(expr)
+    return m.group(1) if m else ""
+
+
+class TreeReader:
+    """Reads a guard listing line by line, keeping only the path of managers above."""
+
+    def __init__(self) -> None:
+        self._sources: list[str] = []
+        self.guards: list[Guard] = []
+
+    def feed(self, body: str) -> bool:
+        """Take one listing line; False when it is not part of a listing."""
+        text = body.strip()
+        if not text or text in ("TREE_GUARD_MANAGER:", "GUARDS:"):
+            return True
+        m = _TREE.match(text)
+        if m is None:
+            if text.startswith("|"):
+                return True  # a wrapped tree line: nothing to keep
+            self.guards.append(flat_guard(text))
+            return True
+        depth = len(m["bars"]) // 2
+        label, rest = m["label"], m["rest"] or ""
+        if label.endswith("Manager") or "Manager:" in rest[:40] or "GuardManager" in label:
+            del self._sources[depth:]
+            src = _MANAGER_SOURCE.search(rest)
+            self._sources.append(src["src"] if src else (self._sources[-1] if self._sources else ""))
+            return True
+        if label.endswith("Accessor") or label in ("KeyValueManager",):
+            return True
+        expr, location = split_comment(rest)
+        parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
+        if not parent or parent == "":
+            parent = _first_source(expr)
+        self.guards.append(Guard(label, parent, expr, location))
+        return True

@@ -1,0 +1,300 @@
+"""The streaming log parser: lines in, events out, constant memory in the log length.
+
+Each record kind has a small reader (a *block*) that takes the lines belonging to it.
+Glog-style logs prefix every line of a multi-line message; older logs print the
+continuation lines bare, so a bare line is offered to the most recent open block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from guarddiag.logparse.events import (
+    CompileSeen,
+    Event,
+    FrameNamed,
+    GraphBreakSeen,
+    GuardFailure,
+    GuardListing,
+    LimitWarning,
+    RecompileAnnounced,
+)
+from guarddiag.logparse.framing import Framed, frame, parse_compile_id, strip_rank
+from guarddiag.logparse.guards import TreeReader
+
+# Artifacts whose every line guarddiag is expected to understand (--strict counts these).
+OWN_ARTIFACTS = frozenset({"__guards", "__recompiles", "__recompiles_verbose", "__graph_breaks"})
+MAX_SAMPLES = 5
+
+_START_TRACING = re.compile(r"(?:Step 1: )?torchdynamo start tracing (?P<name>\S+) (?P<file>.+?):(?P<line>\d+)\s*$")
+_RECOMPILING = re.compile(r"^Recompiling function (?P<name>\S+) in (?P<file>.+?):(?P<line>\d+)\s*$")
+_LIMIT = re.compile(r"torch\._dynamo hit config\.(?P<limit>\w+) \((?P<value>\d+)\)")
+_LIMIT_FUNCTION = re.compile(r"^\s*function: '(?P<name>[^']+)' \((?P<file>.+?):(?P<line>\d+)\)")
+_LIMIT_REASON = re.compile(r"^\s*last reason: (?P<reason>.*)$")
+_FAILURE = re.compile(r"^\s*- (?:(?P<ce>!?\d+(?:/\d+)+(?:_\d+)?): )?(?P<text>.*)$")
+_GRAPH_BREAK = re.compile(r"^Graph break")
+_GB_LOCATION = re.compile(r" at (?P<loc>\S.*?:\d+)")
+_GB_REASON = re.compile(r"^\s*(?:Graph Break Reason|Reason): (?P<reason>.*)$")
+# Bare continuation lines of a guard listing in torch 2.0/2.1 logs.
+_BARE_GUARD = re.compile(r"^\s*(?:\+-|\| |___|check_tensor|hasattr\(|[LG]\[|not |utils_device|len\(|isinstance|Eq\(|Ne\(|\d+ <=|-?\d+ [<>=])")
+
+
+class _Block:
+    """A multi-line record being read."""
+
+    bare_ok = False
+
+    def feed(self, body: str) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def accepts_bare(self, body: str) -> bool:
+        return False
+
+    def close(self) -> list[Event]:
+        return []
+
+
+class _GuardBlock(_Block):
+    def __init__(self, cid: str | None) -> None:
+        self.cid = cid
+        self.reader = TreeReader()
+        self.in_shape_fn = False
+        self.done = False
+
+    def feed(self, body: str) -> bool:
+        if self.done:
+            return False
+        text = body.strip()
+        if text.startswith("Guard eval latency"):
+            self.done = True
+            return True
+        if text.startswith("GUARDS:") and self.reader.guards:
+            return False
+        return self.reader.feed(body)
+
+    def accepts_bare(self, body: str) -> bool:
+        return not self.done and bool(_BARE_GUARD.match(body))
+
+    def close(self) -> list[Event]:
+        return [GuardListing(self.cid, tuple(self.reader.guards))]
+
+
+class _ShapeFnBlock(_Block):
+    """``Python shape guard function:`` source code: recognized, nothing kept."""
+
+    def feed(self, body: str) -> bool:
+        return not body.strip().startswith(("GUARDS:", "Guard eval latency"))
+
+
+class _RecompileBlock(_Block):
+    def __init__(self, cid: str | None, m: re.Match[str]) -> None:
+        self.cid = cid
+        self.name, self.file, self.line = m["name"], m["file"], int(m["line"])
+        self.failures: list[GuardFailure] = []
+        self.in_stack = False
+
+    def feed(self, body: str) -> bool:
+        text = body.strip()
+        if not text or text.startswith("triggered by the following guard failure") or re.match(r"^guard \d+ failures:", text):
+            return True
+        m = _FAILURE.match(body)
+        if m is None:
+            return bool(body[:1].isspace())
+        rest = m["text"]
+        if rest.startswith("User stack trace:"):
+            self.in_stack = True
+            return True
+        if rest[:1].isspace() or (self.in_stack and m["ce"] is None and rest.startswith("File ")):
+            return True
+        self.in_stack = False
+        self.failures.append(GuardFailure(m["ce"], rest))
+        return True
+
+    def accepts_bare(self, body: str) -> bool:
+        return body[:1].isspace()
+
+    def close(self) -> list[Event]:
+        return [RecompileAnnounced(self.cid, self.name, self.file, self.line, tuple(self.failures))]
+
+
+class _LimitBlock(_Block):
+    def __init__(self, cid: str | None, m: re.Match[str]) -> None:
+        self.cid = cid
+        self.limit, self.value = m["limit"], int(m["value"])
+        self.name, self.file, self.line = "", "", None
+        self.reason = ""
+
+    def feed(self, body: str) -> bool:
+        m = _LIMIT_FUNCTION.match(body)
+        if m is not None:
+            self.name, self.file, self.line = m["name"], m["file"], int(m["line"])
+            return True
+        m = _LIMIT_REASON.match(body)
+        if m is not None:
+            self.reason = m["reason"].strip()
+            return True
+        text = body.strip()
+        return (
+            text.startswith(("To log all recompilation", "To diagnose recompilation", "reasons:", "User stack trace:"))
+            or body[:1].isspace()
+            or not text
+        )
+
+    def accepts_bare(self, body: str) -> bool:
+        return bool(_LIMIT_FUNCTION.match(body) or _LIMIT_REASON.match(body)) or body.strip().startswith(
+            ("To log all recompilation", "To diagnose recompilation")
+        )
+
+    def close(self) -> list[Event]:
+        return [LimitWarning(self.cid, self.limit, self.value, self.name, self.file, self.line, self.reason)]
+
+
+class _GraphBreakBlock(_Block):
+    def __init__(self, cid: str | None, body: str) -> None:
+        self.cid = cid
+        loc = _GB_LOCATION.search(body)
+        self.location = loc["loc"] if loc else ""
+        self.reason = ""
+
+    def feed(self, body: str) -> bool:
+        if _GRAPH_BREAK.match(body):
+            return False
+        m = _GB_REASON.match(body)
+        if m is not None and not self.reason:
+            self.reason = m["reason"].strip()
+        elif not self.reason and self.location == "" and body.strip():
+            loc = re.search(r"File \"(?P<f>[^\"]+)\", line (?P<l>\d+)", body)
+            if loc:
+                self.location = f"{loc['f']}:{loc['l']}"
+        return True
+
+    def accepts_bare(self, body: str) -> bool:
+        return body[:1].isspace() or bool(_GB_REASON.match(body))
+
+    def close(self) -> list[Event]:
+        return [GraphBreakSeen(self.cid, self.location, self.reason)]
+
+
+@dataclass
+class ParseCounters:
+    """Counts kept while parsing; the unrecognized samples are capped."""
+
+    lines: int = 0
+    torch_lines: int = 0
+    unrecognized: int = 0
+    samples: list[str] = field(default_factory=list)
+
+    def unknown(self, line: str) -> None:
+        self.unrecognized += 1
+        if len(self.samples) < MAX_SAMPLES:
+            self.samples.append(line[:300])
+
+
+class LogParser:
+    """Feed lines, get events. One instance per log stream."""
+
+    def __init__(self) -> None:
+        self.counters = ParseCounters()
+        self._open: dict[tuple[int | None, str | None, str | None], _Block] = {}
+        self._last: _Block | None = None
+        self._seen_compiles: set[tuple[int | None, str]] = set()
+
+    def parse(self, lines: Iterable[str]) -> Iterator[Event]:
+        """Parse a whole stream: every event, in log order, then those of still-open blocks."""
+        for line in lines:
+            yield from self.feed(line)
+        yield from self.finish()
+
+    def feed(self, raw: str) -> list[Event]:
+        """Take one line (trailing newline allowed); return the events it completed."""
+        self.counters.lines += 1
+        line = raw.rstrip("\r\n")
+        framed = frame(line)
+        if framed is None:
+            _, body = strip_rank(line)
+            if self._last is not None and self._last.accepts_bare(body):
+                self._last.feed(body)
+            return []
+        self.counters.torch_lines += 1
+        out: list[Event] = []
+        if framed.compile_id is not None:
+            seen = self._compile_seen(framed)
+            if seen is not None:
+                out.append(seen)
+        key = (framed.rank, framed.compile_id, framed.artifact)
+        for other in [k for k in self._open if k[0] == framed.rank and k != key]:
+            # A glog-style message is written whole: a line of another record ends it.
+            out.extend(self._close(other))
+        block = self._open.get(key)
+        if block is not None:
+            if block.feed(framed.body):
+                self._last = block
+                return out
+            out.extend(self._close(key))
+        out.extend(self._start(key, framed, line))
+        return out
+
+    def finish(self) -> list[Event]:
+        """Close every open block (a truncated log still yields what it had)."""
+        out: list[Event] = []
+        for key in list(self._open):
+            out.extend(self._close(key))
+        return out
+
+    def _compile_seen(self, framed: Framed) -> CompileSeen | None:
+        cid = parse_compile_id(framed.compile_id or "")
+        if cid is None:
+            return None
+        key = (framed.rank, cid.compile_key)
+        if key in self._seen_compiles:
+            return None
+        self._seen_compiles.add(key)
+        return CompileSeen(_ranked(framed.rank, cid.compile_key))
+
+    def _close(self, key: tuple[int | None, str | None, str | None]) -> list[Event]:
+        block = self._open.pop(key)
+        if self._last is block:
+            self._last = None
+        return block.close()
+
+    def _start(self, key: tuple[int | None, str | None, str | None], f: Framed, line: str) -> list[Event]:
+        body = f.body
+        cid = _ranked(f.rank, f.compile_id) if f.compile_id else None
+        block: _Block | None = None
+        if f.artifact == "__guards":
+            text = body.strip()
+            if text.startswith("GUARDS:"):
+                block = _GuardBlock(cid)
+            elif text.startswith("Python shape guard function"):
+                block = _ShapeFnBlock()
+            elif text.startswith("Guard eval latency") or not text:
+                return []
+        elif f.artifact in ("__recompiles", "__recompiles_verbose"):
+            m = _RECOMPILING.match(body.strip())
+            if m is not None:
+                block = _RecompileBlock(cid, m)
+        elif f.artifact == "__graph_breaks" and _GRAPH_BREAK.match(body):
+            block = _GraphBreakBlock(cid, body)
+        if block is None:
+            m = _LIMIT.search(body)
+            if m is not None:
+                block = _LimitBlock(cid, m)
+        if block is None:
+            m = _START_TRACING.search(body)
+            if m is not None:
+                return [FrameNamed(cid, m["name"], m["file"], int(m["line"]))]
+            if f.artifact in OWN_ARTIFACTS:
+                self.counters.unknown(line)
+            return []
+        self._open[key] = block
+        self._last = block
+        return []
+
+
+def _ranked(rank: int | None, cid: str | None) -> str | None:
+    """Compile ids of different ranks are different compiles: keep the rank in the id."""
+    if cid is None or rank is None:
+        return cid
+    return f"rank{rank}:{cid}"

@@ -1,0 +1,151 @@
+"""The run record: frozen dataclasses that every later stage reads.
+
+Data flows one way: log lines -> events (``guarddiag.logparse``) -> this model
+(``guarddiag.build``) -> renderers, diff and gates. Nothing here parses text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEMA = "guarddiag.run/1"
+
+# The cause taxonomy. Every cause gets exactly one of these; see docs/record-schema.md.
+CATEGORIES: dict[str, str] = {
+    "identity": "object identity: the compiled code was specialized on id() of an object",
+    "type": "type: an object now has another type",
+    "value": "value: a constant baked into the graph (int, bool, float, str) changed",
+    "container": "container content: dict keys, lengths, or a dict's version changed",
+    "tensor": "tensor metadata: size, stride, dtype, device or requires_grad changed",
+    "dynamic_shape": "dynamic-shape relation: a symbolic size guard no longer holds",
+    "global_state": "global state: grad mode, autocast, default device, torch function mode",
+    "other": "other: a guard guarddiag does not classify further",
+}
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One guard from a guard listing: its kind, the object it guards and its expression."""
+
+    kind: str
+    source: str
+    expr: str
+    location: str = ""
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why a cache entry rejected the call: one failing guard, classified."""
+
+    category: str
+    source: str
+    guard: str
+    text: str
+    subject: str
+    cache_entry: str | None = None
+
+
+@dataclass(frozen=True)
+class RecompileEvent:
+    """One recompile of a function; ``logged`` is False when torch did not announce it."""
+
+    compile_id: str
+    logged: bool
+    causes: tuple[Cause, ...]
+
+
+@dataclass(frozen=True)
+class LimitHit:
+    """A recompile-limit warning: torch stopped compiling the function and runs it eagerly."""
+
+    compile_id: str | None
+    limit: str
+    value: int | None
+    last_reason: str
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """A graph break inside a compiled function."""
+
+    compile_id: str | None
+    location: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    """All that happened to one compiled code object (matched across runs by name/file/line)."""
+
+    name: str
+    file: str
+    line: int | None
+    frame_ids: tuple[str, ...]
+    compiles: int
+    recompile_events: tuple[RecompileEvent, ...]
+    limit_hits: tuple[LimitHit, ...] = ()
+    graph_breaks: tuple[GraphBreak, ...] = ()
+
+    @property
+    def recompiles(self) -> int:
+        """Compiles after the first, whether torch announced them or not."""
+        return max(self.compiles - 1, 0)
+
+    @property
+    def limit_hit(self) -> bool:
+        return bool(self.limit_hits)
+
+    @property
+    def identified(self) -> bool:
+        return bool(self.name)
+
+    @property
+    def key(self) -> str:
+        """The stable identity used to match this function across runs."""
+        return f"{self.name}@{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class ParseStats:
+    """What the parser read and what it could not understand."""
+
+    lines: int = 0
+    torch_lines: int = 0
+    unrecognized: int = 0
+    unrecognized_samples: tuple[str, ...] = ()
+    unidentified_frames: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run record: a script run under guarddiag, or a parsed log."""
+
+    functions: tuple[FunctionSummary, ...]
+    parse: ParseStats
+    torch_version: str | None = None
+    exit_code: int | None = None
+    source: str = "parse"
+    status: str = "ok"
+    script: str | None = None
+    argv: tuple[str, ...] = ()
+    flags: dict[str, str] = field(default_factory=dict)
+    config: dict[str, object] = field(default_factory=dict)
+    log_path: str | None = None
+    duration_s: float | None = None
+    schema: str = SCHEMA
+
+    @property
+    def compiles(self) -> int:
+        return sum(f.compiles for f in self.functions)
+
+    @property
+    def recompiles(self) -> int:
+        return sum(f.recompiles for f in self.functions)
+
+    @property
+    def limit_hits(self) -> int:
+        return sum(len(f.limit_hits) for f in self.functions)
+
+    @property
+    def graph_breaks(self) -> int:
+        return sum(len(f.graph_breaks) for f in self.functions)

@@ -1,0 +1,27 @@
+"""Markdown report (for CI step summaries and issues)."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from guarddiag.model import Run
+from guarddiag.render.summary import cause_groups, function_label, headline, parse_note
+
+
+def render(run: Run) -> str:
+    """The run as GitHub-flavoured Markdown."""
+    out = ["## guarddiag", "", headline(run), ""]
+    rows = [
+        [f"`{function_label(f)}`", f.compiles, f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks)]
+        for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))
+    ]
+    out.append(tabulate(rows, headers=["function", "compiles", "recompiles", "limit hit", "graph breaks"], tablefmt="github"))
+    for f in run.functions:
+        groups = cause_groups(f)
+        if groups:
+            out += ["", f"### `{function_label(f)}`", ""]
+            out += [f"- {g.count}x **{g.category}**: {g.subject}" for g in groups]
+    note = parse_note(run)
+    if note:
+        out += ["", f"> {note}"]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,67 @@
+"""What the human-readable renderers share: causes grouped per function, labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from guarddiag.model import FunctionSummary, Run
+
+
+@dataclass(frozen=True)
+class CauseGroup:
+    """Recompiles of one function that share a category and subject."""
+
+    category: str
+    subject: str
+    count: int
+    unlogged: int
+    example: str
+
+
+def function_label(f: FunctionSummary) -> str:
+    """``forward (model.py:12)``, or the frame id when the log never named the frame."""
+    if not f.name:
+        return f"<unidentified frame {', '.join(f.frame_ids)}>"
+    where = f"{_short_path(f.file)}:{f.line}" if f.file else "?"
+    return f"{f.name} ({where})"
+
+
+def _short_path(path: str) -> str:
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:]) if len(parts) > 2 else path
+
+
+def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
+    """Group a function's recompiles by the cause against the newest cache entry (torch lists it first)."""
+    counts: dict[tuple[str, str], list] = {}
+    for event in f.recompile_events:
+        cause = event.causes[0]
+        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0]])
+        entry[0] += 1
+        entry[1] += 0 if event.logged else 1
+    groups = [CauseGroup(cat, subj, n, unlogged, ex) for (cat, subj), (n, unlogged, ex) in counts.items()]
+    return sorted(groups, key=lambda g: -g.count)
+
+
+def headline(run: Run) -> str:
+    """One line: totals and where they came from."""
+    torch = f"torch {run.torch_version}" if run.torch_version else "torch version unknown"
+    return (
+        f"{len(run.functions)} compiled functions, {run.compiles} compiles, {run.recompiles} recompiles, "
+        f"{run.limit_hits} recompile-limit hits, {run.graph_breaks} graph breaks ({torch})"
+    )
+
+
+def parse_note(run: Run) -> str | None:
+    """A note when the parser met lines or frames it could not place, else None."""
+    notes = []
+    if run.parse.unrecognized:
+        notes.append(f"{run.parse.unrecognized} torch log lines not understood (see `parse` in --format json)")
+    if run.parse.unidentified_frames:
+        notes.append(
+            f"{len(run.parse.unidentified_frames)} frames not named in the log "
+            "(enable TORCH_LOGS=dynamo when capturing)"
+        )
+    if run.parse.torch_lines == 0:
+        notes.append("no torch log lines found: was the log captured with TORCH_LOGS=guards,recompiles,dynamo?")
+    return "; ".join(notes) or None

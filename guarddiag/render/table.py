@@ -1,0 +1,39 @@
+"""Plain-text report: a per-function table, then each function's recompile causes."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from guarddiag.model import Run
+from guarddiag.render.summary import cause_groups, function_label, headline, parse_note
+
+
+def render(run: Run) -> str:
+    """The terminal report of one run."""
+    out = [headline(run)]
+    if run.source == "run" and run.status != "ok":
+        out.append(f"script {run.status} (exit status {run.exit_code}); counts cover what ran before that")
+    rows = [
+        [function_label(f), f.compiles, f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""]
+        for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))
+    ]
+    if rows:
+        out += ["", tabulate(rows, headers=["function", "compiles", "recompiles", "limit hit", "graph breaks"])]
+    for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name)):
+        if not f.recompiles and not f.limit_hit:
+            continue
+        out += ["", f"{function_label(f)}: {f.recompiles} recompiles"]
+        for g in cause_groups(f):
+            unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
+            out.append(f"  {g.count}x {g.category}: {g.subject}{unlogged}")
+            out.append(f"      e.g. {g.example[:160]}")
+        for hit in f.limit_hits:
+            out.append(
+                f"  hit {hit.limit} ({hit.value}): torch stopped compiling it and runs it without compiling from here on"
+            )
+    note = parse_note(run)
+    if note:
+        out += ["", f"note: {note}"]
+    if run.log_path:
+        out += ["", f"torch log: {run.log_path}"]
+    return "\n".join(out)

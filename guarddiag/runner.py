@@ -1,0 +1,162 @@
+"""Start the user's script in a child interpreter with torch logging on, and read its log.
+
+The child runs ``_bootstrap.py`` by path (guarddiag need not be installed in the target
+environment). Its stdin, stdout and stderr are the user's; torch's log lines go to a
+file under ``.guarddiag/runs/<id>/`` that stays on disk whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from guarddiag import _bootstrap
+from guarddiag.build import build_from_lines
+from guarddiag.errors import InputError
+from guarddiag.model import Run
+from guarddiag.store import save_run
+
+# Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
+REQUIRED_LOGS = ("dynamo", "guards", "recompiles", "graph_breaks")
+_FLAG_SYNTAX = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)=(?P<value>.*)$")
+
+
+def merge_torch_logs(existing: str | None) -> str:
+    """Add guarddiag's channels to a user's ``TORCH_LOGS``, keeping theirs (``+dynamo`` covers ``dynamo``)."""
+    items = [s.strip() for s in (existing or "").split(",") if s.strip()]
+    have = {s.lstrip("+-") for s in items}
+    items.extend(name for name in REQUIRED_LOGS if name not in have)
+    return ",".join(items)
+
+
+def parse_flag(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` -> (name, value); the value is checked against torch's config in the child."""
+    m = _FLAG_SYNTAX.match(text)
+    if m is None:
+        raise InputError(f"--flag '{text}': expected NAME=VALUE, e.g. --flag automatic_dynamic_shapes=false")
+    return m["name"], m["value"]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What to run and how."""
+
+    script: Path
+    args: tuple[str, ...] = ()
+    python: str = sys.executable
+    flags: tuple[tuple[str, str], ...] = ()
+    timeout: float | None = None
+    workdir: Path = field(default_factory=lambda: Path(".guarddiag"))
+
+
+def _check_script(script: Path) -> None:
+    if not script.exists():
+        raise InputError(f"{script}: no such script; give the path of a Python file to run")
+    if script.is_dir():
+        raise InputError(f"{script}: is a directory; give the path of a Python file to run")
+
+
+def _check_python(python: str) -> str:
+    found = shutil.which(python) if os.sep not in python else (python if os.access(python, os.X_OK) else None)
+    if not found:
+        raise InputError(f"--python {python}: no such interpreter; give the path of a Python that has torch installed")
+    return found
+
+
+def _run_dir(workdir: Path, script: Path) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = workdir / "runs" / f"{stamp}-{script.stem}-{os.getpid()}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = Path(f"{base}-{n}")
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:
+        raise InputError(f"{workdir}: cannot create the run folder ({exc.strerror}); run from a writable folder") from None
+    return path
+
+
+def execute(request: RunRequest) -> Run:
+    """Run the script under torch logging and return its run record (also saved in the run folder)."""
+    _check_script(request.script)
+    python = _check_python(request.python)
+    run_dir = _run_dir(request.workdir, request.script)
+    log_path, meta_path, spec_path = run_dir / "torch.log", run_dir / "meta.json", run_dir / "spec.json"
+    log_path.touch()
+    spec = {
+        "script": str(request.script),
+        "args": list(request.args),
+        "flags": [{"name": n, "value": v} for n, v in request.flags],
+        "log_path": str(log_path.resolve()),
+        "meta_path": str(meta_path.resolve()),
+    }
+    spec_path.write_text(json.dumps(spec, indent=2), encoding="utf-8")
+    env = dict(os.environ)
+    env["TORCH_LOGS"] = merge_torch_logs(env.get("TORCH_LOGS"))
+    started = time.monotonic()
+    status, code = _wait(
+        subprocess.Popen([python, _bootstrap.__file__, str(spec_path.resolve())], env=env), request.timeout
+    )
+    duration = time.monotonic() - started
+    meta = _read_meta(meta_path)
+    error = meta.get("error")
+    if code == _bootstrap.REFUSED and isinstance(error, dict):
+        hint = f" (did you mean: {', '.join(error['suggestions'])}?)" if error.get("suggestions") else ""
+        what = "fix or drop the --flag" if error.get("kind") == "flag" else "install torch there or pick another --python"
+        raise InputError(f"{error['message']}{hint}; {what}; nothing was run (log folder: {run_dir})")
+    with log_path.open(encoding="utf-8", errors="replace") as fh:
+        functions, stats = build_from_lines(fh)
+    run = Run(
+        functions=functions,
+        parse=stats,
+        torch_version=meta.get("torch_version"),
+        exit_code=code,
+        source="run",
+        status=status,
+        script=str(request.script),
+        argv=tuple(request.args),
+        flags={n: v for n, v in request.flags},
+        config=dict(meta.get("config") or {}),
+        log_path=str(log_path),
+        duration_s=round(duration, 3),
+    )
+    save_run(run, run_dir / "run.json")
+    return run
+
+
+def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:
+    """Wait for the child; on timeout stop it (TERM, then KILL) and say so."""
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return "timeout", proc.returncode
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        proc.wait()
+        return "interrupted", proc.returncode
+    if code < 0:
+        return "killed", code
+    return ("ok" if code == 0 else "failed"), code
+
+
+def _read_meta(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
