@@ -23,7 +23,10 @@ _FLAT_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:not )?___dict_contains\([^,]+, (?P<src>.+?)\)"), "DICT_CONTAINS"),
     (re.compile(r"^len\((?P<src>.+?)\) =="), "LENGTH_CHECK"),
     (re.compile(r"^___tuple_iterator_len\((?P<src>.+?)\) =="), "TUPLE_ITERATOR_LEN"),
-    (re.compile(r"^(?:not )?___(?:is_grad_enabled|are_deterministic_algorithms_enabled|is_torch_function_enabled|check_global_state)\("), "GLOBAL_STATE"),
+    (
+        re.compile(r"^(?:not )?___(?:is_grad_enabled|are_deterministic_algorithms_enabled|is_torch_function_enabled|check_global_state)\("),
+        "GLOBAL_STATE",
+    ),
     (re.compile(r"^utils_device\.CURRENT_DEVICE"), "DEFAULT_DEVICE"),
     (re.compile(r"^___check_current_backend\("), "BACKEND_MATCH"),
     (re.compile(r"^___check_torch_function_mode_stack\("), "TORCH_FUNCTION_MODE_STACK"),

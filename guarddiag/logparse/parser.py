@@ -38,7 +38,9 @@ _GRAPH_BREAK = re.compile(r"^Graph break")
 _GB_LOCATION = re.compile(r" at (?P<loc>\S.*?:\d+)")
 _GB_REASON = re.compile(r"^\s*(?:Graph Break Reason|Reason): (?P<reason>.*)$")
 # Bare continuation lines of a guard listing in torch 2.0/2.1 logs.
-_BARE_GUARD = re.compile(r"^\s*(?:\+-|\| |___|check_tensor|hasattr\(|[LG]\[|not |utils_device|len\(|isinstance|Eq\(|Ne\(|\d+ <=|-?\d+ [<>=])")
+_BARE_GUARD = re.compile(
+    r"^\s*(?:\+-|\| |___|check_tensor|hasattr\(|[LG]\[|not |utils_device|len\(|isinstance|Eq\(|Ne\(|-?\d+ (?:<=|[<>=]))"
+)
 
 
 class _Block:
