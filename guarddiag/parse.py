@@ -15,6 +15,8 @@ def parse_log(path: str) -> Run:
     if path == "-":
         stream = open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
         functions, stats = build_from_lines(stream)
+        if stats.torch_lines == 0:
+            raise InputError(f"standard input: no torch log lines in {stats.lines} lines read; pipe in a log captured with TORCH_LOGS=...")
         return Run(functions=functions, parse=stats, source="parse", log_path="-")
     p = Path(path)
     if p.is_dir():
@@ -26,4 +28,9 @@ def parse_log(path: str) -> Run:
         raise InputError(f"{path}: no such log file; give a log file, or - to read standard input") from None
     except PermissionError:
         raise InputError(f"{path}: cannot be read (permission denied)") from None
+    if stats.torch_lines == 0:
+        raise InputError(
+            f"{path}: no torch log lines in {stats.lines} lines read; capture the log with "
+            "TORCH_LOGS=dynamo,guards,recompiles,graph_breaks (or use `guarddiag run`)"
+        )
     return Run(functions=functions, parse=stats, source="parse", log_path=str(p))

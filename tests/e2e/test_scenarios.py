@@ -1,0 +1,61 @@
+"""Every bundled scenario through the installed command, checked against torch's own metrics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import SCENARIOS, run_guarddiag, torch_truth
+
+# Scenario -> {function: categories of the causes that recompiled it} on the pinned torch.
+EXPECTED_CAUSES: dict[str, dict[str, set[str]]] = {
+    "class_attribute": {"normalize_features": {"value"}},
+    "closure_variable": {"hinge_loss": {"value"}},
+    "dict_keys": {"weighted_total": {"container"}},
+    "dict_value": {"mlp_forward": {"value"}},
+    "float_hyperparameter": {"sgd_update": {"value"}},
+    "fresh_module_instance": {"forward": set()},
+    "global_variable": {"augment_and_encode": {"value"}},
+    "grad_mode": {"compute_loss": {"global_state"}},
+    "graph_break": {"forward": {"global_state"}, "torch_dynamo_resume_in_forward_at_31": {"global_state"}},
+    "list_length": {"fuse_pyramid": {"container"}},
+    "module_bool_attribute": {"forward": {"value"}},
+    "module_int_attribute": {"forward": {"value"}},
+    "no_recompile": {"forward": set(), "regression_loss": set()},
+    "recompile_limit": {"rollout": {"value"}},
+    "tensor_dtype": {"attention_scores": {"tensor"}},
+    "tensor_requires_grad": {"extract_features": {"tensor"}},
+    "tensor_shape": {"train_step": {"tensor", "dynamic_shape"}},
+}
+
+
+def test_every_scenario_has_an_expectation():
+    assert {p.stem for p in SCENARIOS.glob("*.py")} == set(EXPECTED_CAUSES)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(EXPECTED_CAUSES))
+def test_scenario_counts_match_torch(name, workdir):
+    script = SCENARIOS / f"{name}.py"
+    record = workdir / "run.json"
+    proc = run_guarddiag("run", str(script), "--out", str(record), cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    run = json.loads(record.read_text())
+    assert run["schema"] == "guarddiag.run/1"
+    assert run["exit_code"] == 0
+    assert run["parse"]["unrecognized"] == 0, run["parse"]["unrecognized_samples"]
+
+    truth = torch_truth(script, workdir)
+    ours = {(f["name"], f["line"]): f["compiles"] for f in run["functions"]}
+    assert ours == truth
+    for f in run["functions"]:
+        assert f["recompiles"] == f["compiles"] - 1
+        assert len(f["recompile_events"]) == f["recompiles"]
+    assert run["totals"]["recompiles"] == sum(f["recompiles"] for f in run["functions"])
+
+    causes = {f["name"]: {e["causes"][0]["category"] for e in f["recompile_events"]} for f in run["functions"]}
+    assert causes == EXPECTED_CAUSES[name]
+    limit = {f["name"] for f in run["functions"] if f["limit_hit"]}
+    assert limit == ({"rollout"} if name == "recompile_limit" else set())
