@@ -97,7 +97,7 @@ def version() -> None:
 def main() -> None:
     """Entry point: run the app; a GuarddiagError becomes one line on stderr and its exit code."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except GuarddiagError as exc:
         typer.echo(f"guarddiag: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -113,4 +113,4 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
-    sys.exit(OK)
+    sys.exit(code if isinstance(code, int) else OK)

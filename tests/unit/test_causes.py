@@ -1,0 +1,64 @@
+"""The cause taxonomy on failure texts torch prints (2.13 style and older)."""
+
+from __future__ import annotations
+
+import pytest
+
+from guarddiag.causes import cause_from_changed_guard, classify_failure, normalize_guard, readable_source, subject
+from guarddiag.model import CATEGORIES, Guard
+
+
+@pytest.mark.parametrize(
+    ("text", "category", "source"),
+    [
+        ("m.layer_idx == 0                       # return self.lin(x) * self.layer_idx  # s1.py:8 in forward", "value", "m.layer_idx"),
+        ("tensor 'x' size mismatch at index 0. expected 2, actual 3", "tensor", "x"),
+        ("tensor 'L['x']' dtype mismatch. expected Float, actual Double", "tensor", "L['x']"),
+        ("tensor 'x' requires_grad mismatch. expected requires_grad=0", "tensor", "x"),
+        ("GLOBAL_STATE changed: grad_mode ", "global_state", ""),
+        ("___is_grad_enabled()", "global_state", ""),
+        ("len(d) != 1", "container", "d"),
+        ("len(L['xs']) == 3", "container", "L['xs']"),
+        ("___dict_version(G['cfg']) == 12", "container", "G['cfg']"),
+        ("___check_obj_id(L['self'], 140234234234)", "identity", "L['self']"),
+        ("___check_type_id(L['m'], 94388580481504)", "type", "L['m']"),
+        ("2 <= L['x'].size()[0]", "dynamic_shape", "L['x']"),
+        ("G['Cfg'].scale == 2.0   # x", "value", "G['Cfg'].scale"),
+        ("___check_current_backend(140000)", "other", ""),
+    ],
+)
+def test_classify_failure(text, category, source):
+    cause = classify_failure(text, "0/0")
+    assert cause.category == category
+    assert cause.source == source
+    assert cause.cache_entry == "0/0"
+    assert cause.category in CATEGORIES
+
+
+def test_guard_normalization_drops_ids_and_sizes():
+    assert normalize_guard("___check_obj_id(L['self'], 140234234234)") == "___check_obj_id(L['self'], <id>)"
+    assert normalize_guard("tensor 'x' size mismatch at index 0. expected 2, actual 3") == normalize_guard(
+        "tensor 'x' size mismatch at index 0. expected 4, actual 9"
+    )
+
+
+def test_readable_sources_and_subjects():
+    assert readable_source("L['m']._modules['lin']._parameters['weight']") == "m.lin.weight"
+    assert readable_source("___odict_getitem(L['self']._modules, 'lin')") == "self.lin"
+    assert subject("L['x']") == "local `x`"
+    assert subject("G['FLAG']") == "global `FLAG`"
+    assert subject("L['m'].layer_idx") == "`m.layer_idx` on local `m`"
+
+
+def test_changed_id_match_is_identity():
+    before = Guard("ID_MATCH", "L['self']", "___check_obj_id(L['self'], 1401)")
+    after = Guard("ID_MATCH", "L['self']", "___check_obj_id(L['self'], 1402)")
+    cause = cause_from_changed_guard(before, after)
+    assert cause.category == "identity"
+    assert "a different object" in cause.subject
+
+
+def test_changed_global_state_names_the_key():
+    before = Guard("GLOBAL_STATE", "", '___check_global_state() against {"grad_mode":true,"num_threads":2}')
+    after = Guard("GLOBAL_STATE", "", '___check_global_state() against {"grad_mode":false,"num_threads":2}')
+    assert cause_from_changed_guard(before, after).subject == "grad mode"
