@@ -84,7 +84,7 @@ class RunBuilder:
             )
 
     def _cid(self, compile_id: str | None) -> CompileId | None:
-        if compile_id is None:
+        if not compile_id or compile_id.endswith(":"):
             return None
         rank, _, bare = compile_id.rpartition(":")
         cid = parse_compile_id(bare)
@@ -101,12 +101,18 @@ class RunBuilder:
     def _on_named(self, event: FrameNamed) -> None:
         cid = self._cid(event.compile_id)
         if cid is None:
-            return
-        frame = self._frame(cid.frame)
+            # torch 2.0 prints no compile ids: every "start tracing" is the function's next compile.
+            frame = self._frame_named(event.name, event.file, event.line, _rank(event.compile_id))
+            number = len(frame.compiles)
+        else:
+            if cid.attempt:
+                return
+            frame, number = self._frame(cid.frame), cid.number
         frame.name_it(event.name, event.file, event.line)
-        frame.compiles.add(cid.number)
-        for pending in self._pending.pop((event.name, event.file, event.line), []):
-            frame.announced.setdefault(max(frame.compiles), _causes(pending))
+        frame.compiles.add(number)
+        pending = self._pending_for(event.name, event.file, event.line)
+        if pending and number > 0:
+            frame.announced.setdefault(number, _causes(pending.pop(0)))
 
     def _on_recompile(self, event: RecompileAnnounced) -> None:
         cid = self._cid(event.compile_id)
@@ -136,31 +142,60 @@ class RunBuilder:
 
     def _on_limit(self, event: LimitWarning) -> None:
         cid = self._cid(event.compile_id)
-        frame = self._frame(cid.frame) if cid else self._frame_named(event.name, event.file, event.line)
+        frame = self._frame(cid.frame) if cid else self._frame_named(event.name, event.file, event.line, _rank(event.compile_id))
+        if frame.name and not frame.file:
+            frame.file, frame.line = event.file, event.line  # torch 2.0 names the file only here
         frame.name_it(event.name, event.file, event.line)
+        reason = event.last_reason.split("  #")[0].strip()
         if cid is not None:
             frame.limit_numbers.add(cid.number)
-        frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, event.last_reason))
+        else:
+            # Old torch: the announcement just before the warning was refused, not compiled.
+            pending = self._pending_for(event.name, event.file, event.line)
+            if pending:
+                refused = pending.pop()
+                reason = reason or (refused.failures[0].text if refused.failures else "")
+        frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, reason))
 
-    def _frame_named(self, name: str, file: str, line: int | None) -> _Frame:
+    def _pending_for(self, name: str, file: str, line: int | None) -> list[RecompileAnnounced]:
+        for (pname, pfile, pline), events in self._pending.items():
+            if pname == name and (pfile, pline) in ((file, line),) or (pname == name and not file):
+                return events
+        return []
+
+    def _frame_named(self, name: str, file: str, line: int | None, rank: str = "") -> _Frame:
+        """The frame with this name (old logs without compile ids); file may be unknown on either side."""
         for frame in self._frames.values():
-            if (frame.name, frame.file, frame.line) == (name, file, line):
+            if (
+                frame.name == name
+                and frame.frame_id.startswith(rank)
+                and (not file or not frame.file or (frame.file, frame.line) == (file, line))
+            ):
                 return frame
-        return self._frame(f"?{name}@{file}:{line}")
+        frame = self._frame(rank + (f"?{name}@{file}:{line}" if file else f"?{name}"))
+        frame.name_it(name, file, line)
+        return frame
 
     def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[str, ...]]:
         """The per-function summaries, and the frame ids no log line named."""
         for key, events in self._pending.items():
+            # Announced but never seen compiling (the log had no `dynamo` lines): count the announcements.
             frame = self._frame_named(*key)
-            frame.name_it(*key)
-            start = max(frame.compiles, default=0) + 1
-            for i, ev in enumerate(events):
-                frame.compiles.update({0, start + i})
-                frame.announced[start + i] = _causes(ev)
+            frame.compiles.add(0)
+            for ev in events:
+                number = max(frame.compiles) + 1
+                frame.compiles.add(number)
+                frame.announced[number] = _causes(ev)
         self._pending.clear()
         summaries = [_summary(f) for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
+
+
+def _rank(compile_id: str | None) -> str:
+    """``rank1:0/3`` or ``rank1:`` -> ``rank1:``; no rank -> ``""``."""
+    head, sep, _ = (compile_id or "").partition(":")
+    return head + sep if sep else ""
 
 
 def _causes(event: RecompileAnnounced) -> tuple[Cause, ...]:

@@ -7,6 +7,7 @@ continuation lines bare, so a bare line is offered to the most recent open block
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -28,11 +29,14 @@ from guarddiag.logparse.guards import TreeReader
 OWN_ARTIFACTS = frozenset({"__guards", "__recompiles", "__recompiles_verbose", "__graph_breaks"})
 MAX_SAMPLES = 5
 
-_START_TRACING = re.compile(r"(?:Step 1: )?torchdynamo start tracing (?P<name>\S+) (?P<file>.+?):(?P<line>\d+)\s*$")
-_RECOMPILING = re.compile(r"^Recompiling function (?P<name>\S+) in (?P<file>.+?):(?P<line>\d+)\s*$")
+_START_TRACING = re.compile(r"(?:Step 1: )?torchdynamo start tracing (?P<name><[^>]+>|\S+)(?: (?P<file>.+?):(?P<line>\d+))?\s*$")
+# torch 2.1 logs the recompile message as the repr of a tuple of its lines.
+_RECOMPILING_TUPLE = re.compile(r"^\('Recompiling function ")
+_RECOMPILING = re.compile(r"^Recompiling function (?P<name><[^>]+>|\S+) in (?P<file>.+?):(?P<line>\d+)\s*$")
 _LIMIT = re.compile(r"torch\._dynamo hit config\.(?P<limit>\w+) \((?P<value>\d+)\)")
 _LIMIT_FUNCTION = re.compile(r"^\s*function: '(?P<name>[^']+)' \((?P<file>.+?):(?P<line>\d+)\)")
-_LIMIT_REASON = re.compile(r"^\s*last reason: (?P<reason>.*)$")
+_LIMIT_REASON = re.compile(r"^\s*(?:last reason|reasons):\s*(?:reasons:\s*)?(?P<reason>.*)$")
+_LIMIT_TRAILER = re.compile(r"^\s*(?:to log all recompilation|to diagnose recompilation|user stack trace:)", re.IGNORECASE)
 _FAILURE = re.compile(r"^\s*- (?:(?P<ce>!?\d+(?:/\d+)+(?:_\d+)?): )?(?P<text>.*)$")
 _GRAPH_BREAK = re.compile(r"^Graph break")
 _GB_LOCATION = re.compile(r" at (?P<loc>\S.*?:\d+)")
@@ -41,6 +45,10 @@ _GB_REASON = re.compile(r"^\s*(?:Graph Break Reason|Reason): (?P<reason>.*)$")
 _BARE_GUARD = re.compile(
     r"^\s*(?:\+-|\| |___|check_tensor|hasattr\(|[LG]\[|not |utils_device|len\(|isinstance|Eq\(|Ne\(|-?\d+ (?:<=|[<>=]))"
 )
+
+
+# Lines of one message share rank, compile id, artifact and origin (logger, or file:line of the call).
+_Key = tuple[int | None, str | None, str | None, str]
 
 
 class _Block:
@@ -137,17 +145,10 @@ class _LimitBlock(_Block):
         if m is not None:
             self.reason = m["reason"].strip()
             return True
-        text = body.strip()
-        return (
-            text.startswith(("To log all recompilation", "To diagnose recompilation", "reasons:", "User stack trace:"))
-            or body[:1].isspace()
-            or not text
-        )
+        return bool(_LIMIT_TRAILER.match(body)) or body[:1].isspace() or not body.strip()
 
     def accepts_bare(self, body: str) -> bool:
-        return bool(_LIMIT_FUNCTION.match(body) or _LIMIT_REASON.match(body)) or body.strip().startswith(
-            ("To log all recompilation", "To diagnose recompilation")
-        )
+        return bool(_LIMIT_FUNCTION.match(body) or _LIMIT_REASON.match(body) or _LIMIT_TRAILER.match(body))
 
     def close(self) -> list[Event]:
         return [LimitWarning(self.cid, self.limit, self.value, self.name, self.file, self.line, self.reason)]
@@ -158,7 +159,8 @@ class _GraphBreakBlock(_Block):
         self.cid = cid
         loc = _GB_LOCATION.search(body)
         self.location = loc["loc"] if loc else ""
-        self.reason = ""
+        old = re.match(r"^Graph break: (?P<reason>.+?) from user code at", body)
+        self.reason = old["reason"] if old else ""
 
     def feed(self, body: str) -> bool:
         if _GRAPH_BREAK.match(body):
@@ -199,7 +201,7 @@ class LogParser:
 
     def __init__(self) -> None:
         self.counters = ParseCounters()
-        self._open: dict[tuple[int | None, str | None, str | None], _Block] = {}
+        self._open: dict[_Key, _Block] = {}
         self._last: _Block | None = None
         self._seen_compiles: set[tuple[int | None, str]] = set()
 
@@ -225,7 +227,8 @@ class LogParser:
             seen = self._compile_seen(framed)
             if seen is not None:
                 out.append(seen)
-        key = (framed.rank, framed.compile_id, framed.artifact)
+        # Artifact logs continue one record across several logging calls (GUARDS: header, then the tree).
+        key = (framed.rank, framed.compile_id, framed.artifact, "" if framed.artifact else framed.origin)
         for other in [k for k in self._open if k[0] == framed.rank and k != key]:
             # A glog-style message is written whole: a line of another record ends it.
             out.extend(self._close(other))
@@ -255,15 +258,15 @@ class LogParser:
         self._seen_compiles.add(key)
         return CompileSeen(_ranked(framed.rank, cid.compile_key))
 
-    def _close(self, key: tuple[int | None, str | None, str | None]) -> list[Event]:
+    def _close(self, key: _Key) -> list[Event]:
         block = self._open.pop(key)
         if self._last is block:
             self._last = None
         return block.close()
 
-    def _start(self, key: tuple[int | None, str | None, str | None], f: Framed, line: str) -> list[Event]:
+    def _start(self, key: _Key, f: Framed, line: str) -> list[Event]:
         body = f.body
-        cid = _ranked(f.rank, f.compile_id) if f.compile_id else None
+        cid = _ranked(f.rank, f.compile_id)
         block: _Block | None = None
         if f.artifact == "__guards":
             text = body.strip()
@@ -273,11 +276,13 @@ class LogParser:
                 block = _ShapeFnBlock()
             elif text.startswith("Guard eval latency") or not text:
                 return []
-        elif f.artifact in ("__recompiles", "__recompiles_verbose"):
+        elif f.artifact in ("__recompiles", "__recompiles_verbose") and not _RECOMPILING_TUPLE.match(body):
             m = _RECOMPILING.match(body.strip())
             if m is not None:
                 block = _RecompileBlock(cid, m)
-        elif f.artifact == "__graph_breaks" and _GRAPH_BREAK.match(body):
+        elif f.artifact in ("__recompiles", None) and _RECOMPILING_TUPLE.match(body):
+            return _recompile_from_tuple(cid, body, self.counters, line)
+        if block is None and _GRAPH_BREAK.match(body) and f.artifact in ("__graph_breaks", None):
             block = _GraphBreakBlock(cid, body)
         if block is None:
             m = _LIMIT.search(body)
@@ -286,7 +291,7 @@ class LogParser:
         if block is None:
             m = _START_TRACING.search(body)
             if m is not None:
-                return [FrameNamed(cid, m["name"], m["file"], int(m["line"]))]
+                return [FrameNamed(cid, m["name"], m["file"] or "", int(m["line"]) if m["line"] else None)]
             if f.artifact in OWN_ARTIFACTS:
                 self.counters.unknown(line)
             return []
@@ -295,8 +300,26 @@ class LogParser:
         return []
 
 
+def _recompile_from_tuple(cid: str | None, body: str, counters: ParseCounters, line: str) -> list[Event]:
+    """``('Recompiling function f in x.py:10', "triggered by the following guard failure: L['n'] == 1")``."""
+    try:
+        parts = ast.literal_eval(body.strip())
+    except (ValueError, SyntaxError):
+        counters.unknown(line)
+        return []
+    m = _RECOMPILING.match(str(parts[0]).strip()) if isinstance(parts, tuple) and parts else None
+    if m is None:
+        counters.unknown(line)
+        return []
+    failures = tuple(
+        GuardFailure(None, str(p).split(":", 1)[1].strip() if str(p).startswith("triggered by") else str(p).strip())
+        for p in parts[1:]
+    )
+    return [RecompileAnnounced(cid, m["name"], m["file"], int(m["line"]), failures)]
+
+
 def _ranked(rank: int | None, cid: str | None) -> str | None:
-    """Compile ids of different ranks are different compiles: keep the rank in the id."""
-    if cid is None or rank is None:
+    """Compile ids of different ranks are different compiles: keep the rank in the id (``rank1:`` alone if none)."""
+    if rank is None:
         return cid
-    return f"rank{rank}:{cid}"
+    return f"rank{rank}:{cid or ''}"

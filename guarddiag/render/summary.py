@@ -23,7 +23,8 @@ def function_label(f: FunctionSummary) -> str:
     if not f.name:
         return f"<unidentified frame {', '.join(f.frame_ids)}>"
     where = f"{_short_path(f.file)}:{f.line}" if f.file else "?"
-    return f"{f.name} ({where})"
+    rank = f.frame_ids[0].partition(":")[0] if f.frame_ids and f.frame_ids[0].startswith("rank") else ""
+    return f"{f.name} ({where})" + (f" [{rank}]" if rank else "")
 
 
 def _short_path(path: str) -> str:

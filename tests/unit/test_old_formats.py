@@ -1,0 +1,74 @@
+"""Logs of other torch versions: real recordings (2.1.2, 2.3.1, 2.4.1) and source-derived ones.
+
+tests/fixtures/logs/handmade/*.md explains each handmade log line by line and gives the
+expected result that these tests assert; docs/log-formats.md has the per-version facts.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from guarddiag.build import build_from_lines
+from tests.conftest import LOGS
+
+HANDMADE = LOGS / "handmade"
+
+# log -> {(function name, file suffix): (compiles, limit hits)}
+EXPECTED = {
+    "real_2_1_2_recompile_limit": {("f", "model.py"): (2, 1), ("<resume in f>", "model.py"): (1, 0)},
+    "real_2_1_2_report_guard_failures": {("f", "model.py"): (2, 1)},
+    "real_2_3_1_recompile_limit": {("f", "model.py"): (2, 1), ("torch_dynamo_resume_in_f_at_12", "model.py"): (1, 0)},
+    "v2_0_legacy_guards_cache_limit": {("forward", "model.py"): (2, 1), ("<graph break in forward>", ""): (1, 0), ("", ""): (0, 0)},
+    "v2_13_compiled_autograd_ids": {
+        ("step", "ca.py"): (2, 0),
+        ("forward", "<eval_with_key>.2"): (1, 0),
+        ("forward", "<eval_with_key>.5"): (2, 0),
+    },
+    "real_2_13_recompiles_verbose": {("f", "t4.py"): (3, 0)},
+    "v2_5_windows_paths": {("forward", r"C:\Users\dev\proj\model.py"): (2, 1)},
+    "v2_1_windows_tuple_repr": {("forward", r"C:\Users\dev\proj\model.py"): (2, 0)},
+}
+
+
+def _parse(name: str):
+    with (HANDMADE / f"{name}.log").open(encoding="utf-8") as fh:
+        return build_from_lines(fh)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_handmade_counts(name):
+    functions, _ = _parse(name)
+    got = {}
+    for f in functions:
+        key = next(k for k in EXPECTED[name] if k[0] == f.name and f.file.endswith(k[1]))
+        got[key] = (f.compiles, len(f.limit_hits))
+    assert got == EXPECTED[name]
+
+
+def test_torchrun_ranks_are_kept_apart():
+    with (HANDMADE / "v2_3_torchrun_ranks.log").open() as fh:
+        functions, _ = build_from_lines(fh)
+    by_rank = {f.frame_ids[0].partition(":")[0]: f for f in functions}
+    assert set(by_rank) == {"rank0", "rank1"}
+    assert all(f.compiles == 2 and len(f.limit_hits) == 1 for f in by_rank.values())
+
+
+def test_old_tuple_repr_recompile_reason_is_classified():
+    functions, _ = _parse("real_2_1_2_report_guard_failures")
+    (f,) = functions
+    (event,) = f.recompile_events
+    assert event.logged and event.causes[0].category == "value" and event.causes[0].source == "L['n']"
+    assert f.limit_hits[0].last_reason == "L['n'] == 2"
+
+
+def test_torch_2_4_module_instances_compile_12_times_unannounced():
+    """The case behind the project: 12 instances, 12 compiles, no `Recompiling function` line."""
+    log = LOGS / "torch-2.4.1" / "fresh_module_instance.log"
+    text = log.read_text()
+    assert "Recompiling function" not in text
+    functions, _ = build_from_lines(text.splitlines())
+    (f,) = [f for f in functions if f.name == "forward"]
+    assert f.compiles == 12 and f.recompiles == 11
+    assert all(not e.logged for e in f.recompile_events)
+    assert {e.causes[0].category for e in f.recompile_events} == {"identity"}
+    assert all("`self`" in e.causes[0].subject for e in f.recompile_events)
