@@ -9,7 +9,7 @@ frame's guard listing with the one of its previous compile.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure
@@ -18,6 +18,7 @@ from guarddiag.logparse.events import (
     Event,
     FrameNamed,
     GraphBreakSeen,
+    GuardFailure,
     GuardListing,
     LimitWarning,
     RecompileAnnounced,
@@ -25,6 +26,7 @@ from guarddiag.logparse.events import (
 from guarddiag.logparse.framing import CompileId, parse_compile_id
 from guarddiag.logparse.parser import LogParser
 from guarddiag.model import Cause, FunctionSummary, GraphBreak, Guard, LimitHit, ParseStats, RecompileEvent
+from guarddiag.sourceinfo import local_roles
 
 # Guard kinds whose expression pins one concrete value: a change between two compiles names the cause.
 _PINNING_KINDS = frozenset(
@@ -33,6 +35,8 @@ _PINNING_KINDS = frozenset(
 )
 _ADDRESS_FREE_KINDS = frozenset({"TYPE_MATCH"})
 MAX_INFERRED_CAUSES = 5
+# (file, function name, first line) -> role of each local name ("argument", "closure variable", ...).
+RolesLookup = Callable[[str, str, "int | None"], Mapping[str, str]]
 
 
 @dataclass
@@ -43,8 +47,9 @@ class _Frame:
     line: int | None = None
     compiles: set[int] = field(default_factory=set)
     limit_numbers: set[int] = field(default_factory=set)
-    announced: dict[int, tuple[Cause, ...]] = field(default_factory=dict)
-    inferred: dict[int, tuple[Cause, ...]] = field(default_factory=dict)
+    # Classified only at the end, when the frame's name (and so its source) is known.
+    announced: dict[int, tuple[GuardFailure, ...]] = field(default_factory=dict)
+    inferred: dict[int, tuple[tuple[Guard, Guard], ...]] = field(default_factory=dict)
     limit_hits: list[LimitHit] = field(default_factory=list)
     graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
     last_listing: tuple[int, dict[tuple[str, str], Guard]] | None = None
@@ -57,7 +62,8 @@ class _Frame:
 class RunBuilder:
     """Accumulates events into per-frame state; :meth:`functions` gives the summaries."""
 
-    def __init__(self) -> None:
+    def __init__(self, roles: RolesLookup = local_roles) -> None:
+        self._roles = roles
         self._frames: dict[str, _Frame] = {}
         # Messages without a compile id (old torch) are matched to frames by function name.
         self._pending: dict[tuple[str, str, int | None], list[RecompileAnnounced]] = {}
@@ -112,7 +118,7 @@ class RunBuilder:
         frame.compiles.add(number)
         pending = self._pending_for(event.name, event.file, event.line)
         if pending and number > 0:
-            frame.announced.setdefault(number, _causes(pending.pop(0)))
+            frame.announced.setdefault(number, pending.pop(0).failures)
 
     def _on_recompile(self, event: RecompileAnnounced) -> None:
         cid = self._cid(event.compile_id)
@@ -121,7 +127,7 @@ class RunBuilder:
             return
         frame = self._frame(cid.frame)
         frame.name_it(event.name, event.file, event.line)
-        frame.announced[cid.number] = _causes(event)
+        frame.announced[cid.number] = event.failures
 
     def _on_listing(self, event: GuardListing) -> None:
         cid = self._cid(event.compile_id)
@@ -185,9 +191,11 @@ class RunBuilder:
             for ev in events:
                 number = max(frame.compiles) + 1
                 frame.compiles.add(number)
-                frame.announced[number] = _causes(ev)
+                frame.announced[number] = ev.failures
         self._pending.clear()
-        summaries = [_summary(f) for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
+        summaries = [
+            _summary(f, self._roles(f.file, f.name, f.line)) for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks
+        ]
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
 
@@ -198,11 +206,7 @@ def _rank(compile_id: str | None) -> str:
     return head + sep if sep else ""
 
 
-def _causes(event: RecompileAnnounced) -> tuple[Cause, ...]:
-    return tuple(classify_failure(f.text, f.cache_entry) for f in event.failures)
-
-
-def _diff_listings(before: dict[tuple[str, str], Guard], after: dict[tuple[str, str], Guard]) -> tuple[Cause, ...]:
+def _diff_listings(before: dict[tuple[str, str], Guard], after: dict[tuple[str, str], Guard]) -> tuple[tuple[Guard, Guard], ...]:
     """Causes from guards on the same object whose pinned value changed; outermost objects first."""
     changed = [
         (b, a)
@@ -216,7 +220,7 @@ def _diff_listings(before: dict[tuple[str, str], Guard], after: dict[tuple[str, 
         if any(a.source.startswith(k.source) and k.kind == "ID_MATCH" and k.source for _, k in kept):
             continue
         kept.append((b, a))
-    return tuple(cause_from_changed_guard(b, a) for b, a in kept[:MAX_INFERRED_CAUSES])
+    return tuple(kept[:MAX_INFERRED_CAUSES])
 
 
 _UNKNOWN = Cause(
@@ -228,7 +232,7 @@ _UNKNOWN = Cause(
 )
 
 
-def _summary(frame: _Frame) -> FunctionSummary:
+def _summary(frame: _Frame, roles: Mapping[str, str]) -> FunctionSummary:
     numbers = sorted(n for n in frame.compiles if n not in frame.limit_numbers)
     compiles = (max(numbers) + 1) if numbers else 0
     events = []
@@ -237,9 +241,11 @@ def _summary(frame: _Frame) -> FunctionSummary:
             continue
         compile_id = f"{frame.frame_id}/{n}"
         if n in frame.announced:
-            events.append(RecompileEvent(compile_id, True, frame.announced[n]))
+            causes = tuple(classify_failure(f.text, f.cache_entry, roles) for f in frame.announced[n])
+            events.append(RecompileEvent(compile_id, True, causes))
         else:
-            events.append(RecompileEvent(compile_id, False, frame.inferred.get(n) or (_UNKNOWN,)))
+            inferred = tuple(cause_from_changed_guard(b, a, roles) for b, a in frame.inferred.get(n, ()))
+            events.append(RecompileEvent(compile_id, False, inferred or (_UNKNOWN,)))
     return FunctionSummary(
         name=frame.name,
         file=frame.file,
@@ -252,10 +258,10 @@ def _summary(frame: _Frame) -> FunctionSummary:
     )
 
 
-def build_from_lines(lines: Iterable[str]) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
+def build_from_lines(lines: Iterable[str], roles: RolesLookup = local_roles) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
     """Parse a whole log stream and build the per-function summaries and parse stats."""
     parser = LogParser()
-    builder = RunBuilder()
+    builder = RunBuilder(roles)
     for event in parser.parse(lines):
         builder.add(event)
     functions, unnamed = builder.functions()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 
 from guarddiag.model import Cause, Guard
 
@@ -57,8 +58,11 @@ def readable_source(src: str) -> str:
     return s
 
 
-def subject(src: str) -> str:
-    """The object a guard concerns, in plain words: ``attribute `layer_idx` of local `m```."""
+def subject(src: str, roles: Mapping[str, str] | None = None) -> str:
+    """The object a guard concerns, in plain words: ```m.layer_idx` on argument `m```.
+
+    ``roles`` (from :mod:`guarddiag.sourceinfo`) says which locals are arguments or closure variables.
+    """
     if not src:
         return "the compiled frame"
     root_global = src.startswith("G[")
@@ -69,19 +73,19 @@ def subject(src: str) -> str:
     if head is None:
         return f"`{name}`"
     root = head.group(0)
-    where = "global" if root_global else "local"
+    where = "global" if root_global else (roles or {}).get(root, "local")
     rest = name[len(root) :]
     if not rest:
         return f"{where} `{root}`"
     return f"`{name}` on {where} `{root}`"
 
 
-def classify_failure(text: str, cache_entry: str | None = None) -> Cause:
+def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[str, str] | None = None) -> Cause:
     """One torch guard-failure reason (``- 0/0: m.layer_idx == 0  # ...``) as a Cause."""
     first = text.splitlines()[0] if text else ""
     expr, _, _ = first.partition("  #")
     expr = expr.strip()
-    category, src, about = _classify_expr(expr)
+    category, src, about = _classify_expr(expr, roles)
     return Cause(
         category=category,
         source=src,
@@ -92,23 +96,23 @@ def classify_failure(text: str, cache_entry: str | None = None) -> Cause:
     )
 
 
-def _classify_expr(expr: str) -> tuple[str, str, str]:
+def _classify_expr(expr: str, roles: Mapping[str, str] | None) -> tuple[str, str, str]:
     m = _GLOBAL_STATE.match(expr)
     if m is not None:
         return "global_state", "", _ambient(m["what"]) or m["what"].strip()
     m = _TENSOR.match(expr)
     if m is not None:
-        return "tensor", m["src"], f"{m['what']} of tensor {subject(_as_source(m['src']))}"
+        return "tensor", m["src"], f"{m['what']} of tensor {subject(_as_source(m['src']), roles)}"
     m = _ID.match(expr)
     if m is not None:
-        return "identity", m["src"], f"{subject(_as_source(m['src']))}: a different object"
+        return "identity", m["src"], f"{subject(_as_source(m['src']), roles)}: a different object"
     m = _TYPE.match(expr)
     if m is not None:
-        return "type", m["src"], f"{subject(_as_source(m['src']))}: another type"
+        return "type", m["src"], f"{subject(_as_source(m['src']), roles)}: another type"
     m = _CONTAINER.match(expr)
     if m is not None:
         src = next(g for g in m.groups() if g)
-        return "container", src, f"content of {subject(_as_source(src))}"
+        return "container", src, f"content of {subject(_as_source(src), roles)}"
     ambient = _ambient(expr)
     if ambient:
         return "global_state", "", ambient
@@ -116,18 +120,18 @@ def _classify_expr(expr: str) -> tuple[str, str, str]:
         return "other", "", "the compiler backend"
     m = _MARKING.match(expr)
     if m is not None:
-        return "tensor", m["src"], f"dynamic-dimension marking of {subject(_as_source(m['src']))}"
+        return "tensor", m["src"], f"dynamic-dimension marking of {subject(_as_source(m['src']), roles)}"
     if _SHAPE.search(expr) and re.search(r"<=|>=|<|>|==|!=", expr):
         srcm = _SOURCE_ANY.search(expr)
         src = srcm.group(0) if srcm else ""
-        return "dynamic_shape", src, f"a size relation of {subject(src)}" if src else "a size relation"
+        return "dynamic_shape", src, f"a size relation of {subject(src, roles)}" if src else "a size relation"
     m = _VALUE.match(expr)
     if m is not None:
         src = m["src"].strip()
-        return "value", src, f"value of {subject(_as_source(src))}"
+        return "value", src, f"value of {subject(_as_source(src), roles)}"
     srcm = _SOURCE_ANY.search(expr)
     src = srcm.group(0) if srcm else ""
-    return "other", src, subject(src) if src else "unclassified guard"
+    return "other", src, subject(src, roles) if src else "unclassified guard"
 
 
 def _as_source(src: str) -> str:
@@ -166,10 +170,10 @@ _KIND_CATEGORY = {
 }
 
 
-def cause_from_changed_guard(before: Guard, after: Guard) -> Cause:
+def cause_from_changed_guard(before: Guard, after: Guard, roles: Mapping[str, str] | None = None) -> Cause:
     """Infer a cause from a guard whose expression differs between two compiles of one frame."""
     category = _KIND_CATEGORY.get(after.kind, "other")
-    who = subject(after.source)
+    who = subject(after.source, roles)
     if category == "identity":
         about = f"{who}: a different object"
     elif category == "type":
