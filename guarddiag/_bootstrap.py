@@ -202,5 +202,91 @@ def _run_script(script: str, args: list[str]) -> int:
     return 0
 
 
+# ---- describe: the config flags of this interpreter's torch, for `guarddiag flags` and `compare` ----
+
+_ENV_CALLS = {"get", "getenv", "get_tristate_env", "_get_env", "environ_get"}
+_ENV_KWARGS = {"env_name_default", "env_name_force"}
+
+
+def _env_vars_by_name(module) -> dict[str, list[str]]:
+    """Environment variables each top-level config assignment reads, found in the module's source."""
+    try:
+        with open(module.__file__, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, TypeError):
+        return {}
+    found: dict[str, list[str]] = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if not names or getattr(node, "value", None) is None:
+            continue
+        envs: list[str] = []
+        for sub in ast.walk(node.value):
+            if isinstance(sub, ast.Call):
+                func = sub.func
+                fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if fname in _ENV_CALLS and sub.args and isinstance(sub.args[0], ast.Constant) and isinstance(sub.args[0].value, str):
+                    envs.append(sub.args[0].value)
+                for kw in sub.keywords:
+                    if kw.arg in _ENV_KWARGS:
+                        vals = kw.value.elts if isinstance(kw.value, (ast.List, ast.Tuple)) else [kw.value]
+                        envs += [v.value for v in vals if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+            elif (
+                isinstance(sub, ast.Subscript)
+                and isinstance(sub.slice, ast.Constant)
+                and isinstance(sub.slice.value, str)
+                and "environ" in ast.dump(sub.value)
+            ):
+                envs.append(sub.slice.value)
+        for name in names:
+            found[name] = sorted(set(envs))
+    return found
+
+
+def describe(out_path: str) -> int:
+    """Write every dynamo and inductor config flag with its type, default, value, env vars, alias, deprecation."""
+    import warnings
+
+    import torch
+    import torch._dynamo.config as dynamo_config
+    import torch._inductor.config as inductor_config
+
+    flags = []
+    for module, prefix in ((dynamo_config, ""), (inductor_config, "inductor.")):
+        envs = _env_vars_by_name(module)
+        entries = getattr(module, "_config", {})
+        for key in _known_names(module):
+            entry = entries.get(key) if isinstance(entries, dict) else None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    value = getattr(module, key)
+                except Exception:  # noqa: BLE001 - a config that cannot be read is listed without a value
+                    continue
+            if callable(value) or isinstance(value, type(sys)):
+                continue
+            alias = getattr(entry, "alias", None)
+            # An alias has no default of its own: it reads its target.
+            default = getattr(entry, "default", value) if entry is not None and not alias else value
+            flags.append(
+                {
+                    "name": prefix + key,
+                    "type": type(value).__name__,
+                    "default": _jsonable(default),
+                    "value": _jsonable(value),
+                    "env": envs.get(key, []),
+                    "alias_of": alias.rsplit(".", 1)[-1] if alias else None,
+                    "deprecated": bool(getattr(entry, "deprecated", False)),
+                    "deprecation_message": getattr(entry, "deprecation_message", None),
+                }
+            )
+    with open(out_path, "w", encoding="utf-8") as fh:
+        json.dump({"torch_version": torch.__version__, "flags": flags}, fh)
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--describe":
+        sys.exit(describe(sys.argv[2]))
     sys.exit(main(sys.argv[1]))

@@ -33,11 +33,13 @@ _AMBIENT = (
 )
 _SHAPE = re.compile(r"\.size\(\)|\.stride\(\)|\.storage_offset\(\)|\bEq\(|\bNe\(|\b[su]\d+\b")
 _VALUE = re.compile(r"^(?P<src>[^=!<>]+?) (?:==|!=|is not|is) (?P<val>.+)$")
+# torch >= 2.6 prints locals bare in failure texts: `2 <= x.size()[0]`.
+_BARE_SIZED = re.compile(r"\b([A-Za-z_]\w*(?:\.\w+)*)\.(?:size|stride|storage_offset)\(")
 _BACKEND = re.compile(r"___check_current_backend")
 _MARKING = re.compile(r"^hasattr\((?P<src>.+?), '_dynamo_\w+'\)")
 _SOURCE_ANY = re.compile(r"[LG]\['[^']*'\](?:\.(?!size\(|stride\(|storage_offset\()\w+|\[[^\]]*\])*")
 
-_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b|\b\d{7,}\b")
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b|(?<![\d.])\d{7,}\b")
 _EXPECTED = re.compile(r"expected [^,]+, actual .+$|expected [^,]+$")
 
 
@@ -122,9 +124,9 @@ def _classify_expr(expr: str, roles: Mapping[str, str] | None) -> tuple[str, str
     if m is not None:
         return "tensor", m["src"], f"dynamic-dimension marking of {subject(_as_source(m['src']), roles)}"
     if _SHAPE.search(expr) and re.search(r"<=|>=|<|>|==|!=", expr):
-        srcm = _SOURCE_ANY.search(expr)
-        src = srcm.group(0) if srcm else ""
-        return "dynamic_shape", src, f"a size relation of {subject(src, roles)}" if src else "a size relation"
+        srcm = _SOURCE_ANY.search(expr) or _BARE_SIZED.search(expr)
+        src = srcm.group(srcm.lastindex or 0) if srcm else ""
+        return "dynamic_shape", src, f"a size relation of {subject(_as_source(src), roles)}" if src else "a size relation"
     m = _VALUE.match(expr)
     if m is not None:
         src = m["src"].strip()

@@ -9,7 +9,9 @@ from typing import Annotated, Optional
 import typer
 
 from guarddiag import __version__
+from guarddiag.commands_compare import compare_report, flags_table, run_compare, run_diff, save_compare
 from guarddiag.errors import OK, SCRIPT_FAILED, GuarddiagError, InputError, StrictParseError
+from guarddiag.flags import load_catalog
 from guarddiag.model import Run
 from guarddiag.parse import parse_log
 from guarddiag.render import FORMATS, render
@@ -86,6 +88,67 @@ def parse(
     """Build the same report from a torch log captured elsewhere (CI log, torchrun, a paste)."""
     _check_format(fmt)
     _finish(parse_log(logfile), fmt, out, strict)
+
+
+@app.command()
+def compare(
+    script: Annotated[Path, typer.Argument(help="The Python script to run in every configuration.")],
+    args: Annotated[Optional[list[str]], typer.Argument(help="Arguments for the script (after --).")] = None,
+    flag: Annotated[
+        Optional[list[str]],
+        typer.Option("--flag", help="A flag to flip (boolean) or NAME=V1,V2 to try values; repeatable, each against the baseline."),
+    ] = None,
+    combined: Annotated[bool, typer.Option("--combined", help="Also run all flips together.")] = False,
+    python: Annotated[
+        Optional[list[str]], typer.Option("--python", help="Interpreter; give it twice to compare two environments.")
+    ] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: number of cores).")] = None,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Run each configuration N times; flag counts that vary.")] = 1,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each run after this many seconds.")] = None,
+    fmt: FormatOpt = "table",
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the compare report (JSON) here.")] = None,
+) -> None:
+    """Run SCRIPT with and without config flips and show which recompiles each flip removed, added or left."""
+    _check_format(fmt)
+    plan, results, catalog = run_compare(
+        script, args or [], flag or [], python or [sys.executable], combined, jobs, repeat, timeout, sys.stderr.isatty()
+    )
+    text, _ = compare_report(plan, results, catalog, fmt)
+    if out is not None:
+        save_compare(compare_report(plan, results, catalog, "json")[0], out)
+    typer.echo(text)
+    failed = [r for res in results for r in res.runs if r.status != "ok"]
+    if failed:
+        typer.echo(
+            f"guarddiag: {len(failed)} of the runs did not finish cleanly (first: {failed[0].status}, "
+            f"exit status {failed[0].exit_code}); their output is in {Path(failed[0].log_path or '.').parent}",
+            err=True,
+        )
+        raise typer.Exit(SCRIPT_FAILED)
+
+
+@app.command("diff")
+def diff_cmd(
+    a: Annotated[Path, typer.Argument(help="Run record A (guarddiag run --out).")],
+    b: Annotated[Path, typer.Argument(help="Run record B.")],
+    fmt: FormatOpt = "table",
+) -> None:
+    """Show which recompiles differ between two saved run records."""
+    _check_format(fmt)
+    typer.echo(run_diff(a, b, fmt))
+
+
+@app.command()
+def flags(
+    pattern: Annotated[Optional[str], typer.Argument(help="Show only flags whose name contains this.")] = None,
+    python: Annotated[str, typer.Option("--python", help="Interpreter whose torch to describe.")] = sys.executable,
+    show_all: Annotated[bool, typer.Option("--all", help="Include inductor.* flags.")] = False,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+) -> None:
+    """List torch.compile config flags of the target torch: type, value, env var, aliases, deprecation."""
+    if fmt not in ("table", "json"):
+        raise InputError(f"--format {fmt}: flags prints table or json")
+    typer.echo(flags_table(load_catalog(python), pattern, show_all, fmt))
 
 
 @app.command()

@@ -100,9 +100,15 @@ class FunctionSummary:
         return bool(self.name)
 
     @property
+    def rank(self) -> str:
+        """``rank1`` for a function of a torchrun rank's log, else ``""``."""
+        head = self.frame_ids[0].partition(":")[0] if self.frame_ids else ""
+        return head if head.startswith("rank") else ""
+
+    @property
     def key(self) -> str:
-        """The stable identity used to match this function across runs."""
-        return f"{self.name}@{self.file}:{self.line}"
+        """The stable identity used to match this function across runs (rank included for torchrun logs)."""
+        return f"{self.rank + ':' if self.rank else ''}{self.name}@{self.file}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -149,3 +155,17 @@ class Run:
     @property
     def graph_breaks(self) -> int:
         return sum(len(f.graph_breaks) for f in self.functions)
+
+
+def function_label(f: FunctionSummary) -> str:
+    """``forward (model.py:12)``, or the frame id when the log never named the frame."""
+    if not f.name:
+        return f"<unidentified frame {', '.join(f.frame_ids)}>"
+    where = f"{_short_path(f.file)}:{f.line}" if f.file else "?"
+    rank = f.rank
+    return f"{f.name} ({where})" + (f" [{rank}]" if rank else "")
+
+
+def _short_path(path: str) -> str:
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:]) if len(parts) > 2 else path

@@ -7,6 +7,9 @@ file under ``.guarddiag/runs/<id>/`` that stays on disk whatever happens.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import itertools
 import json
 import os
 import re
@@ -15,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -56,9 +60,12 @@ class RunRequest:
     flags: tuple[tuple[str, str], ...] = ()
     timeout: float | None = None
     workdir: Path = field(default_factory=lambda: Path(".guarddiag"))
+    # Parallel runs (compare) keep the script's output in the run folder instead of the terminal.
+    capture_output: bool = False
+    label: str = ""
 
 
-def _check_script(script: Path) -> None:
+def check_script(script: Path) -> None:
     if not script.exists():
         raise InputError(f"{script}: no such script; give the path of a Python file to run")
     if script.is_dir():
@@ -75,20 +82,22 @@ def _check_python(python: str) -> str:
 def _run_dir(workdir: Path, script: Path) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     base = workdir / "runs" / f"{stamp}-{script.stem}-{os.getpid()}"
-    path, n = base, 1
-    while path.exists():
-        n += 1
-        path = Path(f"{base}-{n}")
-    try:
-        path.mkdir(parents=True)
-    except OSError as exc:
-        raise InputError(f"{workdir}: cannot create the run folder ({exc.strerror}); run from a writable folder") from None
-    return path
+    for n in itertools.count(1):
+        # Parallel runs of one compare share pid and second: mkdir itself decides who gets which name.
+        path = base if n == 1 else Path(f"{base}-{n}")
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise InputError(f"{workdir}: cannot create the run folder ({exc.strerror}); run from a writable folder") from None
+    raise AssertionError("unreachable")
 
 
 def execute(request: RunRequest) -> Run:
     """Run the script under torch logging and return its run record (also saved in the run folder)."""
-    _check_script(request.script)
+    check_script(request.script)
     python = _check_python(request.python)
     run_dir = _run_dir(request.workdir, request.script)
     log_path, meta_path, spec_path = run_dir / "torch.log", run_dir / "meta.json", run_dir / "spec.json"
@@ -104,16 +113,24 @@ def execute(request: RunRequest) -> Run:
     env = dict(os.environ)
     env["TORCH_LOGS"] = merge_torch_logs(env.get("TORCH_LOGS"))
     started = time.monotonic()
-    status, code = _wait(
-        subprocess.Popen([python, _bootstrap.__file__, str(spec_path.resolve())], env=env), request.timeout
-    )
+    with contextlib.ExitStack() as stack:
+        streams = {}
+        if request.capture_output:
+            streams = {
+                "stdout": stack.enter_context((run_dir / "stdout.txt").open("wb")),
+                "stderr": stack.enter_context((run_dir / "stderr.txt").open("wb")),
+                "stdin": subprocess.DEVNULL,
+            }
+        child = subprocess.Popen([python, _bootstrap.__file__, str(spec_path.resolve())], env=env, **streams)
+        status, code = _wait(child, request.timeout)
     duration = time.monotonic() - started
     meta = _read_meta(meta_path)
     error = meta.get("error")
     if code == _bootstrap.REFUSED and isinstance(error, dict):
         hint = f" (did you mean: {', '.join(error['suggestions'])}?)" if error.get("suggestions") else ""
         what = "fix or drop the --flag" if error.get("kind") == "flag" else "install torch there or pick another --python"
-        raise InputError(f"{error['message']}{hint}; {what}; nothing was run (log folder: {run_dir})")
+        where = f" [{request.label}]" if request.label else ""
+        raise InputError(f"{error['message']}{hint}{where}; {what}; nothing was run (log folder: {run_dir})")
     with log_path.open(encoding="utf-8", errors="replace") as fh:
         functions, stats = build_from_lines(fh)
     run = Run(
@@ -132,6 +149,24 @@ def execute(request: RunRequest) -> Run:
     )
     save_run(run, run_dir / "run.json")
     return run
+
+
+def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, Run], None] | None = None) -> list[Run]:
+    """Run several requests, ``jobs`` at a time, each its own child process; results in request order."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(execute, r): i for i, r in enumerate(requests)}
+        results: list[Run | None] = [None] * len(requests)
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                index = futures[future]
+                results[index] = future.result()
+                if on_done is not None:
+                    on_done(requests[index], results[index])
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    return [r for r in results if r is not None]
 
 
 def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:

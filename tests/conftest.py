@@ -34,11 +34,11 @@ def run_guarddiag(*args: str, cwd: Path | None = None, env: dict[str, str] | Non
     )
 
 
-def torch_truth(script: Path, cwd: Path) -> dict[tuple[str, int], int]:
+def torch_truth(script: Path, cwd: Path, flags: tuple[str, ...] = ()) -> dict[tuple[str, int], int]:
     """Compiles per (function name, first line), as torch's own compilation metrics count them."""
     out = cwd / "truth.json"
     proc = subprocess.run(
-        [sys.executable, str(FIXTURES / "torch_truth.py"), "--json-out", str(out), str(script)],
+        [sys.executable, str(FIXTURES / "torch_truth.py"), "--json-out", str(out), *(f"--flag={f}" for f in flags), str(script)],
         cwd=cwd, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]

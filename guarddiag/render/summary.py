@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from guarddiag.model import FunctionSummary, Run
+from guarddiag.model import FunctionSummary, Run, function_label
+
+__all__ = ["CauseGroup", "cause_groups", "function_label", "headline", "parse_note"]
 
 
 @dataclass(frozen=True)
@@ -16,20 +18,6 @@ class CauseGroup:
     count: int
     unlogged: int
     example: str
-
-
-def function_label(f: FunctionSummary) -> str:
-    """``forward (model.py:12)``, or the frame id when the log never named the frame."""
-    if not f.name:
-        return f"<unidentified frame {', '.join(f.frame_ids)}>"
-    where = f"{_short_path(f.file)}:{f.line}" if f.file else "?"
-    rank = f.frame_ids[0].partition(":")[0] if f.frame_ids and f.frame_ids[0].startswith("rank") else ""
-    return f"{f.name} ({where})" + (f" [{rank}]" if rank else "")
-
-
-def _short_path(path: str) -> str:
-    parts = path.replace("\\", "/").split("/")
-    return "/".join(parts[-2:]) if len(parts) > 2 else path
 
 
 def cause_groups(f: FunctionSummary) -> list[CauseGroup]:

@@ -1,0 +1,114 @@
+"""``guarddiag compare``: plan the configurations, run them in parallel, diff each against the baseline.
+
+Planning is pure (catalog + options in, plan out); running goes through the runner; the
+diff and rendering live in ``guarddiag.diff`` and ``guarddiag.render.diff``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guarddiag.errors import InputError
+from guarddiag.flags import Catalog, Flag, parse_value
+from guarddiag.model import Run
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One configuration to run: an interpreter and the flags set in it."""
+
+    label: str
+    python: str
+    flags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ComparePlan:
+    """The baseline, the variants to diff against it, and flags left out because they do nothing."""
+
+    baseline: Variant
+    variants: tuple[Variant, ...]
+    no_ops: tuple[str, ...] = ()
+
+
+def _format_value(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _values_for(flag: Flag, spec_values: list[str]) -> list[str]:
+    if spec_values:
+        for raw in spec_values:
+            parse_value(flag, raw)
+        return spec_values
+    if flag.is_bool:
+        return [_format_value(not bool(flag.value))]
+    raise InputError(
+        f"--flag {flag.name}: it is a {flag.type} (now {flag.value!r}), not a boolean; give the values to try: "
+        f"--flag {flag.name}=V1,V2"
+    )
+
+
+def plan_compare(catalog: Catalog, specs: list[str], combined: bool, pythons: list[str]) -> ComparePlan:
+    """Turn ``--flag NAME[=V1,V2]`` options (and one or two ``--python``) into runs."""
+    if len(pythons) > 2:
+        raise InputError("--python given more than twice; compare takes one interpreter, or two to compare environments")
+    if len(pythons) == 2 and combined:
+        raise InputError("--combined goes with --flag options, not with two --python; drop one of them")
+    if not specs and len(pythons) < 2:
+        raise InputError("nothing to compare: give --flag NAME[=V1,V2] (see `guarddiag flags`) or --python twice")
+    python = pythons[0]
+    baseline = Variant("baseline", python)
+    variants: list[Variant] = []
+    no_ops: list[str] = []
+    chosen: list[tuple[str, str]] = []
+    for spec in specs:
+        name, _, values = spec.partition("=")
+        flag = catalog.resolve(name.strip())
+        target = catalog.target(flag)
+        reason = flag.no_op_reason() or target.no_op_reason()
+        if reason:
+            no_ops.append(
+                f"{flag.name} does nothing in torch {catalog.torch_version}: {reason}; not run "
+                "(compare it across torch versions with --python twice)"
+            )
+            continue
+        for value in _values_for(target, [v.strip() for v in values.split(",") if v.strip()]):
+            chosen.append((flag.name, value))
+            variants.append(Variant(f"{flag.name}={value}", python, ((flag.name, value),)))
+    if combined and len(chosen) > 1:
+        first = {}
+        for name, value in chosen:
+            first.setdefault(name, value)
+        variants.append(Variant(" + ".join(f"{n}={v}" for n, v in first.items()), python, tuple(first.items())))
+    if len(pythons) == 2:
+        baseline = Variant(f"python {pythons[0]}", pythons[0])
+        variants = [Variant(f"python {pythons[1]}", pythons[1])]
+    return ComparePlan(baseline, tuple(variants), tuple(no_ops))
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """All repeats of one configuration; the first is the one diffed."""
+
+    variant: Variant
+    runs: tuple[Run, ...]
+    unstable: tuple[str, ...] = field(default=())
+
+    @property
+    def run(self) -> Run:
+        return self.runs[0]
+
+
+def unstable_functions(runs: tuple[Run, ...]) -> tuple[str, ...]:
+    """Functions whose compile counts differ between repeats of one configuration: noise, not the flag."""
+    counts: dict[tuple[str, str, int | None], set[int]] = {}
+    for run in runs:
+        seen = {(f.name, f.file, f.line): f.compiles for f in run.functions}
+        for key in set(counts) | set(seen):
+            counts.setdefault(key, set()).add(seen.get(key, 0))
+    return tuple(
+        f"{name} ({Path(file).name}:{line}) compiled {sorted(n)} times across repeats"
+        for (name, file, line), n in sorted(counts.items(), key=lambda kv: kv[0][0])
+        if len(n) > 1
+    )

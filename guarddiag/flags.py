@@ -1,0 +1,130 @@
+"""Config flags of the torch in a target interpreter: names, aliases, types, env vars, deprecation.
+
+The catalog is read in the child (``_bootstrap.py --describe``), never from a hard-coded
+list: torch 2.4 and torch 2.13 disagree on what ``inline_inbuilt_nn_modules`` even does.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from guarddiag import _bootstrap
+from guarddiag.errors import InputError
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One config flag as the target torch defines it."""
+
+    name: str
+    type: str
+    default: object
+    value: object
+    env: tuple[str, ...] = ()
+    alias_of: str | None = None
+    deprecated: bool = False
+    deprecation_message: str | None = None
+
+    @property
+    def is_bool(self) -> bool:
+        return self.type == "bool"
+
+    def no_op_reason(self) -> str | None:
+        """Why setting this flag changes nothing in this torch, or None when it may."""
+        if self.deprecated:
+            return self.deprecation_message or "deprecated"
+        return None
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every flag of one torch, by name."""
+
+    torch_version: str
+    flags: dict[str, Flag]
+
+    def resolve(self, name: str) -> Flag:
+        """The flag called ``name`` (``dynamo.`` prefix allowed), or an error naming the closest ones."""
+        key = name[len("dynamo.") :] if name.startswith("dynamo.") else name
+        flag = self.flags.get(key)
+        if flag is None:
+            close = difflib.get_close_matches(key, list(self.flags), n=3, cutoff=0.6)
+            hint = f" (did you mean: {', '.join(close)}?)" if close else ""
+            raise InputError(
+                f"unknown config flag '{name}' in torch {self.torch_version}{hint}; `guarddiag flags` lists them"
+            )
+        return flag
+
+    def target(self, flag: Flag) -> Flag:
+        """The flag an alias stands for (``cache_size_limit`` -> ``recompile_limit``), else the flag itself."""
+        if flag.alias_of is None:
+            return flag
+        prefix = "inductor." if flag.name.startswith("inductor.") else ""
+        return self.flags.get(prefix + flag.alias_of, flag)
+
+
+def parse_value(flag: Flag, raw: str) -> object:
+    """Check a value against the flag's type; the child parses it again the same way."""
+    text = raw.strip()
+    if flag.type == "bool":
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise InputError(f"flag '{flag.name}' takes a boolean (true/false), not '{raw}'")
+    if flag.type == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise InputError(f"flag '{flag.name}' takes an integer, not '{raw}'") from None
+    if flag.type == "float":
+        try:
+            return float(text)
+        except ValueError:
+            raise InputError(f"flag '{flag.name}' takes a number, not '{raw}'") from None
+    return raw
+
+
+def load_catalog(python: str, timeout: float = 300) -> Catalog:
+    """Ask the target interpreter's torch for its config flags."""
+    with tempfile.TemporaryDirectory(prefix="guarddiag-flags-") as tmp:
+        out = Path(tmp) / "flags.json"
+        try:
+            proc = subprocess.run(
+                [python, _bootstrap.__file__, "--describe", str(out)], capture_output=True, text=True, timeout=timeout
+            )
+        except FileNotFoundError:
+            raise InputError(f"--python {python}: no such interpreter; give the path of a Python that has torch") from None
+        except subprocess.TimeoutExpired:
+            raise InputError(f"--python {python}: reading torch's config took over {timeout:.0f}s; check that torch imports") from None
+        if proc.returncode != 0 or not out.exists():
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise InputError(f"--python {python}: cannot read torch's config flags ({last}); is torch installed there?")
+        data = json.loads(out.read_text(encoding="utf-8"))
+    return catalog_from_dict(data)
+
+
+def catalog_from_dict(data: dict) -> Catalog:
+    """A catalog from the JSON ``_bootstrap.py --describe`` writes."""
+    flags = {
+        f["name"]: Flag(
+            name=f["name"],
+            type=f["type"],
+            default=f["default"],
+            value=f["value"],
+            env=tuple(f.get("env", ())),
+            alias_of=f.get("alias_of"),
+            deprecated=bool(f.get("deprecated")),
+            deprecation_message=f.get("deprecation_message"),
+        )
+        for f in data["flags"]
+    }
+    return Catalog(torch_version=data["torch_version"], flags=flags)

@@ -1,0 +1,113 @@
+"""`guarddiag compare`, `diff` and `flags` through the installed command, against torch's own counts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import LOGS, SCENARIOS, run_guarddiag, torch_truth
+
+
+def _compare(workdir, scenario: str, *flag_args: str) -> dict:
+    out = workdir / "compare.json"
+    proc = run_guarddiag("compare", str(SCENARIOS / f"{scenario}.py"), *flag_args, "--out", str(out), cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    return json.loads(out.read_text())
+
+
+def _function(diff: dict, name: str) -> dict:
+    (f,) = [f for f in diff["functions"] if f["name"] == name]
+    return f
+
+
+def _check_against_torch(workdir, scenario: str, function: str, fdelta: dict, flag: str) -> None:
+    script = SCENARIOS / f"{scenario}.py"
+    before = {name: n for (name, _), n in torch_truth(script, workdir).items()}
+    after = {name: n for (name, _), n in torch_truth(script, workdir, (flag,)).items()}
+    assert (fdelta["compiles_before"], fdelta["compiles_after"]) == (before[function], after[function])
+
+
+@pytest.mark.torch
+def test_allow_unspec_int_on_nn_module_removes_the_layer_idx_recompiles(workdir):
+    doc = _compare(workdir, "module_int_attribute", "--flag", "allow_unspec_int_on_nn_module")
+    base, flipped = doc["runs"]
+    assert flipped["config"] == {"allow_unspec_int_on_nn_module": True}  # the flip really happened in the child
+    (diff,) = doc["diffs"]
+    forward = _function(diff, "forward")
+    assert forward["removed"] >= 4 and forward["added"] == 0
+    removed = [c for c in forward["causes"] if c["removed"]]
+    assert {c["category"] for c in removed} == {"value"} and {c["source"] for c in removed} == {"self.layer_idx"}
+    _check_against_torch(workdir, "module_int_attribute", "forward", forward, "allow_unspec_int_on_nn_module=true")
+
+
+@pytest.mark.torch
+def test_automatic_dynamic_shapes_off_adds_shape_recompiles(workdir):
+    doc = _compare(workdir, "tensor_shape", "--flag", "automatic_dynamic_shapes")
+    (diff,) = doc["diffs"]
+    step = _function(diff, "train_step")
+    assert step["added"] > 0
+    assert "tensor" in {c["category"] for c in step["causes"] if c["added"]}
+    _check_against_torch(workdir, "tensor_shape", "train_step", step, "automatic_dynamic_shapes=false")
+
+
+@pytest.mark.torch
+def test_specialize_float_and_recompile_limit_in_one_compare(workdir):
+    doc = _compare(workdir, "float_hyperparameter", "--flag", "specialize_float", "--flag", "recompile_limit=16")
+    labels = [r["label"] for r in doc["runs"]]
+    assert labels == ["baseline", "specialize_float=true", "recompile_limit=16"]
+    spec, limit = doc["diffs"]
+    update = _function(spec, "sgd_update")
+    assert update["added"] > 0 and {c["category"] for c in update["causes"] if c["added"]} == {"value"}
+    _check_against_torch(workdir, "float_hyperparameter", "sgd_update", update, "specialize_float=true")
+    assert _function(limit, "sgd_update")["added"] == 0  # a higher limit changes nothing when the limit is not hit
+
+
+@pytest.mark.torch
+def test_raising_the_recompile_limit_removes_the_limit_hit(workdir):
+    doc = _compare(workdir, "recompile_limit", "--flag", "recompile_limit=16")
+    rollout = _function(doc["diffs"][0], "rollout")
+    assert rollout["limit_hit_before"] and not rollout["limit_hit_after"]
+    assert rollout["compiles_after"] > rollout["compiles_before"]
+    _check_against_torch(workdir, "recompile_limit", "rollout", rollout, "recompile_limit=16")
+
+
+@pytest.mark.torch
+def test_a_no_op_flag_is_said_to_be_one_before_any_run(workdir):
+    proc = run_guarddiag("compare", str(SCENARIOS / "fresh_module_instance.py"), "--flag", "inline_inbuilt_nn_modules", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "inline_inbuilt_nn_modules does nothing in torch 2.13" in proc.stdout
+    assert "not run" in proc.stdout
+    assert not (workdir / ".guarddiag").exists()  # nothing was run
+
+
+@pytest.mark.torch
+def test_unknown_compare_flag_is_refused(workdir):
+    proc = run_guarddiag("compare", str(SCENARIOS / "no_recompile.py"), "--flag", "inline_inbuilt_nn_module", cwd=workdir)
+    assert proc.returncode == 2
+    assert "did you mean: inline_inbuilt_nn_modules" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.torch
+def test_flags_lists_env_vars_and_deprecations(workdir):
+    proc = run_guarddiag("flags", "inline", cwd=workdir)
+    assert proc.returncode == 0
+    assert "inline_inbuilt_nn_modules" in proc.stdout and "deprecated" in proc.stdout
+    data = json.loads(run_guarddiag("flags", "automatic_dynamic", "-f", "json", cwd=workdir).stdout)
+    (flag,) = [f for f in data["flags"] if f["name"] == "automatic_dynamic_shapes"]
+    assert flag["env"] == ["TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES"]
+
+
+def test_diff_of_recorded_torch_2_4_logs_shows_inlining_removes_identity_recompiles(workdir):
+    a, b = workdir / "a.json", workdir / "b.json"
+    assert run_guarddiag("parse", str(LOGS / "torch-2.4.1" / "fresh_module_instance.log"), "-o", str(a)).returncode == 0
+    assert run_guarddiag("parse", str(LOGS / "torch-2.4.1" / "fresh_module_instance.inline1.log"), "-o", str(b)).returncode == 0
+    proc = run_guarddiag("diff", str(a), str(b), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    forward = _function(json.loads(proc.stdout)["diffs"][0], "forward")
+    assert (forward["compiles_before"], forward["compiles_after"]) == (12, 1)
+    assert forward["removed"] == 11 and forward["added"] == 0
+    assert {c["category"] for c in forward["causes"] if c["removed"]} == {"identity"}
+    table = run_guarddiag("diff", str(a), str(b)).stdout
+    assert "removes 11 of 11 recompiles of forward" in table

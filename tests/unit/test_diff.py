@@ -1,0 +1,260 @@
+"""The diff layer on runs built from real recorded logs (tests/fixtures/logs/README.md says how)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+
+import pytest
+import yaml
+
+from guarddiag.build import build_from_lines
+from guarddiag.causes import normalize_guard
+from guarddiag.diff import RunDiff, cause_key, diff_runs, function_key, guard_pattern, verdict
+from guarddiag.model import Run
+from guarddiag.render import FORMATS
+from guarddiag.render.diff import DIFF_SCHEMA, render_diffs
+from tests.conftest import LOGS
+
+
+def _text(name: str) -> str:
+    return (LOGS / name).read_text(encoding="utf-8", errors="replace")
+
+
+def _run(text: str) -> Run:
+    functions, stats = build_from_lines(text.splitlines(keepends=True))
+    return Run(functions=functions, parse=stats)
+
+
+def _log(name: str) -> Run:
+    return _run(_text(name))
+
+
+def _only(d: RunDiff):
+    assert len(d.functions) == 1, d.functions
+    return d.functions[0]
+
+
+def _fresh_module_diff() -> RunDiff:
+    return diff_runs(
+        _log("torch-2.4.1/fresh_module_instance.log"),
+        _log("torch-2.4.1/fresh_module_instance.inline1.log"),
+        "baseline",
+        "TORCHDYNAMO_INLINE_INBUILT_NN_MODULES=1",
+    )
+
+
+def test_inlining_nn_modules_removes_the_unannounced_identity_recompiles():
+    d = _fresh_module_diff()
+    f = _only(d)
+    assert (f.name, f.line) == ("forward", 32)
+    assert (f.compiles_before, f.compiles_after, f.recompiles_before, f.recompiles_after) == (12, 1, 11, 0)
+    assert (f.removed, f.added, f.unchanged, f.status) == (11, 0, 0, "fixed")
+    (cause,) = f.causes
+    assert (cause.category, cause.source, cause.pattern) == ("identity", "self", "___check_obj_id(self, <v>)")
+    assert (cause.before, cause.after) == (11, 0)
+    assert (d.recompiles_before, d.recompiles_after, d.removed, d.added) == (11, 0, 11, 0)
+    (line,) = verdict(d)
+    assert line == (
+        "TORCHDYNAMO_INLINE_INBUILT_NN_MODULES=1 removes 11 of 11 recompiles of forward "
+        "(scenarios/fresh_module_instance.py:32) (identity on self); adds none"
+    )
+
+
+def test_the_reverse_flip_adds_them():
+    d = diff_runs(_log("torch-2.4.1/fresh_module_instance.inline1.log"), _log("torch-2.4.1/fresh_module_instance.log"))
+    f = _only(d)
+    assert (f.removed, f.added, f.status) == (0, 11, "worse")
+    assert verdict(d) == ["B adds 11 recompiles of forward (scenarios/fresh_module_instance.py:32) (identity on self)"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.relative_to(LOGS).as_posix() for p in LOGS.glob("torch-*/*.log")),
+)
+def test_a_run_against_itself_is_all_unchanged(name: str):
+    run = _log(name)
+    d = diff_runs(run, _log(name))
+    assert len(d.functions) == len(run.functions)
+    for f in d.functions:
+        assert f.status == "same"
+        assert (f.removed, f.added, f.unchanged) == (0, 0, f.recompiles_before)
+        assert all(c.before == c.after for c in f.causes)
+    assert verdict(d) == [f"B changes no recompile ({run.recompiles} before, {run.recompiles} after)"]
+
+
+def test_equal_values_collapse_into_one_cause():
+    """The 5 recompiles on self.layer_idx == 0..4 are one kind of cause, counted 5 times."""
+    f = _only(diff_runs(_log("torch-2.13.0/module_int_attribute.log"), _log("torch-2.13.0/module_int_attribute.log")))
+    (cause,) = f.causes
+    assert (cause.category, cause.source, cause.pattern, cause.before) == ("value", "self.layer_idx", "self.layer_idx == <v>", 5)
+    assert cause.subject == "value of `self.layer_idx` on argument `self`"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["torch-2.4.1/fresh_module_instance.log", "torch-2.1.2/module_int_attribute.log", "torch-2.4.1/module_bool_attribute.log"],
+)
+def test_runs_that_differ_only_in_object_ids_diff_to_no_change(name: str):
+    text = _text(name)
+    moved = re.sub(r"\d{12,}", lambda m: str(int(m.group()) + 7_340_032), text)
+    assert moved != text
+    a, b = _run(text), _run(moved)
+    texts = {c.text for f in a.functions for e in f.recompile_events for c in e.causes}
+    assert texts.isdisjoint(c.text for f in b.functions for e in f.recompile_events for c in e.causes)
+    d = diff_runs(a, b)
+    assert (d.removed, d.added) == (0, 0)
+    assert d.recompiles_before == d.recompiles_after > 0
+    assert all(f.status == "same" for f in d.functions)
+    assert verdict(d)[0].startswith("B changes no recompile")
+
+
+@pytest.mark.parametrize("name", ["torch-2.13.0/tensor_shape.log", "torch-2.4.1/tensor_shape.log"])
+def test_tensor_size_recompiles_with_other_sizes_match(name: str):
+    text = _text(name)
+    resized = re.sub(r"expected (\d+), actual (\d+)", lambda m: f"expected {int(m[1]) * 4}, actual {int(m[2]) * 3 + 5}", text)
+    assert resized != text
+    d = diff_runs(_run(text), _run(resized))
+    f = _only(d)
+    assert (f.removed, f.added, f.unchanged) == (0, 0, 2)
+    tensor = next(c for c in f.causes if c.category == "tensor")
+    assert tensor.pattern == "tensor 'x' size mismatch at index 0. expected <v>"
+
+
+def test_tensor_causes_match_across_torch_versions():
+    """torch 2.4 writes ``tensor 'L['x']'``, 2.13 ``tensor 'x'``: the same cause."""
+    old = _log("torch-2.4.1/tensor_shape.log").functions[0].recompile_events[0].causes[0]
+    new = _log("torch-2.13.0/tensor_shape.log").functions[0].recompile_events[0].causes[0]
+    assert old.text != new.text
+    assert cause_key(old) == cause_key(new) == ("tensor", "x", "tensor 'x' size mismatch at index 0. expected <v>")
+
+
+def test_value_causes_match_across_torch_versions():
+    d = diff_runs(_log("torch-2.4.1/recompile_limit.log"), _log("torch-2.13.0/recompile_limit.log"), "2.4.1", "2.13.0")
+    f = _only(d)
+    assert (f.recompiles_before, f.recompiles_after, f.limit_hit_before, f.limit_hit_after) == (7, 7, True, True)
+    assert [(c.category, c.source, c.pattern, c.unchanged) for c in f.causes] == [("value", "horizon", "horizon == <v>", 7)]
+    assert verdict(d) == ["2.13.0 changes no recompile (7 before, 7 after)"]
+
+
+def test_a_cause_traded_for_another_is_removed_and_added():
+    """torch 2.4 recompiles forward on a new ``self``; 2.13 on the value of ``self.layer_idx``."""
+    d = diff_runs(_log("torch-2.4.1/module_int_attribute.log"), _log("torch-2.13.0/module_int_attribute.log"), "2.4.1", "2.13.0")
+    f = _only(d)
+    assert (f.removed, f.added, f.unchanged, f.status) == (5, 5, 0, "same")
+    assert [(c.category, c.source, c.removed, c.added) for c in f.causes] == [("identity", "self", 5, 0), ("value", "self.layer_idx", 0, 5)]
+    assert verdict(d) == [
+        "2.13.0 removes 5 of 5 recompiles of forward (scenarios/module_int_attribute.py:30) (identity on self); "
+        "adds 5 (value on self.layer_idx)"
+    ]
+
+
+def test_a_function_only_in_b_is_new_and_only_in_a_is_gone():
+    full = _log("torch-2.13.0/graph_break.log")
+    resume = next(f for f in full.functions if f.name.startswith("torch_dynamo_resume"))
+    partial = replace(full, functions=tuple(f for f in full.functions if f is not resume))
+    d = diff_runs(partial, full)
+    by_name = {f.name: f for f in d.functions}
+    new = by_name[resume.name]
+    assert (new.status, new.compiles_before, new.recompiles_before, new.compiles_after, new.added) == ("new", None, None, 2, 1)
+    assert by_name["forward"].status == "same"
+    assert d.functions[0] is new  # the biggest change comes first
+    assert verdict(d) == [
+        "B adds 1 recompile of torch_dynamo_resume_in_forward_at_31 (scenarios/graph_break.py:31) (global_state: grad mode); "
+        "not compiled in A"
+    ]
+    gone = {f.name: f for f in diff_runs(full, partial).functions}[resume.name]
+    assert (gone.status, gone.removed, gone.recompiles_after) == ("gone", 1, None)
+
+
+def test_functions_in_another_checkout_match_on_the_file_base_name():
+    text = _text("torch-2.13.0/module_int_attribute.log")
+    elsewhere = _run(text.replace("/work/main/scenarios/", "/home/ci/checkout-2/scenarios/"))
+    assert elsewhere.functions[0].file == "/home/ci/checkout-2/scenarios/module_int_attribute.py"
+    d = diff_runs(_run(text), elsewhere)
+    f = _only(d)
+    assert (f.status, f.unchanged, f.file) == ("same", 5, "/work/main/scenarios/module_int_attribute.py")
+
+
+def test_a_function_on_another_line_is_another_function():
+    text = _text("torch-2.13.0/module_int_attribute.log")
+    moved = _run(text.replace("module_int_attribute.py:30", "module_int_attribute.py:31"))
+    assert moved.functions[0].line == 31
+    d = diff_runs(_run(text), moved)
+    assert sorted(f.status for f in d.functions) == ["gone", "new"]
+
+
+def test_ranks_are_different_functions():
+    run = _log("handmade/v2_3_torchrun_ranks.log")
+    keys = sorted(function_key(f) for f in run.functions)
+    assert keys == [("rank0:train_step", "/workspace/train.py", 41), ("rank1:train_step", "/workspace/train.py", 41)]
+    rank0_only = replace(run, functions=tuple(f for f in run.functions if f.frame_ids[0].startswith("rank0:")))
+    d = diff_runs(rank0_only, run)
+    assert sorted((f.label, f.status) for f in d.functions) == [
+        ("train_step (workspace/train.py:41) [rank0]", "same"),
+        ("train_step (workspace/train.py:41) [rank1]", "new"),
+    ]
+
+
+def test_causes_add_up_to_recompiles_when_an_event_is_missing():
+    run = _log("torch-2.13.0/module_int_attribute.log")
+    (f,) = run.functions
+    cut = replace(run, functions=(replace(f, recompile_events=f.recompile_events[:3]),))
+    g = _only(diff_runs(run, cut))
+    assert sum(c.before for c in g.causes) == g.recompiles_before == 5
+    assert sum(c.after for c in g.causes) == g.recompiles_after == 5
+    assert (g.removed, g.added) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("guard", "pattern"),
+    [
+        ("L['self'].layer_idx == 3", "self.layer_idx == <v>"),
+        ("L['lr'] == 0.09829629131445342", "lr == <v>"),
+        ("L['lr'] == -1.5e-05", "lr == <v>"),
+        ("set(L['losses'].keys()) == {'aux', 'main'}", "set(losses.keys()) == <v>"),
+        ("L['cfg']['activation'] == 'gelu'", "cfg['activation'] == <v>"),
+        ("2 <= L['x'].size()[0]", "<v> <= x.size()[0]"),
+        ("Eq(s0, 3)", "Eq(s0, <v>)"),
+        ("L['self'].use_label_noise == True", "self.use_label_noise == <v>"),
+        ("___check_obj_id(L['self']._modules['lin'], 140234234234)", "___check_obj_id(self.lin, <v>)"),
+        ("tensor 'L['x']' size mismatch at index 1. expected 77, actual 80", "tensor 'x' size mismatch at index 1. expected <v>"),
+        ("GLOBAL_STATE changed: grad_mode", "GLOBAL_STATE changed: grad_mode"),
+    ],
+)
+def test_guard_pattern(guard: str, pattern: str):
+    assert guard_pattern(normalize_guard(guard)) == pattern
+
+
+def test_render_json_yaml_markdown_and_table():
+    diffs = [_fresh_module_diff(), diff_runs(_log("torch-2.13.0/graph_break.log"), _log("torch-2.13.0/graph_break.log"))]
+    data = json.loads(render_diffs(diffs, "json"))
+    assert data["schema"] == DIFF_SCHEMA
+    first = data["diffs"][0]
+    assert (first["before_label"], first["removed"], first["added"]) == ("baseline", 11, 0)
+    f = first["functions"][0]
+    assert (f["name"], f["status"], f["removed"], f["recompiles_before"], f["recompiles_after"]) == ("forward", "fixed", 11, 11, 0)
+    assert f["causes"][0] == {
+        "category": "identity", "source": "self", "pattern": "___check_obj_id(self, <v>)",
+        "subject": "argument `self`: a different object", "before": 11, "after": 0, "removed": 11, "added": 0, "unchanged": 0,
+    }
+    assert first["verdict"] == verdict(diffs[0])
+    assert yaml.safe_load(render_diffs(diffs, "yaml")) == data
+
+    markdown = render_diffs(diffs, "markdown")
+    assert "### baseline -> TORCHDYNAMO_INLINE_INBUILT_NN_MODULES=1" in markdown
+    assert re.search(r"^\| `forward \(scenarios/fresh_module_instance\.py:32\)` +\| 12 -> 1 +\| 11 -> 0 +\| +11 \|", markdown, re.M)
+    assert f"- {verdict(diffs[0])[0]}" in markdown
+
+    table = render_diffs(diffs, "table")
+    assert "baseline -> TORCHDYNAMO_INLINE_INBUILT_NN_MODULES=1: 11 recompiles before, 0 after (11 removed, 0 added)" in table
+    assert "  removed 11x identity: argument `self`: a different object" in table
+    assert "  unchanged 1x global_state: grad mode" in table
+    assert "- B changes no recompile (2 before, 2 after)" in table
+    assert set(FORMATS) == {"table", "json", "yaml", "markdown"}
+
+
+def test_render_refuses_an_unknown_format():
+    with pytest.raises(ValueError, match="unknown report format 'html'"):
+        render_diffs([_fresh_module_diff()], "html")

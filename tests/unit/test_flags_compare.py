@@ -1,0 +1,83 @@
+"""Flag resolution and compare planning on the flag catalogs of real torch 2.13.0 and 2.4.1.
+
+tests/fixtures/flags/torch-*.json were written by `_bootstrap.py --describe` in those versions.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from guarddiag.compare import plan_compare
+from guarddiag.errors import InputError
+from guarddiag.flags import catalog_from_dict, parse_value
+from tests.conftest import FIXTURES
+
+
+def _catalog(version: str):
+    return catalog_from_dict(json.loads((FIXTURES / "flags" / f"torch-{version}.json").read_text()))
+
+
+def test_aliases_and_env_vars_come_from_torch_itself():
+    new = _catalog("2.13.0")
+    alias = new.resolve("cache_size_limit")
+    assert alias.alias_of == "recompile_limit" and new.target(alias).name == "recompile_limit"
+    assert new.resolve("automatic_dynamic_shapes").env == ("TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES",)
+    assert new.resolve("dynamo.recompile_limit").value == 8
+    assert new.resolve("inductor.max_autotune").type == "bool"
+    old = _catalog("2.4.1")
+    assert "recompile_limit" not in old.flags and old.resolve("cache_size_limit").alias_of is None
+    assert old.resolve("inline_inbuilt_nn_modules").env == ("TORCHDYNAMO_INLINE_INBUILT_NN_MODULES",)
+
+
+def test_typo_gets_the_closest_names():
+    with pytest.raises(InputError, match="did you mean: automatic_dynamic_shapes"):
+        _catalog("2.13.0").resolve("automatic_dynamic_shape")
+
+
+def test_values_are_checked_against_the_type():
+    cat = _catalog("2.13.0")
+    assert parse_value(cat.resolve("recompile_limit"), "4") == 4
+    assert parse_value(cat.resolve("specialize_float"), "TRUE") is True
+    with pytest.raises(InputError, match="takes an integer"):
+        parse_value(cat.resolve("recompile_limit"), "many")
+
+
+def test_inline_inbuilt_nn_modules_is_a_no_op_on_2_13_and_a_real_flip_on_2_4():
+    plan = plan_compare(_catalog("2.13.0"), ["inline_inbuilt_nn_modules"], False, ["py"])
+    assert plan.variants == ()
+    (note,) = plan.no_ops
+    assert "inline_inbuilt_nn_modules does nothing in torch 2.13.0" in note and "always True" in note
+    plan = plan_compare(_catalog("2.4.1"), ["inline_inbuilt_nn_modules"], False, ["py"])
+    assert [v.flags for v in plan.variants] == [(("inline_inbuilt_nn_modules", "true"),)]
+
+
+def test_boolean_flips_values_and_combined():
+    plan = plan_compare(
+        _catalog("2.13.0"), ["automatic_dynamic_shapes", "recompile_limit=2,16", "specialize_float"], True, ["py"]
+    )
+    labels = [v.label for v in plan.variants]
+    assert labels == [
+        "automatic_dynamic_shapes=false",
+        "recompile_limit=2",
+        "recompile_limit=16",
+        "specialize_float=true",
+        "automatic_dynamic_shapes=false + recompile_limit=2 + specialize_float=true",
+    ]
+    assert plan.baseline.flags == ()
+
+
+def test_non_boolean_flag_needs_values():
+    with pytest.raises(InputError, match="give the values to try"):
+        plan_compare(_catalog("2.13.0"), ["recompile_limit"], False, ["py"])
+
+
+def test_two_pythons_compare_environments():
+    plan = plan_compare(_catalog("2.13.0"), [], False, ["/a/python", "/b/python"])
+    assert plan.baseline.python == "/a/python" and [v.python for v in plan.variants] == ["/b/python"]
+
+
+def test_nothing_to_compare():
+    with pytest.raises(InputError, match="nothing to compare"):
+        plan_compare(_catalog("2.13.0"), [], False, ["py"])
