@@ -19,8 +19,9 @@ $(BIN)/guarddiag: pyproject.toml
 
 venv: $(BIN)/guarddiag  ## Create .venv with pinned torch and guarddiag installed (editable)
 
-demo: venv  ## Run guarddiag on a bundled scenario (a module with a changing int attribute)
+demo: venv  ## Diagnose a bundled scenario, then show which flag flip fixes it
 	$(BIN)/guarddiag run scenarios/module_int_attribute.py
+	$(BIN)/guarddiag compare scenarios/module_int_attribute.py --flag allow_unspec_int_on_nn_module
 
 test: venv  ## Run the whole test suite (unit + end-to-end with real torch)
 	$(BIN)/python -m pytest -q

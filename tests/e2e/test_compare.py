@@ -111,3 +111,14 @@ def test_diff_of_recorded_torch_2_4_logs_shows_inlining_removes_identity_recompi
     assert {c["category"] for c in forward["causes"] if c["removed"]} == {"identity"}
     table = run_guarddiag("diff", str(a), str(b)).stdout
     assert "removes 11 of 11 recompiles of forward" in table
+
+
+@pytest.mark.torch
+def test_same_environment_twice_with_repeats_changes_nothing(workdir):
+    import sys
+
+    doc = _compare(workdir, "dict_keys", "--python", sys.executable, "--python", sys.executable, "--repeat", "2")
+    assert [len(r["status"]) for r in doc["runs"]] == [2, 2]
+    assert all(not r["unstable"] for r in doc["runs"])
+    (diff,) = doc["diffs"]
+    assert all(f["removed"] == 0 and f["added"] == 0 for f in diff["functions"])

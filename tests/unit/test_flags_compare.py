@@ -81,3 +81,19 @@ def test_two_pythons_compare_environments():
 def test_nothing_to_compare():
     with pytest.raises(InputError, match="nothing to compare"):
         plan_compare(_catalog("2.13.0"), [], False, ["py"])
+
+
+def test_counts_that_vary_between_repeats_are_flagged():
+    from guarddiag.build import build_from_lines
+    from guarddiag.compare import unstable_functions
+    from guarddiag.model import Run
+    from tests.conftest import LOGS
+
+    def run_of(path):
+        functions, stats = build_from_lines((LOGS / path).read_text().splitlines(), roles=lambda *_: {})
+        return Run(functions=functions, parse=stats)
+
+    same = run_of("torch-2.4.1/fresh_module_instance.log")
+    assert unstable_functions((same, same)) == ()
+    (note,) = unstable_functions((same, run_of("torch-2.4.1/fresh_module_instance.inline1.log")))
+    assert note.startswith("forward (fresh_module_instance.py:32) compiled [1, 12] times")
