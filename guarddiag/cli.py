@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -9,7 +10,9 @@ from typing import Annotated, Optional
 import typer
 
 from guarddiag import __version__
+from guarddiag.commands_check import collect_runs, record_baseline, run_check
 from guarddiag.commands_compare import compare_report, flags_table, run_compare, run_diff, save_compare
+from guarddiag.config import Settings, load_settings
 from guarddiag.errors import OK, SCRIPT_FAILED, GuarddiagError, InputError, StrictParseError
 from guarddiag.flags import load_catalog
 from guarddiag.model import Run
@@ -149,6 +152,79 @@ def flags(
     if fmt not in ("table", "json"):
         raise InputError(f"--format {fmt}: flags prints table or json")
     typer.echo(flags_table(load_catalog(python), pattern, show_all, fmt))
+
+
+def _settings(cli: dict[str, object]) -> Settings:
+    return load_settings(Path.cwd(), os.environ, cli)
+
+
+ItemsArg = Annotated[
+    Optional[list[str]], typer.Argument(help="Scripts to run or run records (*.json); default: `scripts` from the config.")
+]
+FlagsOpt = Annotated[Optional[list[str]], typer.Option("--flag", help="NAME=VALUE config flag for every script given here.")]
+
+
+@app.command()
+def baseline(
+    items: ItemsArg = None,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", "-o", help="Baseline file (default: from config, else guarddiag-baseline.yaml).")
+    ] = None,
+    flag: FlagsOpt = None,
+    python: Annotated[Optional[str], typer.Option("--python", help="Interpreter to run the scripts with.")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Scripts at a time.")] = None,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each script after this many seconds.")] = None,
+) -> None:
+    """Record recompiles per script and function into a YAML baseline to commit."""
+    settings = _settings({"python": python, "jobs": jobs, "timeout": timeout, "baseline": str(out) if out else None})
+    runs, _ = collect_runs(items or [], settings, tuple(parse_flag(f) for f in flag or []), sys.stderr.isatty())
+    path = settings.root / settings.baseline
+    recorded = record_baseline(runs, settings, path)
+    n = sum(len(s.functions) for s in recorded.scripts)
+    typer.echo(f"wrote {path}: {len(recorded.scripts)} scripts, {n} functions, {sum(r.recompiles for r in runs.values())} recompiles")
+
+
+@app.command()
+def check(
+    items: ItemsArg = None,
+    baseline_file: Annotated[Optional[Path], typer.Option("--baseline", "-b", help="Baseline to compare with.")] = None,
+    max_recompiles: Annotated[Optional[int], typer.Option("--max-recompiles", min=0, help="Fail any function above this.")] = None,
+    fail_on_limit_hit: Annotated[
+        Optional[bool],
+        typer.Option("--fail-on-limit-hit/--no-fail-on-limit-hit", help="Fail when a function hits the recompile limit."),
+    ] = None,
+    fail_on_new_cause: Annotated[
+        Optional[bool],
+        typer.Option("--fail-on-new-cause/--no-fail-on-new-cause", help="Fail on a cause category the baseline lacks."),
+    ] = None,
+    update: Annotated[bool, typer.Option("--update", help="Write the current numbers into the baseline instead of gating.")] = False,
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    flag: FlagsOpt = None,
+    python: Annotated[Optional[str], typer.Option("--python", help="Interpreter to run the scripts with.")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Scripts at a time.")] = None,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each script after this many seconds.")] = None,
+) -> None:
+    """Fail (exit 5) when recompiles regress against the baseline or thresholds; exit 3 when a script failed."""
+    settings = _settings(
+        {
+            "baseline": str(baseline_file) if baseline_file else None,
+            "max_recompiles": max_recompiles,
+            "fail_on_limit_hit": fail_on_limit_hit,
+            "fail_on_new_cause": fail_on_new_cause,
+            "python": python,
+            "jobs": jobs,
+            "timeout": timeout,
+        }
+    )
+    runs, budgets = collect_runs(items or [], settings, tuple(parse_flag(f) for f in flag or []), sys.stderr.isatty())
+    if update:
+        path = settings.root / settings.baseline
+        record_baseline(runs, settings, path)
+        typer.echo(f"updated {path}")
+        return
+    output = run_check(runs, settings, budgets, baseline_file is not None, junit, os.environ)
+    typer.echo(output.text)
+    raise typer.Exit(output.result.exit_code)
 
 
 @app.command()

@@ -8,6 +8,7 @@ INTERNAL = 1
 USAGE = 2
 SCRIPT_FAILED = 3
 STRICT = 4
+REGRESSION = 5
 
 
 class GuarddiagError(Exception):

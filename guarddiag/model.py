@@ -169,3 +169,26 @@ def function_label(f: FunctionSummary) -> str:
 def _short_path(path: str) -> str:
     parts = path.replace("\\", "/").split("/")
     return "/".join(parts[-2:]) if len(parts) > 2 else path
+
+
+@dataclass(frozen=True)
+class CauseGroup:
+    """Recompiles of one function that share a category and subject."""
+
+    category: str
+    subject: str
+    count: int
+    unlogged: int
+    example: str
+
+
+def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
+    """Group a function's recompiles by the cause against the newest cache entry (torch lists it first)."""
+    counts: dict[tuple[str, str], list] = {}
+    for event in f.recompile_events:
+        cause = event.causes[0]
+        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0]])
+        entry[0] += 1
+        entry[1] += 0 if event.logged else 1
+    groups = [CauseGroup(cat, subj, n, unlogged, ex) for (cat, subj), (n, unlogged, ex) in counts.items()]
+    return sorted(groups, key=lambda g: -g.count)

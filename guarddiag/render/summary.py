@@ -2,34 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from guarddiag.model import FunctionSummary, Run, function_label
+from guarddiag.model import CauseGroup, Run, cause_groups, function_label
 
 __all__ = ["CauseGroup", "cause_groups", "function_label", "headline", "parse_note"]
-
-
-@dataclass(frozen=True)
-class CauseGroup:
-    """Recompiles of one function that share a category and subject."""
-
-    category: str
-    subject: str
-    count: int
-    unlogged: int
-    example: str
-
-
-def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
-    """Group a function's recompiles by the cause against the newest cache entry (torch lists it first)."""
-    counts: dict[tuple[str, str], list] = {}
-    for event in f.recompile_events:
-        cause = event.causes[0]
-        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0]])
-        entry[0] += 1
-        entry[1] += 0 if event.logged else 1
-    groups = [CauseGroup(cat, subj, n, unlogged, ex) for (cat, subj), (n, unlogged, ex) in counts.items()]
-    return sorted(groups, key=lambda g: -g.count)
 
 
 def headline(run: Run) -> str:

@@ -1,0 +1,191 @@
+"""The committed baseline: per script and function, what compiled and why. YAML, versioned.
+
+Functions are keyed by name, file relative to the project root, and first line: never by
+frame ids or object ids. Schema versions (``schema`` key):
+  guarddiag.baseline/1 -- first version (docs/ci.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from guarddiag.errors import InputError
+from guarddiag.model import FunctionSummary, Run
+from guarddiag.store import write_atomic
+
+BASELINE_SCHEMA = "guarddiag.baseline/1"
+
+
+@dataclass(frozen=True)
+class BaselineFunction:
+    """One function's recorded numbers; ``budget`` (max recompiles) defaults to ``recompiles``."""
+
+    name: str
+    file: str
+    line: int | None
+    compiles: int
+    recompiles: int
+    limit_hits: int
+    causes: tuple[tuple[str, int], ...]
+    budget: int | None = None
+
+    @property
+    def allowed(self) -> int:
+        return self.recompiles if self.budget is None else self.budget
+
+
+@dataclass(frozen=True)
+class BaselineScript:
+    """One script of the baseline and its functions."""
+
+    path: str
+    functions: tuple[BaselineFunction, ...]
+    max_recompiles: int | None = None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The whole baseline file."""
+
+    scripts: tuple[BaselineScript, ...]
+    torch_version: str | None = None
+
+    def script(self, path: str) -> BaselineScript | None:
+        return next((s for s in self.scripts if s.path == path), None)
+
+
+def relative_file(file: str, root: Path) -> str:
+    """A function's file relative to the project root when it lies below it (portable across checkouts)."""
+    if not file or file.startswith("<"):
+        return file
+    try:
+        rel = os.path.relpath(os.path.abspath(file), os.path.abspath(root))
+    except ValueError:  # another drive on Windows
+        return file
+    return file if rel.startswith("..") else rel.replace(os.sep, "/")
+
+
+def cause_counts(f: FunctionSummary) -> tuple[tuple[str, int], ...]:
+    """How many of a function's recompiles fall in each cause category (primary cause)."""
+    counts = Counter(e.causes[0].category for e in f.recompile_events if e.causes)
+    return tuple(sorted(counts.items()))
+
+
+def from_runs(runs: dict[str, Run], root: Path, previous: Baseline | None = None) -> Baseline:
+    """A baseline recording these runs (script path -> run); budgets of ``previous`` are kept."""
+    scripts = []
+    for path, run in runs.items():
+        old = previous.script(path) if previous else None
+        budgets = {(f.name, f.file, f.line): f.budget for f in (old.functions if old else ()) if f.budget is not None}
+        functions = []
+        for f in sorted(run.functions, key=lambda f: (f.file, f.line or 0, f.name)):
+            rel = relative_file(f.file, root)
+            functions.append(
+                BaselineFunction(
+                    name=f.name,
+                    file=rel,
+                    line=f.line,
+                    compiles=f.compiles,
+                    recompiles=f.recompiles,
+                    limit_hits=len(f.limit_hits),
+                    causes=cause_counts(f),
+                    budget=budgets.get((f.name, rel, f.line)),
+                )
+            )
+        scripts.append(BaselineScript(path, tuple(functions), old.max_recompiles if old else None))
+    torch = next((r.torch_version for r in runs.values() if r.torch_version), None)
+    return Baseline(tuple(scripts), torch)
+
+
+def to_yaml(baseline: Baseline) -> str:
+    """Human-readable YAML, meant to be committed and reviewed."""
+    doc = {
+        "schema": BASELINE_SCHEMA,
+        "torch_version": baseline.torch_version,
+        "scripts": [
+            {
+                "path": s.path,
+                **({"max_recompiles": s.max_recompiles} if s.max_recompiles is not None else {}),
+                "functions": [
+                    {
+                        "name": f.name,
+                        "file": f.file,
+                        "line": f.line,
+                        "compiles": f.compiles,
+                        "recompiles": f.recompiles,
+                        "limit_hits": f.limit_hits,
+                        "causes": dict(f.causes),
+                        **({"budget": f.budget} if f.budget is not None else {}),
+                    }
+                    for f in s.functions
+                ],
+            }
+            for s in baseline.scripts
+        ],
+    }
+    header = "# guarddiag baseline: recompiles per function. Refresh with `guarddiag check --update`.\n"
+    return header + yaml.safe_dump(doc, sort_keys=False, width=120)
+
+
+def save(baseline: Baseline, path: Path) -> None:
+    """Write the baseline atomically."""
+    try:
+        write_atomic(path, to_yaml(baseline))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the baseline ({exc.strerror}); pick a writable path") from None
+
+
+def _int(value: object, where: str, allow_none: bool = False) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{where}: expected a whole number >= 0, got {value!r}; fix the baseline or re-create it")
+    return value
+
+
+def load(path: Path) -> Baseline:
+    """Read and validate a baseline; every problem is one line naming the place."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no baseline; create one with `guarddiag baseline SCRIPT... -o {path}`") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}); fix it or re-create it") from None
+    if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA:
+        schema = doc.get("schema") if isinstance(doc, dict) else None
+        raise InputError(f"{path}: baseline schema {schema!r} is not {BASELINE_SCHEMA!r}; re-create it with `guarddiag baseline`")
+    scripts_raw = doc.get("scripts")
+    if not isinstance(scripts_raw, list):
+        raise InputError(f"{path}: 'scripts' must be a list; re-create the baseline with `guarddiag baseline`")
+    scripts = []
+    for i, s in enumerate(scripts_raw):
+        where = f"{path}: scripts[{i}]"
+        if not isinstance(s, dict) or not isinstance(s.get("path"), str) or not isinstance(s.get("functions", []), list):
+            raise InputError(f"{where}: needs 'path' (string) and 'functions' (list)")
+        functions = []
+        for j, f in enumerate(s.get("functions", [])):
+            fw = f"{where}.functions[{j}]"
+            if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+                raise InputError(f"{fw}: needs a 'name' string")
+            causes = f.get("causes") or {}
+            if not isinstance(causes, dict):
+                raise InputError(f"{fw}.causes: must be a mapping of category to count")
+            functions.append(
+                BaselineFunction(
+                    name=f["name"],
+                    file=str(f.get("file", "")),
+                    line=_int(f.get("line"), f"{fw}.line", allow_none=True),
+                    compiles=_int(f.get("compiles", 0), f"{fw}.compiles") or 0,
+                    recompiles=_int(f.get("recompiles", 0), f"{fw}.recompiles") or 0,
+                    limit_hits=_int(f.get("limit_hits", 0), f"{fw}.limit_hits") or 0,
+                    causes=tuple(sorted((str(k), _int(v, f"{fw}.causes.{k}") or 0) for k, v in causes.items())),
+                    budget=_int(f.get("budget"), f"{fw}.budget", allow_none=True),
+                )
+            )
+        scripts.append(BaselineScript(s["path"], tuple(functions), _int(s.get("max_recompiles"), f"{where}.max_recompiles", True)))
+    return Baseline(tuple(scripts), doc.get("torch_version"))

@@ -1,0 +1,124 @@
+"""Wiring for ``baseline`` and ``check``: settings, runs, gate, outputs. The CLI calls only this."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from guarddiag import baseline as baseline_io
+from guarddiag.config import ScriptSpec, Settings
+from guarddiag.errors import SCRIPT_FAILED, InputError
+from guarddiag.gate import GateResult, evaluate, script_key
+from guarddiag.model import Run
+from guarddiag.render.gate import render_annotations, render_junit, render_markdown, render_text
+from guarddiag.runner import RunRequest, check_script, execute_many
+from guarddiag.store import load_run, write_atomic
+
+
+def _specs(items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str], ...]) -> list[ScriptSpec | Path]:
+    """Scripts to run (as specs) and run records to read (as paths), from the command line or the config."""
+    if not items:
+        if not settings.scripts:
+            raise InputError(
+                "nothing to check: give scripts or run records, or list them under `scripts` in [tool.guarddiag] of pyproject.toml"
+            )
+        return [ScriptSpec(s.path, s.args, s.flags + flags, s.max_recompiles) for s in settings.scripts]
+    out: list[ScriptSpec | Path] = []
+    for item in items:
+        out.append(Path(item) if item.endswith(".json") else ScriptSpec(item, (), flags))
+    return out
+
+
+def collect_runs(
+    items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str], ...], progress: bool
+) -> tuple[dict[str, Run], dict[str, int | None]]:
+    """Run the scripts (in parallel) and read the records; keyed by script path relative to the root."""
+    specs = _specs(items, settings, flags)
+    runs: dict[str, Run] = {}
+    budgets: dict[str, int | None] = {}
+    requests = []
+    for spec in specs:
+        if isinstance(spec, Path):
+            run = load_run(spec)
+            runs[script_key(run.script or str(spec), settings.root)] = run
+            continue
+        path = settings.root / spec.path
+        check_script(path)
+        key = script_key(str(path), settings.root)
+        budgets[key] = spec.max_recompiles
+        requests.append(
+            (key, RunRequest(path, spec.args, settings.python, spec.flags, settings.timeout, capture_output=True, label=key))
+        )
+
+    def report(request: RunRequest, run: Run) -> None:
+        if progress:
+            print(f"  {request.label}: {run.status}, {run.recompiles} recompiles ({run.duration_s:.1f}s)", file=sys.stderr, flush=True)
+
+    results = execute_many([r for _, r in requests], settings.jobs or os.cpu_count() or 1, report)
+    for (key, _), run in zip(requests, results, strict=True):
+        runs[key] = run
+    return runs, budgets
+
+
+def record_baseline(runs: dict[str, Run], settings: Settings, out: Path) -> baseline_io.Baseline:
+    """Write a baseline of these runs, refusing when a script failed (its counts are partial)."""
+    failed = [k for k, r in runs.items() if r.status != "ok"]
+    if failed:
+        raise InputError(
+            f"{failed[0]}: the script {runs[failed[0]].status} (exit status {runs[failed[0]].exit_code}); "
+            f"no baseline written (its counts would be partial); torch log: {runs[failed[0]].log_path}",
+            SCRIPT_FAILED,
+        )
+    previous = baseline_io.load(out) if out.exists() else None
+    new = baseline_io.from_runs(runs, settings.root, previous)
+    baseline_io.save(new, out)
+    return new
+
+
+@dataclass(frozen=True)
+class CheckOutput:
+    """What ``check`` prints and writes."""
+
+    text: str
+    result: GateResult
+
+
+def run_check(
+    runs: dict[str, Run],
+    settings: Settings,
+    budgets: dict[str, int | None],
+    baseline_given: bool,
+    junit: Path | None,
+    env: Mapping[str, str],
+) -> CheckOutput:
+    """Gate the runs; write the step summary, JUnit file and annotations the environment asks for."""
+    path = settings.root / settings.baseline
+    thresholds = settings.max_recompiles is not None or settings.fail_on_limit_hit or settings.fail_on_new_cause
+    if path.exists():
+        base = baseline_io.load(path)
+    elif baseline_given or not (thresholds or any(b is not None for b in budgets.values())):
+        raise InputError(f"{path}: no baseline; create one with `guarddiag baseline` or give a threshold such as --max-recompiles 0")
+    else:
+        base = None
+    result = evaluate(runs, base, settings, budgets)
+    text = render_text(result)
+    summary = env.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(render_markdown(result))
+        except OSError as exc:
+            raise InputError(f"$GITHUB_STEP_SUMMARY {summary}: cannot append the summary ({exc.strerror})") from None
+    if junit is not None:
+        try:
+            write_atomic(junit, render_junit(result))
+        except OSError as exc:
+            raise InputError(f"--junit {junit}: cannot write ({exc.strerror}); pick a writable path") from None
+    if env.get("GITHUB_ACTIONS") == "true":
+        annotations = render_annotations(result)
+        if annotations:
+            text = annotations + "\n" + text
+    return CheckOutput(text, result)

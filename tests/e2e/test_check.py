@@ -1,0 +1,130 @@
+"""`guarddiag baseline` and `check` through the installed command, with real torch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+
+import junitparser
+import pytest
+import yaml
+
+from tests.conftest import SCENARIOS, run_guarddiag
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.fixture
+def project(workdir):
+    """A project with one model script whose layer count decides its recompiles (layers - 1)."""
+    shutil.copy(SCENARIOS / "module_int_attribute.py", workdir / "model.py")
+    proc = run_guarddiag("baseline", "model.py", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    return workdir
+
+
+def _set_layers(project, n: int) -> None:
+    path = project / "model.py"
+    text = path.read_text()
+    assert "for i in range(6)" in text
+    path.write_text(text.replace("for i in range(6)", f"for i in range({n})"))
+
+
+def test_baseline_is_reviewable_yaml(project):
+    doc = yaml.safe_load((project / "guarddiag-baseline.yaml").read_text())
+    assert doc["schema"] == "guarddiag.baseline/1"
+    (script,) = doc["scripts"]
+    (forward,) = script["functions"]
+    assert script["path"] == "model.py"
+    assert (forward["name"], forward["file"], forward["recompiles"], forward["causes"]) == ("forward", "model.py", 5, {"value": 5})
+
+
+def test_unchanged_code_passes(project):
+    proc = run_guarddiag("check", "model.py", cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "OK: no recompile regression" in proc.stdout
+
+
+def test_more_recompiles_fail_with_the_function_and_the_cause(project):
+    _set_layers(project, 8)
+    proc = run_guarddiag("check", "model.py", "--junit", "junit.xml", cwd=project)
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "forward (" in proc.stdout and "7 recompiles, 2 over the 5 allowed (baseline 5)" in proc.stdout
+    assert "value: value of `self.layer_idx` on argument `self`" in proc.stdout
+    assert "Traceback" not in proc.stderr
+    suites = junitparser.JUnitXml.fromfile(str(project / "junit.xml"))
+    cases = [case for suite in suites for case in suite]
+    failed = [c for c in cases if not c.is_passed]
+    assert [c.name for c in failed] == ["forward (model.py:30)"] or len(failed) == 1
+    assert "2 over the 5 allowed" in failed[0].result[0].message
+
+
+def test_improvement_passes_and_says_how_to_record_it(project):
+    _set_layers(project, 3)
+    proc = run_guarddiag("check", "model.py", cwd=project)
+    assert proc.returncode == 0
+    assert "down from 5" in proc.stdout and "guarddiag check --update" in proc.stdout
+    assert run_guarddiag("check", "model.py", "--update", cwd=project).returncode == 0
+    doc = yaml.safe_load((project / "guarddiag-baseline.yaml").read_text())
+    assert doc["scripts"][0]["functions"][0]["recompiles"] == 2
+
+
+def test_a_crashed_script_is_reported_as_such_not_as_a_regression(project):
+    path = project / "model.py"
+    path.write_text(path.read_text() + "\nraise RuntimeError('boom')\n")
+    proc = run_guarddiag("check", "model.py", cwd=project)
+    assert proc.returncode == 3
+    assert "the script failed (exit status 1)" in proc.stdout
+    assert "REGRESSION" not in proc.stdout
+
+
+def test_ci_outputs_step_summary_and_annotations(project):
+    _set_layers(project, 8)
+    summary = project / "summary.md"
+    proc = run_guarddiag("check", "model.py", cwd=project, env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true"})
+    assert proc.returncode == 5
+    md = summary.read_text()
+    assert "| script" in md and "| model.py" in md and "REGRESSION" in md
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("::error ")]
+    assert "file=model.py,line=30" in line and "2 over the 5 allowed" in line
+
+
+def test_config_in_pyproject_makes_check_one_command(project):
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent(
+            """
+            [tool.guarddiag]
+            fail_on_limit_hit = true
+            scripts = [{path = "model.py", max_recompiles = 6}]
+            """
+        )
+    )
+    _set_layers(project, 7)  # 6 recompiles: over the baseline's 5 but within the configured budget of 6
+    assert run_guarddiag("check", cwd=project).returncode == 0
+    _set_layers_again = (project / "model.py").read_text().replace("range(7)", "range(8)")
+    (project / "model.py").write_text(_set_layers_again)
+    proc = run_guarddiag("check", cwd=project)
+    assert proc.returncode == 5 and "over the 6 allowed" in proc.stdout
+    # The environment overrides the file, the command line overrides both.
+    assert run_guarddiag("check", cwd=project, env={"GUARDDIAG_MAX_RECOMPILES": "3"}).returncode == 5
+
+
+def test_thresholds_without_a_baseline_and_run_records(workdir):
+    record = workdir / "run.json"
+    assert run_guarddiag("run", str(SCENARIOS / "recompile_limit.py"), "-o", str(record), cwd=workdir).returncode == 0
+    proc = run_guarddiag("check", str(record), "--fail-on-limit-hit", cwd=workdir)
+    assert proc.returncode == 5
+    assert "limit_hit:" in proc.stdout and "rollout" in proc.stdout
+    assert run_guarddiag("check", str(record), "--max-recompiles", "100", cwd=workdir).returncode == 0
+    missing = run_guarddiag("check", str(record), cwd=workdir)
+    assert missing.returncode == 2 and "no baseline" in missing.stderr
+    assert json.loads(record.read_text())["schema"] == "guarddiag.run/1"
+
+
+def test_broken_baseline_is_one_clear_line(project):
+    (project / "guarddiag-baseline.yaml").write_text("schema: guarddiag.baseline/1\nscripts:\n- path: model.py\n  functions:\n  - name: forward\n    recompiles: many\n")
+    proc = run_guarddiag("check", "model.py", cwd=project)
+    assert proc.returncode == 2
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("guarddiag:")]
+    assert "functions[0].recompiles" in line and "Traceback" not in proc.stderr

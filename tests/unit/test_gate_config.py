@@ -1,0 +1,107 @@
+"""Settings precedence and the gate's rules, on runs built from real recorded logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from guarddiag import baseline as baseline_io
+from guarddiag.build import build_from_lines
+from guarddiag.config import Settings, load_settings
+from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED, InputError
+from guarddiag.gate import evaluate
+from guarddiag.model import Run
+from tests.conftest import LOGS
+
+
+def _run(log: str, status: str = "ok") -> Run:
+    functions, stats = build_from_lines((LOGS / log).read_text().splitlines(), roles=lambda *_: {})
+    return Run(functions=functions, parse=stats, status=status, exit_code=0 if status == "ok" else 1)
+
+
+def test_precedence_defaults_file_env_cli(tmp_path: Path):
+    assert load_settings(tmp_path, {}, {}).max_recompiles is None
+    (tmp_path / "pyproject.toml").write_text("[tool.guarddiag]\nmax_recompiles = 4\nfail_on_limit_hit = true\n")
+    s = load_settings(tmp_path, {}, {})
+    assert (s.max_recompiles, s.fail_on_limit_hit, s.source) == (4, True, str(tmp_path / "pyproject.toml"))
+    s = load_settings(tmp_path, {"GUARDDIAG_MAX_RECOMPILES": "2", "GUARDDIAG_FAIL_ON_LIMIT_HIT": "0"}, {})
+    assert (s.max_recompiles, s.fail_on_limit_hit) == (2, False)
+    s = load_settings(tmp_path, {"GUARDDIAG_MAX_RECOMPILES": "2"}, {"max_recompiles": 1, "fail_on_new_cause": None})
+    assert (s.max_recompiles, s.fail_on_new_cause) == (1, False)
+
+
+def test_yaml_config_and_script_tables(tmp_path: Path):
+    (tmp_path / "guarddiag.yaml").write_text(
+        "scripts:\n- a.py\n- path: b.py\n  args: [--n, 3]\n  flags: {automatic_dynamic_shapes: false}\n  max_recompiles: 2\n"
+    )
+    s = load_settings(tmp_path, {}, {})
+    assert [x.path for x in s.scripts] == ["a.py", "b.py"]
+    assert s.scripts[1].args == ("--n", "3") and s.scripts[1].flags == (("automatic_dynamic_shapes", "false"),)
+    assert s.scripts[1].max_recompiles == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("[tool.guarddiag]\nmax_recompile = 1\n", "unknown setting"),
+        ("[tool.guarddiag]\nmax_recompiles = 'lots'\n", "must be a int"),
+        ("[tool.guarddiag]\nscripts = [{args = []}]\n", "needs a 'path'"),
+        ("[tool.guarddiag\n", "not valid TOML"),
+    ],
+)
+def test_bad_config_is_one_clear_error(tmp_path: Path, text: str, match: str):
+    (tmp_path / "pyproject.toml").write_text(text)
+    with pytest.raises(InputError, match=match):
+        load_settings(tmp_path, {}, {})
+
+
+def test_bad_env_value(tmp_path: Path):
+    with pytest.raises(InputError, match="GUARDDIAG_JOBS: 'jobs' must be a int"):
+        load_settings(tmp_path, {"GUARDDIAG_JOBS": "two"}, {})
+
+
+def test_gate_regression_improvement_and_identity(tmp_path: Path):
+    settings = Settings(root=tmp_path)
+    before = _run("torch-2.4.1/fresh_module_instance.inline1.log")  # 1 compile
+    after = _run("torch-2.4.1/fresh_module_instance.log")  # 12 compiles
+    base = baseline_io.from_runs({"m.py": before}, tmp_path)
+    result = evaluate({"m.py": after}, base, settings)
+    assert result.exit_code == REGRESSION
+    (finding,) = result.failures
+    assert "11 recompiles, 11 over the 0 allowed (baseline 0)" in finding.message
+    assert finding.details == ("11x identity: local `self`: a different object",)
+    result = evaluate({"m.py": before}, baseline_io.from_runs({"m.py": after}, tmp_path), settings)
+    assert result.exit_code == OK and len(result.improvements) == 1
+
+
+def test_gate_new_cause_limit_and_failed_script(tmp_path: Path):
+    shape = _run("torch-2.13.0/tensor_shape.log")
+    base = baseline_io.from_runs({"s.py": shape}, tmp_path)
+    # Same numbers but the baseline recorded only one category: the other is new.
+    trimmed = baseline_io.Baseline(
+        tuple(
+            baseline_io.BaselineScript(s.path, tuple(f.__class__(**{**f.__dict__, "causes": f.causes[:1]}) for f in s.functions))
+            for s in base.scripts
+        )
+    )
+    result = evaluate({"s.py": shape}, trimmed, Settings(root=tmp_path, fail_on_new_cause=True))
+    assert result.exit_code == REGRESSION and result.failures[0].kind == "new_cause"
+    limit = _run("torch-2.13.0/recompile_limit.log")
+    assert evaluate({"r.py": limit}, None, Settings(root=tmp_path, fail_on_limit_hit=True)).exit_code == REGRESSION
+    assert evaluate({"r.py": limit}, None, Settings(root=tmp_path)).exit_code == OK
+    crashed = evaluate({"r.py": _run("torch-2.13.0/recompile_limit.log", "failed")}, None, Settings(root=tmp_path, max_recompiles=0))
+    assert crashed.exit_code == SCRIPT_FAILED and not any(f.kind == "regression" for f in crashed.findings)
+
+
+def test_baseline_round_trip_keeps_budgets(tmp_path: Path):
+    run = _run("torch-2.13.0/module_int_attribute.log")
+    base = baseline_io.from_runs({"m.py": run}, tmp_path)
+    path = tmp_path / "b.yaml"
+    baseline_io.save(base, path)
+    text = path.read_text().replace("  recompiles: 5\n", "  recompiles: 5\n    budget: 9\n")
+    path.write_text(text)
+    loaded = baseline_io.load(path)
+    assert loaded.scripts[0].functions[0].budget == 9
+    again = baseline_io.from_runs({"m.py": run}, tmp_path, previous=loaded)
+    assert again.scripts[0].functions[0].budget == 9
