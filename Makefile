@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test lint record-fixtures clean
+.PHONY: help venv demo test fuzz lint record-fixtures clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -25,6 +25,11 @@ demo: venv  ## Diagnose a bundled scenario, then show which flag flip fixes it
 
 test: venv  ## Run the whole test suite (unit + end-to-end with real torch)
 	$(BIN)/python -m pytest -q
+
+fuzz: venv  ## Long property-based run of the parser (10,000 examples per property); appends to bench/fuzz-results.txt
+	mkdir -p bench
+	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit/test_fuzz.py | tee /tmp/guarddiag-fuzz.txt
+	printf '%s torch=%s %s\n' "$$(date -u +%FT%TZ)" "$$($(BIN)/python -c 'import torch; print(torch.__version__)')" "$$(tail -1 /tmp/guarddiag-fuzz.txt)" >> bench/fuzz-results.txt
 
 lint: venv  ## ruff over the package and tests
 	$(BIN)/ruff check guarddiag tests

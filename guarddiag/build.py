@@ -240,7 +240,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str]) -> FunctionSummary:
         if n == 0:
             continue
         compile_id = f"{frame.frame_id}/{n}"
-        if n in frame.announced:
+        if frame.announced.get(n):
             causes = tuple(classify_failure(f.text, f.cache_entry, roles) for f in frame.announced[n])
             events.append(RecompileEvent(compile_id, True, causes))
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from guarddiag.commands_compare import compare_report, flags_table, run_compare,
 from guarddiag.config import Settings, load_settings
 from guarddiag.errors import OK, SCRIPT_FAILED, GuarddiagError, InputError, StrictParseError
 from guarddiag.flags import load_catalog
+from guarddiag.merge import merge_runs
 from guarddiag.model import Run
 from guarddiag.parse import parse_log
 from guarddiag.render import FORMATS, render
@@ -83,14 +85,14 @@ def run(
 
 @app.command()
 def parse(
-    logfile: Annotated[str, typer.Argument(help="A torch log file, or - for standard input.")],
+    logfiles: Annotated[list[str], typer.Argument(help="Torch log file(s), or - for standard input; pieces of one log merge in order.")],
     fmt: FormatOpt = "table",
     out: OutOpt = None,
     strict: StrictOpt = False,
 ) -> None:
     """Build the same report from a torch log captured elsewhere (CI log, torchrun, a paste)."""
     _check_format(fmt)
-    _finish(parse_log(logfile), fmt, out, strict)
+    _finish(functools.reduce(merge_runs, (parse_log(p) for p in logfiles)), fmt, out, strict)
 
 
 @app.command()

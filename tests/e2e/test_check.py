@@ -123,7 +123,8 @@ def test_thresholds_without_a_baseline_and_run_records(workdir):
 
 
 def test_broken_baseline_is_one_clear_line(project):
-    (project / "guarddiag-baseline.yaml").write_text("schema: guarddiag.baseline/1\nscripts:\n- path: model.py\n  functions:\n  - name: forward\n    recompiles: many\n")
+    broken = "schema: guarddiag.baseline/1\nscripts:\n- path: model.py\n  functions:\n  - name: forward\n    recompiles: many\n"
+    (project / "guarddiag-baseline.yaml").write_text(broken)
     proc = run_guarddiag("check", "model.py", cwd=project)
     assert proc.returncode == 2
     (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("guarddiag:")]

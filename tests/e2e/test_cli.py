@@ -187,3 +187,12 @@ def test_torch_logs_merge_keeps_the_users_channels():
     assert merge_torch_logs(None) == "dynamo,guards,recompiles,graph_breaks"
     assert merge_torch_logs("+dynamo,inductor") == "+dynamo,inductor,guards,recompiles,graph_breaks"
     assert merge_torch_logs("recompiles_verbose, guards") == "recompiles_verbose,guards,dynamo,recompiles,graph_breaks"
+
+
+def test_parse_merges_pieces_of_one_log(workdir):
+    lines = (LOGS / "torch-2.13.0" / "recompile_limit.log").read_text().splitlines(keepends=True)
+    (workdir / "a.log").write_text("".join(lines[:600]))
+    (workdir / "b.log").write_text("".join(lines[600:]))
+    whole = json.loads(run_guarddiag("parse", str(LOGS / "torch-2.13.0" / "recompile_limit.log"), "-f", "json").stdout)
+    pieces = json.loads(run_guarddiag("parse", str(workdir / "a.log"), str(workdir / "b.log"), "-f", "json").stdout)
+    assert pieces["totals"] == whole["totals"] == {"compiles": 8, "recompiles": 7, "limit_hits": 1, "graph_breaks": 0}
