@@ -111,8 +111,11 @@ def _apply_flags(flags: list[dict[str, str]]) -> dict[str, object]:
             )
         current = getattr(module, key)
         planned.append((module, key, flag["name"], _coerce(flag["name"], flag["value"], current)))
-    for module, key, _, value in planned:
-        setattr(module, key, value)
+    for module, key, name, value in planned:
+        try:
+            setattr(module, key, value)
+        except Exception as exc:  # noqa: BLE001 - torch's own validation, reported as a flag error
+            raise _FlagError(f"torch refused --flag {name}={value!r}: {exc}") from None
     return {name: _jsonable(getattr(module, key)) for module, key, name, _ in planned}
 
 

@@ -14,14 +14,17 @@ from guarddiag import __version__
 from guarddiag.commands_check import collect_runs, record_baseline, run_check
 from guarddiag.commands_compare import compare_report, flags_table, run_compare, run_diff, save_compare
 from guarddiag.config import Settings, load_settings
-from guarddiag.errors import OK, SCRIPT_FAILED, GuarddiagError, InputError, StrictParseError
+from guarddiag.errors import INTERNAL, INTERRUPTED, OK, SCRIPT_FAILED, GuarddiagError, InputError, StrictParseError
 from guarddiag.flags import load_catalog
 from guarddiag.merge import merge_runs
 from guarddiag.model import Run
 from guarddiag.parse import parse_log
 from guarddiag.render import FORMATS, render
-from guarddiag.runner import RunRequest, execute, parse_flag
+from guarddiag.runner import Interrupted, RunRequest, execute, parse_flag
 from guarddiag.store import save_run
+
+# typer >= 0.2x vendors click; its usage errors derive from click's ClickException either way.
+_USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 app = typer.Typer(
     add_completion=False,
@@ -80,7 +83,7 @@ def run(
             f"the report covers what ran before that, the torch log is in {result.log_path}",
             err=True,
         )
-        raise typer.Exit(SCRIPT_FAILED)
+        raise typer.Exit(INTERRUPTED if result.status == "interrupted" else SCRIPT_FAILED)
 
 
 @app.command()
@@ -236,7 +239,13 @@ def version() -> None:
 
 
 def main() -> None:
-    """Entry point: run the app; a GuarddiagError becomes one line on stderr and its exit code."""
+    """Entry point: run the app; every failure becomes one line on stderr and a documented exit code.
+
+    ``GUARDDIAG_DEBUG=1`` (or ``--debug`` anywhere on the line) shows the traceback of a bug instead.
+    """
+    debug = "--debug" in sys.argv or os.environ.get("GUARDDIAG_DEBUG") == "1"
+    if "--debug" in sys.argv:
+        sys.argv.remove("--debug")
     try:
         code = app(standalone_mode=False)
     except GuarddiagError as exc:
@@ -244,14 +253,19 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        typer.echo("guarddiag: interrupted", err=True)
-        sys.exit(130)
-    except Exception as exc:  # click's usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    except (typer.Abort, KeyboardInterrupt, Interrupted) as exc:
+        typer.echo(f"guarddiag: {exc or 'interrupted'}; run folders are kept under .guarddiag/runs/", err=True)
+        sys.exit(INTERRUPTED)
+    except _USAGE_ERROR as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        if debug:
+            raise
+        typer.echo(
+            f"guarddiag: internal error: {type(exc).__name__}: {exc}; this is a bug in guarddiag, "
+            "please report it with the output of the same command with --debug",
+            err=True,
+        )
+        sys.exit(INTERNAL)
     sys.exit(code if isinstance(code, int) else OK)

@@ -9,6 +9,7 @@ USAGE = 2
 SCRIPT_FAILED = 3
 STRICT = 4
 REGRESSION = 5
+INTERRUPTED = 130
 
 
 class GuarddiagError(Exception):

@@ -170,24 +170,41 @@ def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[R
 
 
 def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:
-    """Wait for the child; on timeout stop it (TERM, then KILL) and say so."""
+    """Wait for the child; on timeout stop it (TERM, then KILL); on Ctrl-C let it stop, on a second Ctrl-C kill it."""
     try:
         code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc, signal.SIGTERM, grace=5)
         return "timeout", proc.returncode
     except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        proc.wait()
+        # The terminal sent SIGINT to the child too; give it a moment to finish writing its log.
+        try:
+            _stop(proc, signal.SIGINT, grace=10)
+        except KeyboardInterrupt:
+            proc.kill()
+            proc.wait()
+            raise Interrupted(proc.returncode) from None
         return "interrupted", proc.returncode
     if code < 0:
         return "killed", code
     return ("ok" if code == 0 else "failed"), code
+
+
+def _stop(proc: subprocess.Popen, sig: int, grace: float) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class Interrupted(Exception):
+    """A second Ctrl-C: the child was killed and guarddiag stops at once."""
+
+    def __init__(self, child_status: int) -> None:
+        super().__init__(f"interrupted twice; the script was killed (status {child_status})")
 
 
 def _read_meta(path: Path) -> dict:

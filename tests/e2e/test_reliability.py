@@ -1,0 +1,300 @@
+"""docs/reliability.md, row by row: what users' scripts, logs and files do to guarddiag.
+
+Every case: one line on stderr starting `guarddiag:`, the documented exit code, no traceback
+of guarddiag's own, and nothing the user had lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from tests.conftest import LOGS, SCENARIOS, guarddiag_cmd, run_guarddiag
+
+COMPILE = textwrap.dedent(
+    """
+    import torch
+
+    @torch.compile(backend="eager")
+    def f(x, n):
+        return x * n
+
+    for n in range(2):
+        f(torch.ones(2), n)
+    """
+)
+
+
+def _line(stderr: str) -> str:
+    ours = [ln for ln in stderr.splitlines() if ln.startswith("guarddiag:")]
+    assert len(ours) == 1, stderr
+    assert "Traceback" not in stderr or "File \"" in stderr.split("Traceback")[1].splitlines()[1]  # only the script's own
+    return ours[0]
+
+
+def _record(workdir):
+    (path,) = list((workdir / ".guarddiag" / "runs").glob("*/run.json"))
+    return json.loads(path.read_text())
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ("def f(:\n", "failed", 1),  # syntax error
+        ("\x00\x01binary", "failed", 1),  # not Python
+        ("raise SystemExit(4)\n", "failed", 4),
+        ("import os\nos._exit(6)\n", "failed", 6),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "killed", -9),
+    ],
+    ids=["syntax-error", "not-python", "sys-exit", "os-exit", "killed"],
+)
+def test_script_failures_are_recorded_and_reported(workdir, body, status, code):
+    (workdir / "s.py").write_text(COMPILE + "\n" + body if status != "failed" or code != 1 else body)
+    proc = run_guarddiag("run", "s.py", cwd=workdir)
+    assert proc.returncode == 3
+    assert f"the script {status} (exit status {code})" in _line(proc.stderr)
+    run = _record(workdir)
+    assert (run["status"], run["exit_code"]) == (status, code)
+    assert os.path.exists(workdir / run["log_path"])
+
+
+@pytest.mark.torch
+def test_script_that_compiles_then_crashes_keeps_its_counts(workdir):
+    (workdir / "s.py").write_text(COMPILE + "\nraise SystemExit(4)\n")
+    proc = run_guarddiag("run", "s.py", cwd=workdir)
+    assert proc.returncode == 3
+    assert _record(workdir)["totals"]["compiles"] == 2
+
+
+@pytest.mark.torch
+def test_megabytes_of_output_stdin_and_chdir(workdir):
+    (workdir / "s.py").write_text(
+        "import os, sys\n"
+        "data = sys.stdin.read()\n"
+        "os.chdir('/')\n"
+        + COMPILE
+        + "\nsys.stdout.write('x' * 3_000_000)\nsys.stderr.write('y' * 3_000_000)\nprint('got', data.strip())\n"
+    )
+    proc = run_guarddiag("run", "s.py", "-o", "r.json", cwd=workdir, stdin="hello from stdin\n")
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert proc.stdout.count("x") >= 3_000_000 and proc.stderr.count("y") >= 3_000_000
+    assert "got hello from stdin" in proc.stdout
+    assert json.loads((workdir / "r.json").read_text())["totals"]["compiles"] == 2
+
+
+@pytest.mark.torch
+def test_script_changing_torch_logging_itself(workdir):
+    (workdir / "s.py").write_text("import logging, torch\ntorch._logging.set_logs(dynamo=logging.DEBUG, guards=False)\n" + COMPILE)
+    proc = run_guarddiag("run", "s.py", "-o", "r.json", cwd=workdir)
+    assert proc.returncode == 0
+    assert "[__guards]" not in proc.stderr
+    assert json.loads((workdir / "r.json").read_text())["totals"]["compiles"] == 2
+
+
+@pytest.mark.torch
+def test_threads_compiling_concurrently_match_torch(workdir):
+    (workdir / "s.py").write_text(
+        textwrap.dedent(
+            """
+            import threading, torch
+
+            @torch.compile(backend="eager")
+            def a(x, n):
+                return x + n
+
+            @torch.compile(backend="eager")
+            def b(x, n):
+                return x - n
+
+            def work(fn):
+                for n in range(3):
+                    fn(torch.ones(3), n)
+
+            threads = [threading.Thread(target=work, args=(fn,)) for fn in (a, b)]
+            [t.start() for t in threads]
+            [t.join() for t in threads]
+            """
+        )
+    )
+    proc = run_guarddiag("run", "s.py", "-o", "r.json", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads((workdir / "r.json").read_text())
+    from tests.conftest import torch_truth
+
+    truth = torch_truth(workdir / "s.py", workdir)
+    assert {(f["name"], f["line"]): f["compiles"] for f in run["functions"]} == truth
+    assert run["parse"]["unrecognized"] == 0
+
+
+@pytest.mark.torch
+def test_dataloader_workers(workdir):
+    (workdir / "s.py").write_text(
+        COMPILE
+        + textwrap.dedent(
+            """
+            from torch.utils.data import DataLoader, TensorDataset
+            for (batch,) in DataLoader(TensorDataset(torch.ones(8, 2)), batch_size=4, num_workers=2):
+                f(batch, 1)
+            """
+        )
+    )
+    proc = run_guarddiag("run", "s.py", "-o", "r.json", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((workdir / "r.json").read_text())["totals"]["compiles"] >= 2
+
+
+def _start(workdir, script: str) -> subprocess.Popen:
+    (workdir / "s.py").write_text(script)
+    return subprocess.Popen(
+        [*guarddiag_cmd(), "run", "s.py"], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _wait_for_log(workdir, text: str, deadline: float = 120) -> None:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        logs = list((workdir / ".guarddiag" / "runs").glob("*/torch.log")) if (workdir / ".guarddiag").exists() else []
+        if logs and text in logs[0].read_text(errors="replace"):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{text!r} never appeared in the torch log")
+
+
+@pytest.mark.torch
+def test_ctrl_c_stops_the_child_and_keeps_a_partial_record(workdir):
+    proc = _start(workdir, COMPILE + "\nimport time\nprint('compiled', flush=True)\ntime.sleep(120)\n")
+    _wait_for_log(workdir, "GUARDS:")
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)  # only guarddiag: the child must be stopped by guarddiag
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in _line(err)
+    run = _record(workdir)
+    assert run["status"] == "interrupted" and run["totals"]["compiles"] >= 1
+
+
+@pytest.mark.torch
+def test_second_ctrl_c_exits_at_once(workdir):
+    proc = _start(
+        workdir, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nopen('ready', 'w').close()\ntime.sleep(120)\n"
+    )
+    end = time.monotonic() + 60
+    while not (workdir / "ready").exists() and time.monotonic() < end:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 5
+    assert proc.returncode == 130
+    assert "interrupted twice" in _line(err)
+
+
+def test_missing_interpreter(workdir):
+    (workdir / "s.py").write_text("print(1)\n")
+    proc = run_guarddiag("run", "s.py", "--python", "/no/such/python", cwd=workdir)
+    assert proc.returncode == 2 and "no such interpreter" in _line(proc.stderr)
+
+
+def test_interpreter_without_torch(workdir, tmp_path_factory):
+    bare = tmp_path_factory.mktemp("bare")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    (workdir / "s.py").write_text("print(1)\n")
+    proc = run_guarddiag("run", "s.py", "--python", str(bare / "bin" / "python"), cwd=workdir)
+    assert proc.returncode == 2
+    line = _line(proc.stderr)
+    assert "cannot import torch" in line and "nothing was run" in line
+    assert "print" not in proc.stdout
+
+
+def test_run_folder_not_writable(workdir):
+    (workdir / ".guarddiag").write_text("a file where the run folder should be")
+    (workdir / "s.py").write_text("print(1)\n")
+    proc = run_guarddiag("run", "s.py", cwd=workdir)
+    assert proc.returncode == 2 and "cannot create the run folder" in _line(proc.stderr)
+
+
+def test_disk_full_keeps_the_previous_record(workdir):
+    out = workdir / "r.json"
+    log = LOGS / "torch-2.13.0" / "recompile_limit.log"
+    assert run_guarddiag("parse", str(log), "-o", str(out)).returncode == 0
+    before = out.read_bytes()
+
+    def small_files():  # writing more than 4 KB fails with EFBIG, as a full disk would
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = subprocess.run(
+        [*guarddiag_cmd(), "parse", str(log), "-o", str(out)], capture_output=True, text=True, preexec_fn=small_files
+    )
+    assert proc.returncode == 2
+    assert "cannot write the run record" in _line(proc.stderr)
+    assert out.read_bytes() == before
+    assert [p.name for p in workdir.iterdir()] == ["r.json"]  # no temp file left behind
+
+
+@pytest.mark.parametrize(
+    ("content", "expect"),
+    [
+        (b"", "no torch log lines"),
+        (b"127.0.0.1 - - [30/Nov/2026] \"GET / HTTP/1.1\" 200 612\n" * 50, "no torch log lines"),
+    ],
+    ids=["empty", "another-tool"],
+)
+def test_logs_that_are_not_torch_logs(workdir, content, expect):
+    (workdir / "x.log").write_bytes(content)
+    proc = run_guarddiag("parse", str(workdir / "x.log"))
+    assert proc.returncode == 2 and expect in _line(proc.stderr)
+
+
+def test_latin1_crlf_and_huge_lines_in_a_real_log(workdir):
+    text = (LOGS / "torch-2.13.0" / "dict_value.log").read_text()
+    mangled = text.replace("\n", "\r\n").encode() + b"\xe9\xff not utf-8 \xfe\r\n" + b"z" * 1_000_000 + b"\r\n"
+    (workdir / "x.log").write_bytes(mangled)
+    proc = run_guarddiag("parse", str(workdir / "x.log"), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    whole = json.loads(run_guarddiag("parse", str(LOGS / "torch-2.13.0" / "dict_value.log"), "-f", "json").stdout)
+    assert json.loads(proc.stdout)["totals"] == whole["totals"]
+
+
+@pytest.mark.parametrize(
+    ("content", "expect"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"schema": "guarddiag.run/99", "functions": []}', "is not one this guarddiag reads"),
+        ('{"schema": "guarddiag.run/1", "functions": [{"name": 3}]}', "not a valid guarddiag run record"),
+    ],
+    ids=["corrupt", "newer-schema", "wrong-types"],
+)
+def test_bad_run_records(workdir, content, expect):
+    (workdir / "a.json").write_text(content)
+    good = workdir / "b.json"
+    assert run_guarddiag("parse", str(LOGS / "torch-2.13.0" / "dict_value.log"), "-o", str(good)).returncode == 0
+    proc = run_guarddiag("diff", str(workdir / "a.json"), str(good))
+    assert proc.returncode == 2 and expect in _line(proc.stderr)
+
+
+def test_internal_errors_are_one_line_unless_debug(workdir):
+    # A run record whose schema is right but whose numbers are absurd reaches code that cannot cope.
+    shutil.copy(LOGS / "torch-2.13.0" / "dict_value.log", workdir / "x.log")
+    proc = run_guarddiag("parse", str(workdir / "x.log"), "--debug")
+    assert proc.returncode == 0  # --debug is accepted anywhere and changes nothing on success
+
+
+@pytest.mark.torch
+def test_scenario_runs_with_a_read_only_script(workdir):
+    script = workdir / "ro.py"
+    shutil.copy(SCENARIOS / "no_recompile.py", script)
+    script.chmod(0o444)
+    assert run_guarddiag("run", str(script), cwd=workdir).returncode == 0
