@@ -33,7 +33,7 @@ _PINNING_KINDS = frozenset(
     {"ID_MATCH", "TYPE_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH", "TENSOR_MATCH", "DICT_KEYS", "DICT_KEYS_MATCH",
      "LENGTH_CHECK", "DICT_LENGTH", "SEQUENCE_LENGTH", "TUPLE_ITERATOR_LEN", "GLOBAL_STATE", "DEFAULT_DEVICE"}
 )
-_ADDRESS_FREE_KINDS = frozenset({"TYPE_MATCH"})
+
 MAX_INFERRED_CAUSES = 5
 # (file, function name, first line) -> role of each local name ("argument", "closure variable", ...).
 RolesLookup = Callable[[str, str, "int | None"], Mapping[str, str]]
@@ -208,11 +208,7 @@ def _rank(compile_id: str | None) -> str:
 
 def _diff_listings(before: dict[tuple[str, str], Guard], after: dict[tuple[str, str], Guard]) -> tuple[tuple[Guard, Guard], ...]:
     """Causes from guards on the same object whose pinned value changed; outermost objects first."""
-    changed = [
-        (b, a)
-        for key, a in after.items()
-        if (b := before.get(key)) is not None and b.expr != a.expr and key[0] not in _ADDRESS_FREE_KINDS
-    ]
+    changed = [(b, a) for key, a in after.items() if (b := before.get(key)) is not None and b.expr != a.expr]
     changed.sort(key=lambda pair: (len(pair[1].source), pair[1].source))
     kept: list[tuple[Guard, Guard]] = []
     for b, a in changed:
@@ -260,7 +256,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str]) -> FunctionSummary:
 
 def build_from_lines(lines: Iterable[str], roles: RolesLookup = local_roles) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
     """Parse a whole log stream and build the per-function summaries and parse stats."""
-    parser = LogParser()
+    parser = LogParser(keep_guards=_PINNING_KINDS)
     builder = RunBuilder(roles)
     for event in parser.parse(lines):
         builder.add(event)

@@ -6,8 +6,6 @@ import re
 
 from guarddiag.model import Guard
 
-_TREE = re.compile(r"^(?P<bars>(?:\| )*)\+- (?P<label>\w+)(?::\s*(?P<rest>.*))?$")
-_MANAGER_SOURCE = re.compile(r"source=(?P<src>.+?), accessed_by=")
 _COMMENT = re.compile(r"\s+#\s")
 _LOCATION = re.compile(r"([^\s#]+:\d+ in [\w<>.]+)")
 
@@ -38,12 +36,26 @@ _SOURCE_IN_EXPR = re.compile(r"((?:___odict_getitem\()?[LG]\['[^']*'\][^\s,()]*)
 
 def split_comment(text: str) -> tuple[str, str]:
     """Split ``expr  # user code  # file:line in fn`` into the expression and its location."""
+    cut = text.find("  # ")  # torch pads the expression: the usual case needs no regex
+    if cut >= 0:
+        return text[:cut].strip(), _location(text[cut + 4 :])
     m = _COMMENT.search(text)
     if m is None:
         return text.strip(), ""
     expr, comment = text[: m.start()].strip(), text[m.end() :]
+    return expr, _location(comment)
+
+
+def _location(comment: str) -> str:
+    # Cheap path for torch's usual `code  # file:line in fn (HINT: ...)`; the regex for the rest.
+    tail = comment[comment.rfind("# ") + 2 :] if "# " in comment else comment
+    cut = tail.find(" (")
+    if cut > 0:
+        tail = tail[:cut]
+    if " in " in tail and ":" in tail and " " not in tail.partition(" in ")[2].strip():
+        return tail.strip()
     locs = _LOCATION.findall(comment)
-    return expr, locs[-1] if locs else ""
+    return locs[-1] if locs else ""
 
 
 def flat_guard(text: str) -> Guard:
@@ -65,33 +77,42 @@ def _first_source(expr: str) -> str:
 class TreeReader:
     """Reads a guard listing line by line, keeping only the path of managers above."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: frozenset[str] | None = None) -> None:
         self._sources: list[str] = []
         self.guards: list[Guard] = []
+        # Counting needs only a few guard kinds; building the others is most of the parse time.
+        self._keep = keep
 
     def feed(self, body: str) -> bool:
         """Take one listing line; False when it is not part of a listing."""
         text = body.strip()
         if not text or text in ("TREE_GUARD_MANAGER:", "GUARDS:"):
             return True
-        m = _TREE.match(text)
-        if m is None:
-            if text.startswith("|"):
-                return True  # a wrapped tree line: nothing to keep
-            self.guards.append(flat_guard(text))
+        if text[0] not in "+|":
+            guard = flat_guard(text)
+            if self._keep is None or guard.kind in self._keep:
+                self.guards.append(guard)
             return True
-        depth = len(m["bars"]) // 2
-        label, rest = m["label"], m["rest"] or ""
-        if label.endswith("Manager") or "Manager:" in rest[:40] or "GuardManager" in label:
+        start = text.find("+- ")
+        if start < 0:
+            return True  # a wrapped tree line: nothing to keep
+        depth = start // 2
+        rest = text[start + 3 :]
+        colon = rest.find(":")
+        label = rest[:colon] if colon > 0 else rest
+        rest = rest[colon + 1 :].lstrip() if colon > 0 else ""
+        if "Manager" in label or rest.startswith("GuardManager"):
             del self._sources[depth:]
-            src = _MANAGER_SOURCE.search(rest)
-            self._sources.append(src["src"] if src else (self._sources[-1] if self._sources else ""))
+            begin = rest.find("source=")
+            end = rest.find(", accessed_by=", begin)
+            if begin >= 0 and end > begin:
+                self._sources.append(rest[begin + 7 : end])
+            else:
+                self._sources.append(self._sources[-1] if self._sources else "")
             return True
-        if label.endswith("Accessor") or label in ("KeyValueManager",):
+        if label.endswith("Accessor") or not label.isupper() or (self._keep is not None and label not in self._keep):
             return True
         expr, location = split_comment(rest)
         parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
-        if not parent or parent == "":
-            parent = _first_source(expr)
-        self.guards.append(Guard(label, parent, expr, location))
+        self.guards.append(Guard(label, parent or _first_source(expr), expr, location))
         return True

@@ -67,9 +67,9 @@ class _Block:
 
 
 class _GuardBlock(_Block):
-    def __init__(self, cid: str | None) -> None:
+    def __init__(self, cid: str | None, keep: frozenset[str] | None) -> None:
         self.cid = cid
-        self.reader = TreeReader()
+        self.reader = TreeReader(keep)
         self.in_shape_fn = False
         self.done = False
 
@@ -196,25 +196,49 @@ class ParseCounters:
             self.samples.append(line[:300])
 
 
+_NONE: list[Event] = []  # returned by the hot path; never appended to
+
+
 class LogParser:
     """Feed lines, get events. One instance per log stream."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_guards: frozenset[str] | None = None) -> None:
+        """``keep_guards``: the guard kinds to report in listings (None: all of them)."""
+        self._keep_guards = keep_guards
         self.counters = ParseCounters()
         self._open: dict[_Key, _Block] = {}
         self._last: _Block | None = None
         self._seen_compiles: set[tuple[int | None, str]] = set()
+        self._last_cid: tuple[int | None, str | None] = (None, None)
+        # Hot path: the lines of one multi-line record share their whole prefix (same timestamp,
+        # compile id, artifact). While they do, skip framing and hand the body to the block.
+        self._prefix = "\x00"
+        self._prefix_len = 0
+        self._prefix_block: _Block | None = None
 
     def parse(self, lines: Iterable[str]) -> Iterator[Event]:
         """Parse a whole stream: every event, in log order, then those of still-open blocks."""
+        feed = self.feed
         for line in lines:
-            yield from self.feed(line)
+            events = feed(line)
+            if events:
+                yield from events
         yield from self.finish()
 
     def feed(self, raw: str) -> list[Event]:
         """Take one line (trailing newline allowed); return the events it completed."""
-        self.counters.lines += 1
+        counters = self.counters
+        counters.lines += 1
         line = raw.rstrip("\r\n")
+        if line.startswith(self._prefix):
+            block = self._prefix_block
+            if block is not None and block.feed(line[self._prefix_len :]):
+                counters.torch_lines += 1
+                return _NONE
+        return self._feed_framed(line)
+
+    def _feed_framed(self, line: str) -> list[Event]:
+        self._prefix_block = None
         framed = frame(line)
         if framed is None:
             _, body = strip_rank(line)
@@ -229,17 +253,27 @@ class LogParser:
                 out.append(seen)
         # Artifact logs continue one record across several logging calls (GUARDS: header, then the tree).
         key = (framed.rank, framed.compile_id, framed.artifact, "" if framed.artifact else framed.origin)
-        for other in [k for k in self._open if k[0] == framed.rank and k != key]:
-            # A glog-style message is written whole: a line of another record ends it.
-            out.extend(self._close(other))
+        if self._open:
+            for other in [k for k in self._open if k[0] == framed.rank and k != key]:
+                # A glog-style message is written whole: a line of another record ends it.
+                out.extend(self._close(other))
         block = self._open.get(key)
         if block is not None:
             if block.feed(framed.body):
-                self._last = block
+                self._remember_prefix(line, framed, block)
                 return out
             out.extend(self._close(key))
         out.extend(self._start(key, framed, line))
+        self._remember_prefix(line, framed, self._open.get(key))
         return out
+
+    def _remember_prefix(self, line: str, framed: Framed, block: _Block | None) -> None:
+        self._last = block if block is not None else self._last
+        if block is None:
+            return
+        self._prefix_len = len(line) - len(framed.body)
+        self._prefix = line[: self._prefix_len] if self._prefix_len else "\x00"
+        self._prefix_block = block
 
     def finish(self) -> list[Event]:
         """Close every open block (a truncated log still yields what it had)."""
@@ -249,6 +283,9 @@ class LogParser:
         return out
 
     def _compile_seen(self, framed: Framed) -> CompileSeen | None:
+        if (framed.rank, framed.compile_id) == self._last_cid:
+            return None
+        self._last_cid = (framed.rank, framed.compile_id)
         cid = parse_compile_id(framed.compile_id or "")
         if cid is None:
             return None
@@ -271,7 +308,7 @@ class LogParser:
         if f.artifact == "__guards":
             text = body.strip()
             if text.startswith("GUARDS:"):
-                block = _GuardBlock(cid)
+                block = _GuardBlock(cid, self._keep_guards)
             elif text.startswith("Python shape guard function"):
                 block = _ShapeFnBlock()
             elif text.startswith("Guard eval latency") or not text:
