@@ -80,7 +80,8 @@ class TreeReader:
     def __init__(self, keep: frozenset[str] | None = None) -> None:
         self._sources: list[str] = []
         self.guards: list[Guard] = []
-        # Counting needs only a few guard kinds; building the others is most of the parse time.
+        # Counting needs only a few guard kinds, whose expressions name their object; building the
+        # others (and the manager path above each guard) is most of the parse time.
         self._keep = keep
 
     def feed(self, body: str) -> bool:
@@ -102,6 +103,8 @@ class TreeReader:
         label = rest[:colon] if colon > 0 else rest
         rest = rest[colon + 1 :].lstrip() if colon > 0 else ""
         if "Manager" in label or rest.startswith("GuardManager"):
+            if self._keep is not None:
+                return True  # counting takes sources from the expressions: no manager stack
             del self._sources[depth:]
             begin = rest.find("source=")
             end = rest.find(", accessed_by=", begin)

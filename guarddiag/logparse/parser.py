@@ -55,6 +55,8 @@ class _Block:
     """A multi-line record being read."""
 
     bare_ok = False
+    # Guard kinds a counting parser keeps; other tree lines may be skipped unread (see LogParser.parse).
+    skippable: frozenset[str] | None = None
 
     def feed(self, body: str) -> bool:  # pragma: no cover - interface
         raise NotImplementedError
@@ -70,6 +72,7 @@ class _GuardBlock(_Block):
     def __init__(self, cid: str | None, keep: frozenset[str] | None) -> None:
         self.cid = cid
         self.reader = TreeReader(keep)
+        self.skippable = keep
         self.in_shape_fn = False
         self.done = False
 
@@ -219,7 +222,18 @@ class LogParser:
     def parse(self, lines: Iterable[str]) -> Iterator[Event]:
         """Parse a whole stream: every event, in log order, then those of still-open blocks."""
         feed = self.feed
+        counters = self.counters
         for line in lines:
+            # Hottest path, inlined: a guard-tree line of the open listing whose kind is not kept.
+            block = self._prefix_block
+            if block is not None and block.skippable is not None and line.startswith(self._prefix):
+                start = line.find("+- ", self._prefix_len)
+                if start >= 0:
+                    end = line.find(":", start + 3)
+                    if (line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()) not in block.skippable:
+                        counters.lines += 1
+                        counters.torch_lines += 1
+                        continue
             events = feed(line)
             if events:
                 yield from events
