@@ -13,6 +13,7 @@ import typer
 from guarddiag import __version__
 from guarddiag.commands_check import collect_runs, record_baseline, run_check
 from guarddiag.commands_compare import compare_report, flags_table, run_compare, run_diff, save_compare
+from guarddiag.commands_explain import explain_target
 from guarddiag.config import Settings, load_settings
 from guarddiag.errors import INTERNAL, INTERRUPTED, OK, SCRIPT_FAILED, GuarddiagError, InputError, StrictParseError
 from guarddiag.flags import load_catalog
@@ -230,6 +231,18 @@ def check(
     output = run_check(runs, settings, budgets, baseline_file is not None, junit, os.environ)
     typer.echo(output.text)
     raise typer.Exit(output.result.exit_code)
+
+
+@app.command()
+def explain(
+    target: Annotated[str, typer.Argument(help="A script (.py, run first), a torch log, or a run record (.json).")],
+    fmt: FormatOpt = "table",
+    full: Annotated[bool, typer.Option("--full", help="Expand collapsed families and show every cache entry whole.")] = False,
+    python: Annotated[str, typer.Option("--python", help="Interpreter to run a script with (needs torch only).")] = sys.executable,
+) -> None:
+    """What each compiled function's guards check, per cache entry: what change would recompile, and fixes."""
+    _check_format(fmt)
+    typer.echo(explain_target(target, fmt, full, python))
 
 
 @app.command()

@@ -1,0 +1,112 @@
+"""Renderers of a guard model (``guarddiag explain``): ``render_explanation(explanation, fmt) -> str``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import yaml
+from tabulate import tabulate
+
+from guarddiag.explain import CacheEntry, Explanation, FunctionExplanation
+
+FORMATS = ("table", "json", "yaml", "markdown")
+# Differences of further cache entries shown before "... and N more" (--full shows every entry whole).
+MAX_DIFFS = 4
+_ERAS = {
+    "inlined-modules": "nn.Modules are checked by type and per attribute (inlined)",
+    "id-modules": "nn.Modules are checked by id() (not inlined), as on torch 2.4",
+    "id-modules-old": "nn.Modules are checked by id(), as on torch < 2.4",
+    "old": "flat guard lists, as on torch < 2.4",
+}
+
+
+def render_explanation(explanation: Explanation, fmt: str) -> str:
+    """The explanation in one of :data:`FORMATS`."""
+    if fmt == "json":
+        return json.dumps(explanation_to_dict(explanation), indent=2)
+    if fmt == "yaml":
+        return yaml.safe_dump(explanation_to_dict(explanation), sort_keys=False, width=120)
+    if fmt == "markdown":
+        return _markdown(explanation)
+    return _text(explanation)
+
+
+def explanation_to_dict(explanation: Explanation) -> dict[str, object]:
+    """Plain data for JSON/YAML; ``pinned`` stays in (it is what differs between entries)."""
+    return dataclasses.asdict(explanation)
+
+
+def _headline(e: Explanation) -> str:
+    version = f"torch {e.torch_version}" if e.torch_version else "torch version unknown"
+    era = _ERAS.get(e.era, "")
+    n = len(e.functions)
+    return f"guard model of {n} compiled function{'' if n == 1 else 's'} ({version}{'; ' + era if era else ''})"
+
+
+def _function_title(f: FunctionExplanation) -> str:
+    return f"{f.label}: {f.compiles} cache entr{'y' if f.compiles == 1 else 'ies'}, {f.recompiles} recompiles"
+
+
+def _text(e: Explanation) -> str:
+    out = [_headline(e)]
+    for f in e.functions:
+        out += ["", _function_title(f)]
+        if not f.entries:
+            out.append("  no guard listing in the log (capture it with TORCH_LOGS=guards)")
+        else:
+            out += _entry_text(f.entries[0])
+            if e.full:
+                for entry in f.entries[1:]:
+                    out += _entry_text(entry)
+            else:
+                out += _diff_text(f.entries[1:])
+        for cause in f.causes:
+            out.append(f"  recompiled: {cause}")
+        for h in f.hints:
+            out.append(f"  fix ({h.cause}): {h.hint}" + (f"\n      check: {h.check}" if h.check else ""))
+    out += ["", f"note: {e.note}"]
+    return "\n".join(out)
+
+
+def _entry_text(entry: CacheEntry) -> list[str]:
+    out = [f"  cache entry {entry.compile_id} checks:"]
+    for o in entry.objects:
+        out.append(f"    {o.name}: {o.detail}")
+        out += [f"        {s}" for s in (*o.recompiles, *o.no_recompile)]
+    if entry.ambient:
+        out.append(f"    ambient (any change recompiles): {entry.ambient}")
+    return out
+
+
+def _diff_text(entries: tuple[CacheEntry, ...]) -> list[str]:
+    if not entries:
+        return []
+    shown = entries[:MAX_DIFFS]
+    out = ["  other cache entries differ in:"]
+    for entry in shown:
+        out.append(f"    {entry.compile_id}: {'; '.join(entry.differs) or 'nothing guarddiag can see (same guards)'}")
+    if len(entries) > len(shown):
+        out.append(f"    ... and {len(entries) - len(shown)} more (--full lists them)")
+    return out
+
+
+def _markdown(e: Explanation) -> str:
+    out = ["## guarddiag explain", "", _headline(e)]
+    for f in e.functions:
+        out += ["", f"### `{f.label}`", "", _function_title(f).split(": ", 1)[1], ""]
+        if f.entries:
+            entry = f.entries[0]
+            rows = [
+                [o.name, o.detail, "<br>".join(o.recompiles) or "-", "<br>".join(o.no_recompile) or "-"]
+                for o in entry.objects
+            ]
+            out.append(tabulate(rows, headers=["object", "guarded by", "would recompile", "would not recompile"], tablefmt="github"))
+            if entry.ambient:
+                out += ["", f"Ambient (any change recompiles): {entry.ambient}"]
+            for other in f.entries[1:]:
+                out.append(f"- `{other.compile_id}`: {'; '.join(other.differs) or 'same guards'}")
+        out += [f"- recompiled: {c}" for c in f.causes]
+        out += [f"- **fix** ({h.cause}): {h.hint}" + (f" (check: `{h.check}`)" if h.check else "") for h in f.hints]
+    out += ["", f"> {e.note}"]
+    return "\n".join(out) + "\n"
