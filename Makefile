@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test fuzz lint record-fixtures clean
+.PHONY: help venv demo test fuzz bench lint record-fixtures clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -30,6 +30,11 @@ fuzz: venv  ## Long property-based run of the parser (10,000 examples per proper
 	mkdir -p bench
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit/test_fuzz.py | tee /tmp/guarddiag-fuzz.txt
 	printf '%s torch=%s %s\n' "$$(date -u +%FT%TZ)" "$$($(BIN)/python -c 'import torch; print(torch.__version__)')" "$$(tail -1 /tmp/guarddiag-fuzz.txt)" >> bench/fuzz-results.txt
+
+bench: venv  ## Benchmarks of issue 7 (parse, tlparse, run overhead, compare); appends to bench/results.md
+	$(BIN)/pip install -q -e ".[bench]"
+	test -f bench/data/model.log || $(BIN)/python bench/make_model_log.py
+	$(BIN)/python bench/run_bench.py $(BENCH_ARGS)
 
 lint: venv  ## ruff over the package and tests
 	$(BIN)/ruff check guarddiag tests
