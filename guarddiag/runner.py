@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -63,6 +63,7 @@ class RunRequest:
     # Parallel runs (compare) keep the script's output in the run folder instead of the terminal.
     capture_output: bool = False
     label: str = ""
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def check_script(script: Path) -> None:
@@ -111,6 +112,7 @@ def execute(request: RunRequest) -> Run:
     }
     spec_path.write_text(json.dumps(spec, indent=2), encoding="utf-8")
     env = dict(os.environ)
+    env.update(request.env)
     env["TORCH_LOGS"] = merge_torch_logs(env.get("TORCH_LOGS"))
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
@@ -152,8 +154,16 @@ def execute(request: RunRequest) -> Run:
 
 
 def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, Run], None] | None = None) -> list[Run]:
-    """Run several requests, ``jobs`` at a time, each its own child process; results in request order."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    """Run several requests, ``jobs`` at a time, each its own child process; results in request order.
+
+    Parallel children share the cores: unless the user set ``OMP_NUM_THREADS``, each gets
+    cores / parallel runs, so that two torch processes on two cores do not each start two threads.
+    """
+    parallel = max(1, min(jobs, len(requests)))
+    if parallel > 1 and "OMP_NUM_THREADS" not in os.environ:
+        share = str(max(1, (os.cpu_count() or 1) // parallel))
+        requests = [replace(r, env=(*r.env, ("OMP_NUM_THREADS", share))) for r in requests]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
         futures = {pool.submit(execute, r): i for i, r in enumerate(requests)}
         results: list[Run | None] = [None] * len(requests)
         try:

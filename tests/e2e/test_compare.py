@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +64,12 @@ def test_specialize_float_and_recompile_limit_in_one_compare(workdir):
     assert update["added"] > 0 and {c["category"] for c in update["causes"] if c["added"]} == {"value"}
     _check_against_torch(workdir, "float_hyperparameter", "sgd_update", update, "specialize_float=true")
     assert _function(limit, "sgd_update")["added"] == 0  # a higher limit changes nothing when the limit is not hit
+    # Three runs in parallel share the cores instead of each starting a thread per core.
+    if "OMP_NUM_THREADS" not in os.environ:
+        cores = os.cpu_count() or 1
+        share = max(1, cores // min(cores, 3))
+        log = Path(doc["runs"][0]["records"][0]).with_name("torch.log")
+        assert f'"num_threads":{share}' in (workdir / log).read_text()
 
 
 @pytest.mark.torch
