@@ -6,23 +6,20 @@ import functools
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from guarddiag import __version__
-from guarddiag.commands_check import collect_runs, record_baseline, run_check
-from guarddiag.commands_compare import compare_report, flags_table, run_compare, run_diff, save_compare
-from guarddiag.commands_explain import explain_target
-from guarddiag.config import Settings, load_settings
-from guarddiag.errors import INTERNAL, INTERRUPTED, OK, SCRIPT_FAILED, GuarddiagError, InputError, StrictParseError
-from guarddiag.flags import load_catalog
-from guarddiag.merge import merge_runs
-from guarddiag.model import Run
-from guarddiag.parse import parse_log
-from guarddiag.render import FORMATS, render
-from guarddiag.runner import Interrupted, RunRequest, execute, parse_flag
-from guarddiag.store import save_run
+from guarddiag.errors import INTERNAL, INTERRUPTED, OK, SCRIPT_FAILED, GuarddiagError, InputError, Interrupted, StrictParseError
+from guarddiag.render import FORMATS
+
+if TYPE_CHECKING:
+    from guarddiag.config import Settings
+    from guarddiag.model import Run
+
+# Each command imports what it needs when it runs: `guarddiag parse` should not pay for
+# yaml, subprocess plumbing or the explain model at start-up (see bench/results.md).
 
 # typer >= 0.2x vendors click; its usage errors derive from click's ClickException either way.
 _USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -45,6 +42,9 @@ def _check_format(fmt: str) -> None:
 
 
 def _finish(run: Run, fmt: str, out: Optional[Path], strict: bool) -> None:
+    from guarddiag.render import render
+    from guarddiag.store import save_run
+
     if out is not None:
         try:
             save_run(run, out)
@@ -73,6 +73,8 @@ def run(
     strict: StrictOpt = False,
 ) -> None:
     """Run SCRIPT under torch.compile logging and report its compiles and recompiles per function."""
+    from guarddiag.runner import RunRequest, execute, parse_flag
+
     _check_format(fmt)
     flags = tuple(parse_flag(f) for f in flag or [])
     request = RunRequest(script=script, args=tuple(args or ()), python=python, flags=flags, timeout=timeout)
@@ -95,6 +97,9 @@ def parse(
     strict: StrictOpt = False,
 ) -> None:
     """Build the same report from a torch log captured elsewhere (CI log, torchrun, a paste)."""
+    from guarddiag.merge import merge_runs
+    from guarddiag.parse import parse_log
+
     _check_format(fmt)
     _finish(functools.reduce(merge_runs, (parse_log(p) for p in logfiles)), fmt, out, strict)
 
@@ -118,6 +123,8 @@ def compare(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the compare report (JSON) here.")] = None,
 ) -> None:
     """Run SCRIPT with and without config flips and show which recompiles each flip removed, added or left."""
+    from guarddiag.commands_compare import compare_report, run_compare, save_compare
+
     _check_format(fmt)
     plan, results, catalog = run_compare(
         script, args or [], flag or [], python or [sys.executable], combined, jobs, repeat, timeout, sys.stderr.isatty()
@@ -143,6 +150,8 @@ def diff_cmd(
     fmt: FormatOpt = "table",
 ) -> None:
     """Show which recompiles differ between two saved run records."""
+    from guarddiag.commands_compare import run_diff
+
     _check_format(fmt)
     typer.echo(run_diff(a, b, fmt))
 
@@ -155,12 +164,17 @@ def flags(
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
 ) -> None:
     """List torch.compile config flags of the target torch: type, value, env var, aliases, deprecation."""
+    from guarddiag.commands_compare import flags_table
+    from guarddiag.flags import load_catalog
+
     if fmt not in ("table", "json"):
         raise InputError(f"--format {fmt}: flags prints table or json")
     typer.echo(flags_table(load_catalog(python), pattern, show_all, fmt))
 
 
 def _settings(cli: dict[str, object]) -> Settings:
+    from guarddiag.config import load_settings
+
     return load_settings(Path.cwd(), os.environ, cli)
 
 
@@ -182,6 +196,9 @@ def baseline(
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each script after this many seconds.")] = None,
 ) -> None:
     """Record recompiles per script and function into a YAML baseline to commit."""
+    from guarddiag.commands_check import collect_runs, record_baseline
+    from guarddiag.runner import parse_flag
+
     settings = _settings({"python": python, "jobs": jobs, "timeout": timeout, "baseline": str(out) if out else None})
     runs, _ = collect_runs(items or [], settings, tuple(parse_flag(f) for f in flag or []), sys.stderr.isatty())
     path = settings.root / settings.baseline
@@ -211,6 +228,9 @@ def check(
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each script after this many seconds.")] = None,
 ) -> None:
     """Fail (exit 5) when recompiles regress against the baseline or thresholds; exit 3 when a script failed."""
+    from guarddiag.commands_check import collect_runs, record_baseline, run_check
+    from guarddiag.runner import parse_flag
+
     settings = _settings(
         {
             "baseline": str(baseline_file) if baseline_file else None,
@@ -241,6 +261,8 @@ def explain(
     python: Annotated[str, typer.Option("--python", help="Interpreter to run a script with (needs torch only).")] = sys.executable,
 ) -> None:
     """What each compiled function's guards check, per cache entry: what change would recompile, and fixes."""
+    from guarddiag.commands_explain import explain_target
+
     _check_format(fmt)
     typer.echo(explain_target(target, fmt, full, python))
 

@@ -31,3 +31,10 @@ class StrictParseError(GuarddiagError):
     """``--strict``: the log had torch lines guarddiag did not understand."""
 
     exit_code = STRICT
+
+
+class Interrupted(Exception):
+    """A second Ctrl-C: the child was killed and guarddiag stops at once."""
+
+    def __init__(self, child_status: int) -> None:
+        super().__init__(f"interrupted twice; the script was killed (status {child_status})")

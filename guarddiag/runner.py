@@ -25,7 +25,7 @@ from pathlib import Path
 
 from guarddiag import _bootstrap
 from guarddiag.build import build_from_lines
-from guarddiag.errors import InputError
+from guarddiag.errors import InputError, Interrupted
 from guarddiag.model import Run
 from guarddiag.store import save_run
 
@@ -208,13 +208,6 @@ def _stop(proc: subprocess.Popen, sig: int, grace: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-
-
-class Interrupted(Exception):
-    """A second Ctrl-C: the child was killed and guarddiag stops at once."""
-
-    def __init__(self, child_status: int) -> None:
-        super().__init__(f"interrupted twice; the script was killed (status {child_status})")
 
 
 def _read_meta(path: Path) -> dict:
