@@ -113,7 +113,14 @@ class TreeReader:
             else:
                 self._sources.append(self._sources[-1] if self._sources else "")
             return True
-        if label.endswith("Accessor") or not label.isupper() or (self._keep is not None and label not in self._keep):
+        if self._keep is not None:
+            if label in self._keep:
+                # Counting reads kind, object and expression only: no location, no manager path.
+                cut = rest.find("  # ")
+                expr = (rest[:cut] if cut >= 0 else rest).strip()
+                self.guards.append(Guard(label, _first_source(expr), expr))
+            return True
+        if label.endswith("Accessor") or not label.isupper():
             return True
         expr, location = split_comment(rest)
         parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
