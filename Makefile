@@ -27,9 +27,11 @@ test: venv  ## Run the whole test suite (unit + end-to-end with real torch)
 	$(BIN)/python -m pytest -q
 
 fuzz: venv  ## Long property-based run of the parser (10,000 examples per property); appends to bench/fuzz-results.txt
-	mkdir -p bench
-	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit/test_fuzz.py | tee /tmp/guarddiag-fuzz.txt
-	printf '%s torch=%s %s\n' "$$(date -u +%FT%TZ)" "$$($(BIN)/python -c 'import torch; print(torch.__version__)')" "$$(tail -1 /tmp/guarddiag-fuzz.txt)" >> bench/fuzz-results.txt
+	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz.py > /tmp/guarddiag-fuzz.txt; \
+	status=$$?; \
+	{ printf '\n## %s torch=%s commit=%s\n' "$$(date -u +%FT%TZ)" "$$($(BIN)/python -c 'import torch; print(torch.__version__)')" "$$(git rev-parse --short HEAD)"; \
+	  grep -E '^tests/|passing|Stopped|passed|failed' /tmp/guarddiag-fuzz.txt; } >> bench/fuzz-results.txt; \
+	tail -20 bench/fuzz-results.txt; exit $$status
 
 bench: venv  ## Benchmarks of issue 7 (parse, tlparse, run overhead, compare); appends to bench/results.md
 	$(BIN)/pip install -q -e ".[bench]"
