@@ -6,8 +6,11 @@ list: torch 2.4 and torch 2.13 disagree on what ``inline_inbuilt_nn_modules`` ev
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import hashlib
 import json
+import os
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -15,6 +18,10 @@ from pathlib import Path
 
 from guarddiag import _bootstrap
 from guarddiag.errors import InputError
+from guarddiag.store import write_atomic
+
+# Bump when the describe output changes shape: old cache entries are then ignored.
+SCHEMA = "guarddiag.flags/1"
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -93,8 +100,45 @@ def parse_value(flag: Flag, raw: str) -> object:
     return raw
 
 
-def load_catalog(python: str, timeout: float = 300) -> Catalog:
-    """Ask the target interpreter's torch for its config flags."""
+def _torch_fingerprint(python: str) -> str | None:
+    """Where the interpreter's torch lives and when it was installed, without importing it (fast)."""
+    probe = (
+        "import importlib.util, os, sys; s = importlib.util.find_spec('torch'); "
+        "f = s.origin if s and s.origin else ''; v = os.path.join(os.path.dirname(f), 'version.py'); "
+        "print(os.path.realpath(sys.executable), f, os.stat(v).st_mtime_ns if f and os.path.exists(v) else '')"
+    )
+    try:
+        proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = proc.stdout.strip()
+    if proc.returncode != 0 or not text or text.split(" ")[1:2] == [""]:
+        return None
+    # Config values read environment variables at import: they are part of what was described.
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("TORCH", "PYTORCH")) and k != "TORCH_LOGS")
+    return hashlib.sha256(f"{SCHEMA}|{text}|{env}".encode()).hexdigest()[:24]
+
+
+def load_catalog(python: str, timeout: float = 300, cache_dir: Path | None = Path(".guarddiag/cache")) -> Catalog:
+    """The target interpreter's config flags, from a cache keyed by that torch install, else read in a child.
+
+    Reading them imports torch (seconds); compare needs them before any run, so they are kept.
+    """
+    key = _torch_fingerprint(python) if cache_dir is not None else None
+    cached = cache_dir / f"flags-{key}.json" if cache_dir is not None and key else None
+    if cached is not None and cached.exists():
+        try:
+            return catalog_from_dict(json.loads(cached.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError):
+            pass  # a damaged cache entry is read again below and replaced
+    data = _describe(python, timeout)
+    if cached is not None:
+        with contextlib.suppress(OSError):  # a cache that cannot be written costs time, not correctness
+            write_atomic(cached, json.dumps(data))
+    return catalog_from_dict(data)
+
+
+def _describe(python: str, timeout: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="guarddiag-flags-") as tmp:
         out = Path(tmp) / "flags.json"
         try:
@@ -108,8 +152,7 @@ def load_catalog(python: str, timeout: float = 300) -> Catalog:
         if proc.returncode != 0 or not out.exists():
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise InputError(f"--python {python}: cannot read torch's config flags ({last}); is torch installed there?")
-        data = json.loads(out.read_text(encoding="utf-8"))
-    return catalog_from_dict(data)
+        return json.loads(out.read_text(encoding="utf-8"))
 
 
 def catalog_from_dict(data: dict) -> Catalog:

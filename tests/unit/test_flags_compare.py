@@ -97,3 +97,22 @@ def test_counts_that_vary_between_repeats_are_flagged():
     assert unstable_functions((same, same)) == ()
     (note,) = unstable_functions((same, run_of("torch-2.4.1/fresh_module_instance.inline1.log")))
     assert note.startswith("forward (fresh_module_instance.py:32) compiled [1, 12] times")
+
+
+def test_catalog_cache_is_keyed_by_torch_install_and_environment(tmp_path, monkeypatch):
+    import sys
+
+    from guarddiag.flags import load_catalog
+
+    first = load_catalog(sys.executable, cache_dir=tmp_path)
+    (entry,) = list(tmp_path.iterdir())
+    assert load_catalog(sys.executable, cache_dir=tmp_path) == first
+    marked = json.loads(entry.read_text())
+    marked["torch_version"] = "from-the-cache"
+    entry.write_text(json.dumps(marked))
+    assert load_catalog(sys.executable, cache_dir=tmp_path).torch_version == "from-the-cache"
+    monkeypatch.setenv("TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES", "0")
+    flipped = load_catalog(sys.executable, cache_dir=tmp_path)
+    assert len(list(tmp_path.iterdir())) == 2 and entry.exists()
+    assert flipped.resolve("automatic_dynamic_shapes").value is False
+    assert first.resolve("automatic_dynamic_shapes").value is True
