@@ -56,12 +56,18 @@ class CacheEntry:
 
 @dataclass(frozen=True)
 class FixHint:
-    """What to change so that a cause that really recompiled stops doing so."""
+    """What to change so that a cause that really recompiled stops doing so.
+
+    ``kind`` is "fix" when applying the hint removes the recompile (each is checked on a scenario
+    by tests/e2e/test_explain.py), "note" when the recompile is inherent or expected and the text
+    says what can be done about its cost.
+    """
 
     cause: str
     count: int
     hint: str
     check: str = ""
+    kind: str = "fix"
 
 
 @dataclass(frozen=True)
@@ -767,8 +773,13 @@ def fix_hints(f: FunctionSummary, torch_version: str | None, era: str) -> tuple[
             continue
         same = hints.get(text)
         label = _cause_text(cause) if same is None else f"{same.cause}; {_cause_text(cause)}"
-        hints[text] = FixHint(label, count + (same.count if same else 0), text, check)
+        kind = "note" if text.startswith(_NOTE_PREFIXES) else "fix"
+        hints[text] = FixHint(label, count + (same.count if same else 0), text, check, kind)
     return tuple(hints.values())
+
+
+# Hints that describe an inherent or expected recompile rather than a change that removes it.
+_NOTE_PREFIXES = ("expected", "a size of", "inherent")
 
 
 def _hint_for(c: Cause, torch_version: str | None, era: str) -> tuple[str, str]:
@@ -798,7 +809,7 @@ def _hint_for(c: Cause, torch_version: str | None, era: str) -> tuple[str, str]:
     literal = value["val"] if value else ""
     if c.category == "value" and literal in ("True", "False", "None") or literal[:1] in ("'", '"'):
         return (
-            f"`{src}` picks a code path ({literal}): one cache entry per value is by design; keep it to a few values, "
+            f"inherent: `{src}` picks a code path ({literal}), one cache entry per value; keep it to a few values, "
             "or compile each path as its own function"
         ), ""
     if c.category == "value" and _is_module_attribute(c):
@@ -823,9 +834,10 @@ def _hint_for(c: Cause, torch_version: str | None, era: str) -> tuple[str, str]:
         ), ""
     if c.category == "value":
         return (
-            f"`{src}` is specialized on its value: each distinct value compiles once; pass numbers as tensors, "
-            "and keep strings/bools that pick code paths to a few values"
-        ), ""
+            f"inherent while `{src}` steers Python (a loop count, a shape, a branch): each distinct value compiles once; "
+            "if it is only arithmetic, pass it as a tensor; otherwise use few distinct values, or raise "
+            "torch._dynamo.config.recompile_limit so that calls past the limit stay compiled"
+        ), "guarddiag compare SCRIPT --flag recompile_limit=N"
     if c.category == "container":
         return (
             f"the content of `{src}` changes between calls: pass the same keys/length every time, filling missing entries "

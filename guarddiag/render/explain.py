@@ -64,7 +64,7 @@ def _text(e: Explanation) -> str:
         for cause in f.causes:
             out.append(f"  recompiled: {cause}")
         for h in f.hints:
-            out.append(f"  fix ({h.cause}): {h.hint}" + (f"\n      check: {h.check}" if h.check else ""))
+            out.append(f"  {h.kind} ({h.cause}): {h.hint}" + (f"\n      check: {h.check}" if h.check else ""))
     out += ["", f"note: {e.note}"]
     return "\n".join(out)
 
@@ -107,6 +107,6 @@ def _markdown(e: Explanation) -> str:
             for other in f.entries[1:]:
                 out.append(f"- `{other.compile_id}`: {'; '.join(other.differs) or 'same guards'}")
         out += [f"- recompiled: {c}" for c in f.causes]
-        out += [f"- **fix** ({h.cause}): {h.hint}" + (f" (check: `{h.check}`)" if h.check else "") for h in f.hints]
+        out += [f"- **{h.kind}** ({h.cause}): {h.hint}" + (f" (check: `{h.check}`)" if h.check else "") for h in f.hints]
     out += ["", f"> {e.note}"]
     return "\n".join(out) + "\n"

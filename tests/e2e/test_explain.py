@@ -191,3 +191,18 @@ def test_hint_same_keys_every_call_removes_the_dict_recompiles(tmp_path: Path):
     )
     # a plain torch.zeros(()) would still recompile once: requires_grad differs, as the tensor rows of explain say
     assert _compiles(fixed, tmp_path, "weighted_total") == 1
+
+
+@pytest.mark.torch
+def test_hint_same_length_every_call_removes_the_list_recompiles(tmp_path: Path):
+    (hint,) = _hints(LOGS / "torch-2.13.0" / "list_length.log", "fuse_pyramid")
+    assert hint.kind == "fix" and "same keys/length" in hint.hint
+    fixed = _patched("list_length", "    for levels in [2, 2, 3, 4, 3, 2]:", "    for levels in [4, 4, 4, 4, 4, 4]:", tmp_path)
+    assert _compiles(fixed, tmp_path, "fuse_pyramid") == 1
+
+
+def test_inherent_recompiles_are_notes_not_fixes():
+    """A loop count, a code-path string and grad mode recompile by nature: explain must not promise a fix."""
+    for log, function in [("recompile_limit", "rollout"), ("global_variable", "augment_and_encode"), ("grad_mode", "compute_loss")]:
+        hints = _hints(LOGS / "torch-2.13.0" / f"{log}.log", function)
+        assert {h.kind for h in hints} == {"note"}, (log, hints)
