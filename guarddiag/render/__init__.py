@@ -6,26 +6,27 @@ Imports are deferred: the CLI imports this package for FORMATS on every start.
 from __future__ import annotations
 
 from guarddiag.model import Run
+from guarddiag.render.formats import FORMATS, render_as
 
-FORMATS = ("table", "json", "yaml", "markdown")
+__all__ = ["FORMATS", "render"]
 
 
 def render(run: Run, fmt: str) -> str:
     """The run in one of :data:`FORMATS`."""
-    if fmt in ("json", "yaml"):
+
+    def to_dict() -> object:
         from guarddiag.store import run_to_dict
 
-        if fmt == "json":
-            import json
+        return run_to_dict(run)
 
-            return json.dumps(run_to_dict(run), indent=2)
-        import yaml
-
-        return yaml.safe_dump(run_to_dict(run), sort_keys=False, width=120)
-    if fmt == "markdown":
+    def markdown() -> str:
         from guarddiag.render import markdown
 
         return markdown.render(run)
-    from guarddiag.render import table
 
-    return table.render(run)
+    def table() -> str:
+        from guarddiag.render import table
+
+        return table.render(run)
+
+    return render_as(fmt, to_dict, markdown, table)

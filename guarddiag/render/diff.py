@@ -8,14 +8,12 @@ JSON/YAML schema versions (``schema`` key):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
-import yaml
 from tabulate import tabulate
 
 from guarddiag.diff import CauseDelta, FunctionDelta, RunDiff, verdict
-from guarddiag.render import FORMATS
+from guarddiag.render.formats import render_as
 
 DIFF_SCHEMA = "guarddiag.diff/1"
 # Which side of a cause each report line shows, in the order they are shown.
@@ -24,15 +22,7 @@ _SIDES = ("removed", "added", "unchanged")
 
 def render_diffs(diffs: Sequence[RunDiff], fmt: str) -> str:
     """The compare report in one of :data:`guarddiag.render.FORMATS`."""
-    if fmt == "json":
-        return json.dumps(diffs_to_dict(diffs), indent=2)
-    if fmt == "yaml":
-        return yaml.safe_dump(diffs_to_dict(diffs), sort_keys=False, width=120)
-    if fmt == "markdown":
-        return _markdown(diffs)
-    if fmt == "table":
-        return _table(diffs)
-    raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
+    return render_as(fmt, lambda: diffs_to_dict(diffs), lambda: _markdown(diffs), lambda: _table(diffs))
 
 
 def diffs_to_dict(diffs: Sequence[RunDiff]) -> dict[str, object]:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
-import yaml
 from tabulate import tabulate
 
 from guarddiag.explain import CacheEntry, Explanation, FunctionExplanation
+from guarddiag.render.formats import FORMATS, render_as
 
-FORMATS = ("table", "json", "yaml", "markdown")
+__all__ = ["FORMATS", "explanation_to_dict", "render_explanation"]
+
 # Differences of further cache entries shown before "... and N more" (--full shows every entry whole).
 MAX_DIFFS = 4
 _ERAS = {
@@ -23,13 +23,7 @@ _ERAS = {
 
 def render_explanation(explanation: Explanation, fmt: str) -> str:
     """The explanation in one of :data:`FORMATS`."""
-    if fmt == "json":
-        return json.dumps(explanation_to_dict(explanation), indent=2)
-    if fmt == "yaml":
-        return yaml.safe_dump(explanation_to_dict(explanation), sort_keys=False, width=120)
-    if fmt == "markdown":
-        return _markdown(explanation)
-    return _text(explanation)
+    return render_as(fmt, lambda: explanation_to_dict(explanation), lambda: _markdown(explanation), lambda: _text(explanation))
 
 
 def explanation_to_dict(explanation: Explanation) -> dict[str, object]:
