@@ -41,7 +41,15 @@ def main(spec_path: str) -> int:
         return _refuse(spec, meta, "flag", str(exc), exc.suggestions)
     meta["phase"] = "script"
     _write_meta(spec, meta)
+    _route_child_processes(os.path.dirname(spec["log_path"]))
     return _run_script(spec["script"], spec.get("args", []))
+
+
+def _route_child_processes(run_dir: str) -> None:
+    """Processes the script starts itself log to files of their own in the run folder (see _childsite)."""
+    site = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_childsite")
+    os.environ["GUARDDIAG_CHILD_LOG_DIR"] = run_dir
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH")) if p)
 
 
 @contextlib.contextmanager

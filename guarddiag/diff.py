@@ -220,8 +220,8 @@ def _fallback_key(f: FunctionSummary) -> FunctionKey:
 
 
 def _rank(f: FunctionSummary) -> str:
-    head, sep, _ = (f.frame_ids[0] if f.frame_ids else "").partition(":")
-    return head + sep if sep and head.startswith("rank") else ""
+    """``rank1:`` / ``child1:`` for a function of another process (its frame ids carry it), else ``""``."""
+    return f"{f.rank}:" if f.rank else ""
 
 
 def _pair_functions(

@@ -6,6 +6,8 @@ compiles are the highest compile number seen plus one, and events are united by 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from guarddiag.model import FunctionSummary, ParseStats, RecompileEvent, Run
 
 
@@ -41,6 +43,26 @@ def _merge_function(a: FunctionSummary, b: FunctionSummary) -> FunctionSummary:
 def _order(compile_id: str) -> tuple[str, int]:
     head, _, number = compile_id.rpartition("/")
     return head, int(number) if number.isdigit() else 0
+
+
+def in_process(f: FunctionSummary, tag: str) -> FunctionSummary:
+    """The same function as compiled in another process (``child1``): its frame and compile ids carry the tag."""
+    return replace(
+        f,
+        frame_ids=tuple(f"{tag}:{i}" for i in f.frame_ids),
+        recompile_events=tuple(replace(e, compile_id=f"{tag}:{e.compile_id}") for e in f.recompile_events),
+    )
+
+
+def add_stats(a: ParseStats, b: ParseStats) -> ParseStats:
+    """Parse counters of two logs read as one."""
+    return ParseStats(
+        a.lines + b.lines,
+        a.torch_lines + b.torch_lines,
+        a.unrecognized + b.unrecognized,
+        (*a.unrecognized_samples, *b.unrecognized_samples)[:5],
+        tuple(dict.fromkeys((*a.unidentified_frames, *b.unidentified_frames))),
+    )
 
 
 def merge_runs(a: Run, b: Run) -> Run:

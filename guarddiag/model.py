@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SCHEMA = "guarddiag.run/1"
+# Frame-id prefixes that name another process than the main one (see FunctionSummary.rank).
+PROCESS_TAGS = ("rank", "child")
 
 # The cause taxonomy. Every cause gets exactly one of these; see docs/record-schema.md.
 CATEGORIES: dict[str, str] = {
@@ -101,9 +103,10 @@ class FunctionSummary:
 
     @property
     def rank(self) -> str:
-        """``rank1`` for a function of a torchrun rank's log, else ``""``."""
-        head = self.frame_ids[0].partition(":")[0] if self.frame_ids else ""
-        return head if head.startswith("rank") else ""
+        """The process it was compiled in when not the main one: ``rank1`` (torchrun), ``child1`` (a
+        process the script started, numbered in start order), else ``""``."""
+        head, sep, _ = self.frame_ids[0].partition(":") if self.frame_ids else ("", "", "")
+        return head if sep and head.startswith(PROCESS_TAGS) else ""
 
     @property
     def key(self) -> str:

@@ -26,7 +26,8 @@ from pathlib import Path
 from guarddiag import _bootstrap
 from guarddiag.build import build_from_lines
 from guarddiag.errors import InputError, Interrupted
-from guarddiag.model import Run
+from guarddiag.merge import add_stats, in_process
+from guarddiag.model import FunctionSummary, ParseStats, Run
 from guarddiag.store import save_run
 
 # Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
@@ -133,8 +134,7 @@ def execute(request: RunRequest) -> Run:
         what = "fix or drop the --flag" if error.get("kind") == "flag" else "install torch there or pick another --python"
         where = f" [{request.label}]" if request.label else ""
         raise InputError(f"{error['message']}{hint}{where}; {what}; nothing was run (log folder: {run_dir})")
-    with log_path.open(encoding="utf-8", errors="replace") as fh:
-        functions, stats = build_from_lines(fh)
+    functions, stats = _parse_run_logs(run_dir, log_path)
     run = Run(
         functions=functions,
         parse=stats,
@@ -151,6 +151,19 @@ def execute(request: RunRequest) -> Run:
     )
     save_run(run, run_dir / "run.json")
     return run
+
+
+def _parse_run_logs(run_dir: Path, log_path: Path) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
+    """The main process's log, then the logs of processes the script started (child1, child2, ... by pid)."""
+    with log_path.open(encoding="utf-8", errors="replace") as fh:
+        functions, stats = build_from_lines(fh)
+    children = sorted(run_dir.glob("torch.child-*.log"), key=lambda p: int(p.stem.rpartition("-")[2] or 0))
+    for number, path in enumerate(children, 1):
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            child_functions, child_stats = build_from_lines(fh)
+        functions += tuple(in_process(f, f"child{number}") for f in child_functions)
+        stats = add_stats(stats, child_stats)
+    return functions, stats
 
 
 def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, Run], None] | None = None) -> list[Run]:

@@ -153,6 +153,40 @@ def test_dataloader_workers(workdir):
     assert json.loads((workdir / "r.json").read_text())["totals"]["compiles"] >= 2
 
 
+@pytest.mark.torch
+def test_processes_the_script_spawns_are_logged_and_counted_apart(workdir):
+    (workdir / "s.py").write_text(
+        textwrap.dedent(
+            """
+            import torch
+            import torch.multiprocessing as mp
+
+            @torch.compile(backend="eager")
+            def step(x, n):
+                return x * n
+
+            def worker(rank):
+                for n in range(3):
+                    step(torch.ones(2), n)
+
+            if __name__ == "__main__":
+                step(torch.ones(2), 1)
+                procs = [mp.get_context("spawn").Process(target=worker, args=(r,)) for r in range(2)]
+                [p.start() for p in procs]
+                [p.join() for p in procs]
+            """
+        )
+    )
+    proc = run_guarddiag("run", "s.py", "-o", "r.json", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "[__guards]" not in proc.stderr  # the workers' torch logs went to their own files
+    run = json.loads((workdir / "r.json").read_text())
+    counts = sorted((f["frame_ids"][0].partition(":")[0] if ":" in f["frame_ids"][0] else "main", f["compiles"]) for f in run["functions"])
+    # in each worker n=0, 1, 2: the int turns dynamic after one recompile, as in the main process of test_cli
+    assert counts == [("child1", 2), ("child2", 2), ("main", 1)]
+    assert len(list((workdir / ".guarddiag" / "runs").glob("*/torch.child-*.log"))) == 2
+
+
 def _start(workdir, script: str) -> subprocess.Popen:
     (workdir / "s.py").write_text(script)
     return subprocess.Popen(

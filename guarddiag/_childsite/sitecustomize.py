@@ -1,0 +1,68 @@
+"""Start-up hook of the Python processes a script run by guarddiag starts itself (spawn workers,
+subprocesses): guarddiag puts this folder on their PYTHONPATH.
+
+Once such a process imports torch, its log handlers are created while ``sys.stderr`` is a file
+of its own in the run folder (``torch.child-<pid>.log``), as the main process's are: its torch
+logs are kept and parsed instead of flooding the terminal. Standard library only; it never
+imports torch itself, and it hands over to any ``sitecustomize`` the environment already had.
+"""
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_LOG_DIR = os.environ.get("GUARDDIAG_CHILD_LOG_DIR")
+
+
+def _chain_previous_sitecustomize():
+    path = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+def _route(internal):
+    original = getattr(internal, "_init_logs", None)
+    if original is None:
+        return
+
+    def _init_logs(*args, **kwargs):
+        path = os.path.join(_LOG_DIR, f"torch.child-{os.getpid()}.log")
+        saved = sys.stderr
+        sys.stderr = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
+        try:
+            return original(*args, **kwargs)
+        finally:
+            sys.stderr = saved
+
+    internal._init_logs = _init_logs
+
+
+class _TorchLoggingFinder:
+    """Patches ``torch._logging._internal`` right after it is loaded, before torch calls ``_init_logs``."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch._logging._internal":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_route(module):
+            exec_module(module)
+            _route(module)
+
+        spec.loader.exec_module = exec_and_route
+        return spec
+
+
+try:
+    _chain_previous_sitecustomize()
+finally:
+    if _LOG_DIR and os.path.isdir(_LOG_DIR):
+        sys.meta_path.insert(0, _TorchLoggingFinder())
