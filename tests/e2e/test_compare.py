@@ -87,7 +87,7 @@ def test_a_no_op_flag_is_said_to_be_one_before_any_run(workdir):
     assert proc.returncode == 0, proc.stderr
     assert "inline_inbuilt_nn_modules does nothing in torch 2.13" in proc.stdout
     assert "not run" in proc.stdout
-    assert not (workdir / ".guarddiag").exists()  # nothing was run
+    assert not (workdir / ".guarddiag" / "runs").exists()  # nothing was run (the flag catalog cache may be)
 
 
 @pytest.mark.torch
