@@ -193,11 +193,31 @@ class RunBuilder:
                 frame.compiles.add(number)
                 frame.announced[number] = ev.failures
         self._pending.clear()
-        summaries = [
-            _summary(f, self._roles(f.file, f.name, f.line)) for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks
-        ]
+        kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
+        summaries = _join_same_function([_summary(f, self._roles(f.file, f.name, f.line)) for f in kept])
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
+
+
+def _join_same_function(summaries: list[FunctionSummary]) -> list[FunctionSummary]:
+    """One summary per function: after torch._dynamo.reset() the same code compiles again under a new frame id."""
+    joined: dict[str, FunctionSummary] = {}
+    for f in summaries:
+        key = f.key if f.name else f"#{f.frame_ids}"
+        seen = joined.get(key)
+        # Its first compile under the new frame id is a recompile too, one torch never announces.
+        again = (RecompileEvent(f"{f.frame_ids[0]}/0", False, (_AGAIN,)),) if f.compiles else ()
+        joined[key] = f if seen is None else FunctionSummary(
+            name=seen.name,
+            file=seen.file,
+            line=seen.line,
+            frame_ids=seen.frame_ids + f.frame_ids,
+            compiles=seen.compiles + f.compiles,
+            recompile_events=seen.recompile_events + again + f.recompile_events,
+            limit_hits=seen.limit_hits + f.limit_hits,
+            graph_breaks=seen.graph_breaks + f.graph_breaks,
+        )
+    return list(joined.values())
 
 
 def _rank(compile_id: str | None) -> str:
@@ -225,6 +245,16 @@ _UNKNOWN = Cause(
     guard="",
     text="torch did not log why, and no guard listing of the previous compile was in the log to compare",
     subject="unknown",
+)
+
+
+_AGAIN = Cause(
+    category="other",
+    source="",
+    guard="compiled again after a cache reset",
+    text="compiled again from scratch: torch._dynamo.reset() dropped its compiled code (or another code object "
+    "with the same name and first line was compiled)",
+    subject="compile cache reset",
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from guarddiag.logparse.events import (
     CompileSeen,
@@ -212,6 +212,10 @@ class LogParser:
         self._open: dict[_Key, _Block] = {}
         self._last: _Block | None = None
         self._seen_compiles: set[tuple[int | None, str]] = set()
+        # torch._dynamo.reset() starts compile ids again at [0/0]: a new "start tracing" for a compile
+        # that already installed its guards opens a new generation, whose frames are `0~1`, `1~1`, ...
+        self._generation: dict[int | None, int] = {}
+        self._listed: set[str] = set()
         self._last_cid: tuple[int | None, str | None] = (None, None)
         # Hot path: the lines of one multi-line record share their whole prefix (same timestamp,
         # compile id, artifact). While they do, skip framing and hand the body to the block.
@@ -254,6 +258,8 @@ class LogParser:
     def _feed_framed(self, line: str) -> list[Event]:
         self._prefix_block = None
         framed = frame(line)
+        if framed is not None and framed.compile_id is not None:
+            framed = self._in_generation(framed)
         if framed is None:
             _, body = strip_rank(line)
             if self._last is not None and self._last.accepts_bare(body):
@@ -296,6 +302,16 @@ class LogParser:
             out.extend(self._close(key))
         return out
 
+    def _in_generation(self, framed: Framed) -> Framed:
+        gen = self._generation.get(framed.rank, 0)
+        if "start tracing" in framed.body and _START_TRACING.search(framed.body):
+            here = _with_generation(framed.compile_id or "", gen)
+            if here.partition("_")[0] == here and (_ranked(framed.rank, here) or "") in self._listed:
+                gen = self._generation[framed.rank] = gen + 1
+        if not gen:
+            return framed
+        return replace(framed, compile_id=_with_generation(framed.compile_id or "", gen))
+
     def _compile_seen(self, framed: Framed) -> CompileSeen | None:
         if (framed.rank, framed.compile_id) == self._last_cid:
             return None
@@ -313,7 +329,11 @@ class LogParser:
         block = self._open.pop(key)
         if self._last is block:
             self._last = None
-        return block.close()
+        events = block.close()
+        for event in events:
+            if isinstance(event, GuardListing) and event.compile_id:
+                self._listed.add(event.compile_id.partition("_")[0])
+        return events
 
     def _start(self, key: _Key, f: Framed, line: str) -> list[Event]:
         body = f.body
@@ -367,6 +387,14 @@ def _recompile_from_tuple(cid: str | None, body: str, counters: ParseCounters, l
         for p in parts[1:]
     )
     return [RecompileAnnounced(cid, m["name"], m["file"], int(m["line"]), failures)]
+
+
+def _with_generation(cid: str, gen: int) -> str:
+    """``0/1_2`` in generation 1 -> ``0~1/1_2`` (a frame id of its own)."""
+    if not gen or "/" not in cid:
+        return cid
+    frame_part, _, rest = cid.rpartition("/")
+    return f"{frame_part}~{gen}/{rest}"
 
 
 def _ranked(rank: int | None, cid: str | None) -> str | None:

@@ -332,3 +332,37 @@ def test_scenario_runs_with_a_read_only_script(workdir):
     shutil.copy(SCENARIOS / "no_recompile.py", script)
     script.chmod(0o444)
     assert run_guarddiag("run", str(script), cwd=workdir).returncode == 0
+
+
+@pytest.mark.torch
+def test_torch_dynamo_reset_starts_new_frames_that_are_still_counted(workdir):
+    (workdir / "s.py").write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+            def f(x):
+                return x * 2
+
+            def g(x):
+                return x - 1
+
+            cf = torch.compile(f, backend="eager", dynamic=False)
+            for n in (2, 3, 4):
+                cf(torch.ones(n))
+            torch._dynamo.reset()  # compile ids start again at [0/0]
+            cg = torch.compile(g, backend="eager", dynamic=False)
+            cf = torch.compile(f, backend="eager", dynamic=False)
+            for n in (2, 3):
+                cg(torch.ones(n))
+                cf(torch.ones(n))
+            """
+        )
+    )
+    proc = run_guarddiag("run", "s.py", "-o", "r.json", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads((workdir / "r.json").read_text())
+    by_name = {f["name"]: f for f in run["functions"]}
+    assert (by_name["f"]["compiles"], by_name["g"]["compiles"]) == (5, 2)
+    assert len(by_name["f"]["recompile_events"]) == by_name["f"]["recompiles"] == 4
+    assert "reset" in by_name["f"]["recompile_events"][2]["causes"][0]["subject"]

@@ -141,6 +141,8 @@ def test_memory_does_not_grow_with_the_log():
                 yield re.sub(r"\[0/(\d+)\]", lambda m, shift=shift: f"[0/{int(m.group(1)) + shift}]", line)
 
     one = _peak(repeated(1, False))
-    assert _peak(repeated(20, False)) < one * 1.5  # the same compiles again: nothing new to keep
     compiles = 12 * 20
-    assert _peak(repeated(20, True)) < one + compiles * 4096  # fresh compiles: a small record each
+    # Fresh compile ids, or the same ids again (read as compiles after a torch._dynamo.reset()):
+    # a small record per compile, never the listings themselves.
+    assert _peak(repeated(20, True)) < one + compiles * 4096
+    assert _peak(repeated(20, False)) < one + compiles * 4096
