@@ -33,6 +33,13 @@ class BaselineFunction:
     limit_hits: int
     causes: tuple[tuple[str, int], ...]
     budget: int | None = None
+    # The process it ran in when not the main one (`rank1`, `child1`): the same function in two
+    # processes is two entries.
+    process: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str, int | None]:
+        return (self.process, self.name, self.file, self.line)
 
     @property
     def allowed(self) -> int:
@@ -77,11 +84,14 @@ def cause_counts(f: FunctionSummary) -> tuple[tuple[str, int], ...]:
 
 
 def from_runs(runs: dict[str, Run], root: Path, previous: Baseline | None = None) -> Baseline:
-    """A baseline recording these runs (script path -> run); budgets of ``previous`` are kept."""
+    """A baseline recording these runs (script key -> run).
+
+    From ``previous`` it keeps the budgets and every script that was not run this time.
+    """
     scripts = []
     for path, run in runs.items():
         old = previous.script(path) if previous else None
-        budgets = {(f.name, f.file, f.line): f.budget for f in (old.functions if old else ()) if f.budget is not None}
+        budgets = {f.key: f.budget for f in (old.functions if old else ()) if f.budget is not None}
         functions = []
         for f in sorted(run.functions, key=lambda f: (f.file, f.line or 0, f.name)):
             rel = relative_file(f.file, root)
@@ -94,12 +104,14 @@ def from_runs(runs: dict[str, Run], root: Path, previous: Baseline | None = None
                     recompiles=f.recompiles,
                     limit_hits=len(f.limit_hits),
                     causes=cause_counts(f),
-                    budget=budgets.get((f.name, rel, f.line)),
+                    budget=budgets.get((f.rank, f.name, rel, f.line)),
+                    process=f.rank,
                 )
             )
         scripts.append(BaselineScript(path, tuple(functions), old.max_recompiles if old else None))
+    kept = tuple(s for s in (previous.scripts if previous else ()) if s.path not in runs)
     torch = next((r.torch_version for r in runs.values() if r.torch_version), None)
-    return Baseline(tuple(scripts), torch)
+    return Baseline(kept + tuple(scripts), torch or (previous.torch_version if previous else None))
 
 
 def to_yaml(baseline: Baseline) -> str:
@@ -114,6 +126,7 @@ def to_yaml(baseline: Baseline) -> str:
                 "functions": [
                     {
                         "name": f.name,
+                        **({"process": f.process} if f.process else {}),
                         "file": f.file,
                         "line": f.line,
                         "compiles": f.compiles,
@@ -185,6 +198,7 @@ def load(path: Path) -> Baseline:
                     limit_hits=_int(f.get("limit_hits", 0), f"{fw}.limit_hits") or 0,
                     causes=tuple(sorted((str(k), _int(v, f"{fw}.causes.{k}") or 0) for k, v in causes.items())),
                     budget=_int(f.get("budget"), f"{fw}.budget", allow_none=True),
+                    process=str(f.get("process", "")),
                 )
             )
         scripts.append(BaselineScript(s["path"], tuple(functions), _int(s.get("max_recompiles"), f"{where}.max_recompiles", True)))

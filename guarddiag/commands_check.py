@@ -19,17 +19,30 @@ from guarddiag.store import load_run, write_atomic
 
 
 def _specs(items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str], ...]) -> list[ScriptSpec | Path]:
-    """Scripts to run (as specs) and run records to read (as paths), from the command line or the config."""
+    """Scripts to run (as specs) and run records to read (as paths), from the command line or the config.
+
+    A script named on the command line that the config lists keeps its configured args, flags and budget.
+    """
+    configured = [ScriptSpec(s.path, s.args, s.flags + flags, s.max_recompiles) for s in settings.scripts]
     if not items:
-        if not settings.scripts:
+        if not configured:
             raise InputError(
                 "nothing to check: give scripts or run records, or list them under `scripts` in [tool.guarddiag] of pyproject.toml"
             )
-        return [ScriptSpec(s.path, s.args, s.flags + flags, s.max_recompiles) for s in settings.scripts]
+        return list(configured)
     out: list[ScriptSpec | Path] = []
     for item in items:
-        out.append(Path(item) if item.endswith(".json") else ScriptSpec(item, (), flags))
+        if item.endswith(".json"):
+            out.append(Path(item))
+            continue
+        same = [s for s in configured if os.path.normpath(s.path) == os.path.normpath(item)]
+        out.extend(same or [ScriptSpec(item, (), flags)])
     return out
+
+
+def run_key(script: str, args: Sequence[str], root: Path) -> str:
+    """How a run is named in the baseline: the script relative to the project root, then its arguments."""
+    return " ".join([script_key(script, root), *args])
 
 
 def collect_runs(
@@ -40,14 +53,19 @@ def collect_runs(
     runs: dict[str, Run] = {}
     budgets: dict[str, int | None] = {}
     requests = []
+    def claim(key: str, what: str) -> str:
+        if key in runs or key in budgets:
+            raise InputError(f"{what}: a second run of `{key}`; give each script (with its arguments) once")
+        return key
+
     for spec in specs:
         if isinstance(spec, Path):
             run = load_run(spec)
-            runs[script_key(run.script or str(spec), settings.root)] = run
+            runs[claim(run_key(run.script or str(spec), run.argv, settings.root), str(spec))] = run
             continue
         path = settings.root / spec.path
         check_script(path)
-        key = script_key(str(path), settings.root)
+        key = claim(run_key(str(path), spec.args, settings.root), spec.path)
         budgets[key] = spec.max_recompiles
         requests.append(
             (key, RunRequest(path, spec.args, settings.python, spec.flags, settings.timeout, capture_output=True, label=key))

@@ -7,11 +7,10 @@ diff and rendering live in ``guarddiag.diff`` and ``guarddiag.render.diff``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, Flag, parse_value
-from guarddiag.model import Run
+from guarddiag.model import Run, function_label
 
 
 @dataclass(frozen=True)
@@ -102,13 +101,11 @@ class VariantResult:
 
 def unstable_functions(runs: tuple[Run, ...]) -> tuple[str, ...]:
     """Functions whose compile counts differ between repeats of one configuration: noise, not the flag."""
-    counts: dict[tuple[str, str, int | None], set[int]] = {}
+    counts: dict[str, set[int]] = {}
+    labels: dict[str, str] = {}
     for run in runs:
-        seen = {(f.name, f.file, f.line): f.compiles for f in run.functions}
+        seen = {f.key: f.compiles for f in run.functions}
+        labels.update({f.key: function_label(f) for f in run.functions})
         for key in set(counts) | set(seen):
             counts.setdefault(key, set()).add(seen.get(key, 0))
-    return tuple(
-        f"{name} ({Path(file).name}:{line}) compiled {sorted(n)} times across repeats"
-        for (name, file, line), n in sorted(counts.items(), key=lambda kv: kv[0][0])
-        if len(n) > 1
-    )
+    return tuple(f"{labels[key]} compiled {sorted(n)} times across repeats" for key, n in sorted(counts.items()) if len(n) > 1)

@@ -75,11 +75,11 @@ class GateResult:
 def _match(f: FunctionSummary, rel: str, script: BaselineScript | None) -> BaselineFunction | None:
     if script is None:
         return None
-    exact = [b for b in script.functions if (b.name, b.file, b.line) == (f.name, rel, f.line)]
+    exact = [b for b in script.functions if b.key == (f.rank, f.name, rel, f.line)]
     if exact:
         return exact[0]
     # The function moved within its file (lines added above it): same name and file, if unambiguous.
-    moved = [b for b in script.functions if (b.name, b.file) == (f.name, rel)]
+    moved = [b for b in script.functions if (b.process, b.name, b.file) == (f.rank, f.name, rel)]
     return moved[0] if len(moved) == 1 else None
 
 
@@ -121,12 +121,12 @@ def evaluate(
         script = baseline.script(path) if baseline else None
         if baseline is not None and script is None:
             findings.append(Finding("gone", path, "", path, None, f"{path}: not in the baseline; `--update` adds it"))
-        seen: set[tuple[str, str, int | None]] = set()
+        seen: set[tuple[str, str, str, int | None]] = set()
         for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name)):
             rel = relative_file(f.file, settings.root)
             base = _match(f, rel, script)
             if base is not None:
-                seen.add((base.name, base.file, base.line))
+                seen.add(base.key)
             allowed = _allowed(base, script, (budgets or {}).get(path), baseline is not None)
             if settings.max_recompiles is not None:
                 allowed = settings.max_recompiles if allowed is None else min(allowed, settings.max_recompiles)
@@ -160,7 +160,10 @@ def evaluate(
                         "record it with `guarddiag check --update`",
                     )
                 )
-            if settings.fail_on_limit_hit and f.limit_hit:
+            # A limit hit caps the recompile count, so counts cannot show it: more hits than the
+            # baseline recorded is a regression even without --fail-on-limit-hit.
+            new_hits = base is not None and len(f.limit_hits) > base.limit_hits
+            if (settings.fail_on_limit_hit or new_hits) and f.limit_hit:
                 status = "REGRESSION"
                 hit = f.limit_hits[0]
                 findings.append(
@@ -191,7 +194,7 @@ def evaluate(
                     )
             rows.append(Row(path, label, rel, f.line, base.recompiles if base else None, f.recompiles, allowed, status))
         for b in script.functions if script else ():
-            if (b.name, b.file, b.line) not in seen:
+            if b.key not in seen:
                 message = f"{b.name} ({b.file}:{b.line}): in the baseline, not compiled in this run"
                 findings.append(Finding("gone", path, b.name, b.file, b.line, message))
     return GateResult(tuple(rows), tuple(findings))

@@ -96,7 +96,7 @@ def test_counts_that_vary_between_repeats_are_flagged():
     same = run_of("torch-2.4.1/fresh_module_instance.log")
     assert unstable_functions((same, same)) == ()
     (note,) = unstable_functions((same, run_of("torch-2.4.1/fresh_module_instance.inline1.log")))
-    assert note.startswith("forward (fresh_module_instance.py:32) compiled [1, 12] times")
+    assert note.startswith("forward (scenarios/fresh_module_instance.py:32) compiled [1, 12] times")
 
 
 def test_catalog_cache_is_keyed_by_torch_install_and_environment(tmp_path, monkeypatch):

@@ -105,3 +105,40 @@ def test_baseline_round_trip_keeps_budgets(tmp_path: Path):
     assert loaded.scripts[0].functions[0].budget == 9
     again = baseline_io.from_runs({"m.py": run}, tmp_path, previous=loaded)
     assert again.scripts[0].functions[0].budget == 9
+
+
+def test_processes_are_kept_apart_and_update_keeps_other_scripts(tmp_path: Path):
+    main = _run("torch-2.4.1/fresh_module_instance.inline1.log")  # forward: 1 compile
+    child = _run("torch-2.4.1/fresh_module_instance.log")  # forward: 12 compiles
+    from guarddiag.merge import in_process
+
+    both = Run(functions=main.functions + tuple(in_process(f, "child1") for f in child.functions), parse=main.parse)
+    base = baseline_io.from_runs({"m.py": both, "other.py": main}, tmp_path)
+    assert evaluate({"m.py": both}, base, Settings(root=tmp_path)).exit_code == OK  # no key collision
+    updated = baseline_io.from_runs({"m.py": main}, tmp_path, previous=base)
+    assert [s.path for s in updated.scripts] == ["other.py", "m.py"]
+
+
+def test_a_new_limit_hit_fails_against_the_baseline(tmp_path: Path):
+    limit = _run("torch-2.13.0/recompile_limit.log")
+    base = baseline_io.from_runs({"r.py": limit}, tmp_path)
+    no_hits = baseline_io.Baseline(
+        tuple(
+            baseline_io.BaselineScript(s.path, tuple(f.__class__(**{**f.__dict__, "limit_hits": 0}) for f in s.functions))
+            for s in base.scripts
+        )
+    )
+    result = evaluate({"r.py": limit}, no_hits, Settings(root=tmp_path))
+    assert result.exit_code == REGRESSION and result.failures[0].kind == "limit_hit"
+    assert evaluate({"r.py": limit}, base, Settings(root=tmp_path)).exit_code == OK
+
+
+def test_a_configured_script_named_on_the_command_line_keeps_its_settings(tmp_path: Path):
+    from guarddiag.commands_check import _specs, run_key
+
+    (tmp_path / "guarddiag.yaml").write_text("scripts:\n- path: bench.py\n  args: [--steps, '20']\n  max_recompiles: 3\n")
+    settings = load_settings(tmp_path, {}, {})
+    (spec,) = _specs(["bench.py"], settings, (("specialize_float", "true"),))
+    assert (spec.args, spec.max_recompiles) == (("--steps", "20"), 3)
+    assert spec.flags == (("specialize_float", "true"),)
+    assert run_key(str(tmp_path / "bench.py"), spec.args, tmp_path) == "bench.py --steps 20"
