@@ -167,6 +167,8 @@ def load(path: Path) -> Baseline:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{path}: no baseline; create one with `guarddiag baseline SCRIPT... -o {path}`") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the baseline ({exc.strerror}); give a baseline file") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}); fix it or re-create it") from None
     if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA:

@@ -130,9 +130,14 @@ def compare(
         script, args or [], flag or [], python or [sys.executable], combined, jobs, repeat, timeout, sys.stderr.isatty()
     )
     text, _ = compare_report(plan, results, catalog, fmt)
-    if out is not None:
-        save_compare(compare_report(plan, results, catalog, "json")[0], out)
     typer.echo(text)
+    if out is not None:
+        try:
+            save_compare(compare_report(plan, results, catalog, "json")[0], out)
+        except OSError as exc:
+            raise InputError(
+                f"--out {out}: cannot write the compare report ({exc.strerror}); the runs are kept in .guarddiag/runs/"
+            ) from None
     failed = [r for res in results for r in res.runs if r.status != "ok"]
     if failed:
         typer.echo(
@@ -278,8 +283,10 @@ def main() -> None:
 
     ``GUARDDIAG_DEBUG=1`` (or ``--debug`` anywhere on the line) shows the traceback of a bug instead.
     """
-    debug = "--debug" in sys.argv or os.environ.get("GUARDDIAG_DEBUG") == "1"
-    if "--debug" in sys.argv:
+    # --debug is guarddiag's only where it stands before `--`; after it, it is the script's.
+    ours = sys.argv[: sys.argv.index("--")] if "--" in sys.argv else sys.argv
+    debug = "--debug" in ours or os.environ.get("GUARDDIAG_DEBUG") == "1"
+    if "--debug" in ours:
         sys.argv.remove("--debug")
     try:
         code = app(standalone_mode=False)
@@ -292,7 +299,9 @@ def main() -> None:
         typer.echo(f"guarddiag: {exc or 'interrupted'}; run folders are kept under .guarddiag/runs/", err=True)
         sys.exit(INTERRUPTED)
     except _USAGE_ERROR as exc:
-        exc.show()
+        # click's three-line usage message, as one line that says where to look.
+        command = f" {exc.ctx.info_name}" if getattr(exc, "ctx", None) is not None and exc.ctx.parent is not None else ""
+        typer.echo(f"guarddiag: {exc.format_message().rstrip('.')}; see `guarddiag{command} --help`", err=True)
         sys.exit(exc.exit_code)
     except Exception as exc:
         if debug:

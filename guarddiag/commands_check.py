@@ -90,6 +90,8 @@ def record_baseline(runs: dict[str, Run], settings: Settings, out: Path) -> base
             f"no baseline written (its counts would be partial); torch log: {runs[failed[0]].log_path}",
             SCRIPT_FAILED,
         )
+    if out.is_dir():
+        raise InputError(f"{out}: is a directory; give the baseline file to write (e.g. guarddiag-baseline.yaml)")
     previous = baseline_io.load(out) if out.exists() else None
     new = baseline_io.from_runs(runs, settings.root, previous)
     baseline_io.save(new, out)
@@ -114,6 +116,8 @@ def run_check(
 ) -> CheckOutput:
     """Gate the runs; write the step summary, JUnit file and annotations the environment asks for."""
     path = settings.root / settings.baseline
+    if path.is_dir():
+        raise InputError(f"--baseline {path}: is a directory; give the baseline file (e.g. guarddiag-baseline.yaml)")
     thresholds = settings.max_recompiles is not None or settings.fail_on_limit_hit or settings.fail_on_new_cause
     if path.exists():
         base = baseline_io.load(path)

@@ -92,10 +92,7 @@ def run_from_dict(data: dict, origin: str = "record") -> Run:
                 line=f["line"],
                 frame_ids=tuple(f.get("frame_ids", ())),
                 compiles=int(f["compiles"]),
-                recompile_events=tuple(
-                    RecompileEvent(e["compile_id"], bool(e["logged"]), tuple(Cause(**c) for c in e["causes"]))
-                    for e in f["recompile_events"]
-                ),
+                recompile_events=tuple(_event_from_dict(e) for e in f["recompile_events"]),
                 limit_hits=tuple(LimitHit(**h) for h in f.get("limit_hits", ())),
                 graph_breaks=tuple(GraphBreak(**g) for g in f.get("graph_breaks", ())),
             )
@@ -127,6 +124,14 @@ def run_from_dict(data: dict, origin: str = "record") -> Run:
         raise InputError(f"{origin}: not a valid guarddiag run record ({exc!r}); re-create it with `guarddiag run --out`") from None
 
 
+def _event_from_dict(e: dict) -> RecompileEvent:
+    causes = tuple(Cause(**c) for c in e["causes"])
+    if not causes:
+        # Every event the parser makes has a cause (unknown, at worst); an empty list is a hand edit.
+        raise ValueError(f"recompile event {e['compile_id']} has no causes")
+    return RecompileEvent(e["compile_id"], bool(e["logged"]), causes)
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write a file so that readers see the old content or the new, never a torn one."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -153,6 +158,8 @@ def load_run(path: Path) -> Run:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{path}: no such run record; create one with `guarddiag run SCRIPT --out {path}`") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the run record ({exc.strerror}); give a record file") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not valid JSON ({exc}); re-create it with `guarddiag run --out`") from None
     return run_from_dict(data, str(path))

@@ -31,7 +31,7 @@ MAX_SAMPLES = 5
 
 _START_TRACING = re.compile(r"(?:Step 1: )?torchdynamo start tracing (?P<name><[^>]+>|\S+)(?: (?P<file>.+?):(?P<line>\d+))?\s*$")
 # torch 2.1 logs the recompile message as the repr of a tuple of its lines.
-_RECOMPILING_TUPLE = re.compile(r"^\('Recompiling function ")
+_RECOMPILING_TUPLE = re.compile(r"""^\(['"]Recompiling function """)
 _RECOMPILING = re.compile(r"^Recompiling function (?P<name><[^>]+>|\S+) in (?P<file>.+?):(?P<line>\d+)\s*$")
 _LIMIT = re.compile(r"torch\._dynamo hit config\.(?P<limit>\w+) \((?P<value>\d+)\)")
 _LIMIT_FUNCTION = re.compile(r"^\s*function: '(?P<name>[^']+)' \((?P<file>.+?):(?P<line>\d+)\)")

@@ -196,3 +196,28 @@ def test_parse_merges_pieces_of_one_log(workdir):
     whole = json.loads(run_guarddiag("parse", str(LOGS / "torch-2.13.0" / "recompile_limit.log"), "-f", "json").stdout)
     pieces = json.loads(run_guarddiag("parse", str(workdir / "a.log"), str(workdir / "b.log"), "-f", "json").stdout)
     assert pieces["totals"] == whole["totals"] == {"compiles": 8, "recompiles": 7, "limit_hits": 1, "graph_breaks": 0}
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [(("run",), "Missing argument 'script'; see `guarddiag run --help`"), (("bogus",), "No such command 'bogus'")],
+)
+def test_usage_errors_are_one_line(args, expect):
+    proc = run_guarddiag(*args)
+    assert proc.returncode == 2
+    assert expect in _one_clean_line(proc.stderr) and "Usage:" not in proc.stderr
+
+
+@pytest.mark.torch
+def test_debug_after_double_dash_belongs_to_the_script(workdir):
+    (workdir / "a.py").write_text("import sys\nprint('argv', sys.argv[1:])\n")
+    proc = run_guarddiag("run", "a.py", "--", "--debug", "--lr", "3", cwd=workdir)
+    assert "argv ['--debug', '--lr', '3']" in proc.stdout
+
+
+def test_directories_where_files_belong(workdir):
+    for args in (("diff", str(workdir), str(workdir)), ("check", str(workdir / "x.json"), "-b", str(workdir))):
+        (workdir / "x.json").write_text("{}")
+        proc = run_guarddiag(*args, cwd=workdir)
+        assert proc.returncode == 2, (args, proc.stderr)
+        _one_clean_line(proc.stderr)
