@@ -135,6 +135,8 @@ class RunBuilder:
             return
         frame = self._frame(cid.frame)
         frame.compiles.add(cid.number)
+        if cid.number > 0 and cid.number not in frame.announced and self._pending:
+            self._bind_oldest_pending(frame, cid.number)
         pinned = {(g.kind, g.source): g for g in event.guards if g.kind in _PINNING_KINDS}
         last = frame.last_listing
         if (
@@ -182,9 +184,33 @@ class RunBuilder:
         frame.name_it(name, file, line)
         return frame
 
+    def _bind_oldest_pending(self, frame: _Frame, number: int) -> None:
+        """torch 2.1-2.3 without the `dynamo` channel: a recompile message names a function but no compile id,
+        and the next compile's guard listing has the id but no name. Log order pairs them."""
+        for key, events in self._pending.items():
+            if events and (not frame.name or (frame.name, frame.file, frame.line) == key):
+                frame.name_it(*key)
+                frame.announced[number] = events.pop(0).failures
+                return
+
+    def _unnamed_frame_for(self, announced: int) -> _Frame | None:
+        """The only unnamed frame whose recompiles match this many announcements, if there is one."""
+        fits = [f for f in self._frames.values() if not f.name and sum(1 for n in f.compiles if n > 0) == announced]
+        return fits[0] if len(fits) == 1 else None
+
     def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[str, ...]]:
         """The per-function summaries, and the frame ids no log line named."""
         for key, events in self._pending.items():
+            if not events:
+                continue
+            unnamed = self._unnamed_frame_for(len(events))
+            if unnamed is not None:
+                # torch 2.1-2.3 without the `dynamo` channel: guard listings carry compile ids but no
+                # name, recompile messages a name but no compile id. One frame fits: they are one function.
+                unnamed.name_it(*key)
+                for number, ev in zip(sorted(n for n in unnamed.compiles if n > 0), events, strict=False):
+                    unnamed.announced.setdefault(number, ev.failures)
+                continue
             # Announced but never seen compiling (the log had no `dynamo` lines): count the announcements.
             frame = self._frame_named(*key)
             frame.compiles.add(0)

@@ -75,3 +75,17 @@ def test_torch_2_4_module_instances_compile_12_times_unannounced():
     assert all(not e.logged for e in f.recompile_events)
     assert {e.causes[0].category for e in f.recompile_events} == {"identity"}
     assert all("`self`" in e.causes[0].subject for e in f.recompile_events)
+
+
+@pytest.mark.parametrize("log", sorted((LOGS / "torch-2.1.2").glob("*.log")), ids=lambda p: p.stem)
+def test_torch_2_1_logs_without_the_dynamo_channel_still_count_right(log):
+    """Captured with TORCH_LOGS=guards,recompiles only: listings have compile ids, recompiles have names."""
+    import json
+
+    lines = [ln for ln in log.read_text().splitlines() if "torchdynamo start tracing" not in ln]
+    functions, _ = build_from_lines(lines, roles=lambda *_: {})
+    truth = json.loads(log.with_name(log.stem + ".truth.json").read_text())
+    recompiled = {f["co_name"]: f["compiles"] for f in truth["functions"] if f["compiles"] > 1}
+    ours = {f.name: f.compiles for f in functions if f.name in recompiled}
+    assert ours == recompiled
+    assert sum(f.compiles for f in functions) == truth["total_compiles"]
