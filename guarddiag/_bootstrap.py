@@ -42,7 +42,25 @@ def main(spec_path: str) -> int:
     meta["phase"] = "script"
     _write_meta(spec, meta)
     _route_child_processes(os.path.dirname(spec["log_path"]))
+    _route_forked_children(os.path.dirname(spec["log_path"]), log)
     return _run_script(spec["script"], spec.get("args", []))
+
+
+def _route_forked_children(run_dir: str, log) -> None:
+    """A forked child (multiprocessing's default on Linux) inherits torch's handlers on the main log, and
+    its compile ids continue the parent's: in one file they would collide. After a fork, the child's
+    torch handlers move to a file of its own, parsed like a spawned child's."""
+    import logging
+
+    def after_fork_in_child() -> None:
+        own = open(os.path.join(run_dir, f"torch.child-{os.getpid()}.log"), "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        for logger in list(logging.Logger.manager.loggerDict.values()):
+            for handler in getattr(logger, "handlers", ()):
+                if isinstance(handler, logging.StreamHandler) and handler.stream is log:
+                    handler.setStream(own)
+
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=after_fork_in_child)
 
 
 def _route_child_processes(run_dir: str) -> None:

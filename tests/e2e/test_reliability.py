@@ -187,6 +187,39 @@ def test_processes_the_script_spawns_are_logged_and_counted_apart(workdir):
     assert len(list((workdir / ".guarddiag" / "runs").glob("*/torch.child-*.log"))) == 2
 
 
+@pytest.mark.torch
+def test_forked_children_log_apart_from_the_parent(workdir):
+    (workdir / "s.py").write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing as mp
+            import torch
+
+            @torch.compile(backend="eager", dynamic=False)
+            def f(x):
+                return x * 2 + 1
+
+            def child(n):
+                f(torch.ones(n))  # a recompile in the forked child
+
+            if __name__ == "__main__":
+                mp.set_start_method("fork")
+                f(torch.ones(3))
+                p = mp.Process(target=child, args=(5,))
+                p.start()
+                p.join()
+                f(torch.ones(7))  # a recompile in the parent: the same compile id [0/1] as the child's
+            """
+        )
+    )
+    proc = run_guarddiag("run", "s.py", "-o", "r.json", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run = json.loads((workdir / "r.json").read_text())
+    events = sorted((f["frame_ids"][0], [e["compile_id"] for e in f["recompile_events"]]) for f in run["functions"])
+    # the child's count includes the compile it inherited from the parent at fork (0/0)
+    assert events == [("0", ["0/1"]), ("child1:0", ["child1:0/1"])]
+
+
 def _start(workdir, script: str) -> subprocess.Popen:
     (workdir / "s.py").write_text(script)
     return subprocess.Popen(
