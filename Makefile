@@ -36,6 +36,8 @@ fuzz: venv  ## Long property-based run of the parser (10,000 examples per proper
 bench: venv  ## Benchmarks of issue 7 (parse, tlparse, run overhead, compare); appends to bench/results.md
 	$(BIN)/pip install -q -e ".[bench]"
 	test -f bench/data/model.log || $(BIN)/python bench/make_model_log.py
+	# Measure guarddiag as pip installs it: byte-compiled (PYTHONDONTWRITEBYTECODE may be set here).
+	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python bench/run_bench.py $(BENCH_ARGS)
 
 lint: venv  ## ruff over the package and tests

@@ -52,7 +52,7 @@ class _Frame:
     inferred: dict[int, tuple[tuple[Guard, Guard], ...]] = field(default_factory=dict)
     limit_hits: list[LimitHit] = field(default_factory=list)
     graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
-    last_listing: tuple[int, dict[tuple[str, str], Guard]] | None = None
+    last_listing: tuple[int, GuardListing] | None = None
 
     def name_it(self, name: str, file: str, line: int | None) -> None:
         if name and not self.name:
@@ -137,7 +137,6 @@ class RunBuilder:
         frame.compiles.add(cid.number)
         if cid.number > 0 and cid.number not in frame.announced and self._pending:
             self._bind_oldest_pending(frame, cid.number)
-        pinned = {(g.kind, g.source): g for g in event.guards if g.kind in _PINNING_KINDS}
         last = frame.last_listing
         if (
             cid.number > 0
@@ -145,8 +144,8 @@ class RunBuilder:
             and last is not None
             and last[0] == cid.number - 1
         ):
-            frame.inferred[cid.number] = _diff_listings(last[1], pinned)
-        frame.last_listing = (cid.number, pinned)
+            frame.inferred[cid.number] = _diff_listings(_pinned(last[1]), _pinned(event))
+        frame.last_listing = (cid.number, event)
 
     def _on_limit(self, event: LimitWarning) -> None:
         cid = self._cid(event.compile_id)
@@ -250,6 +249,10 @@ def _rank(compile_id: str | None) -> str:
     """``rank1:0/3`` or ``rank1:`` -> ``rank1:``; no rank -> ``""``."""
     head, sep, _ = (compile_id or "").partition(":")
     return head + sep if sep else ""
+
+
+def _pinned(listing: GuardListing) -> dict[tuple[str, str], Guard]:
+    return {(g.kind, g.source): g for g in listing.all_guards() if g.kind in _PINNING_KINDS}
 
 
 def _diff_listings(before: dict[tuple[str, str], Guard], after: dict[tuple[str, str], Guard]) -> tuple[tuple[Guard, Guard], ...]:

@@ -45,10 +45,20 @@ class RecompileAnnounced:
 
 @dataclass(frozen=True, slots=True)
 class GuardListing:
-    """The guards installed by one compile (``GUARDS:`` block, tree or flat)."""
+    """The guards installed by one compile (``GUARDS:`` block, tree or flat).
+
+    A counting parser leaves tree guards unparsed in ``raw`` as (kind, rest of line): they are
+    read only when an unannounced recompile needs them. :meth:`all_guards` reads them.
+    """
 
     compile_id: str | None
     guards: tuple[Guard, ...]
+    raw: tuple[tuple[str, str], ...] = ()
+
+    def all_guards(self) -> tuple[Guard, ...]:
+        from guarddiag.logparse.guards import guard_from_raw
+
+        return self.guards + tuple(guard_from_raw(kind, rest) for kind, rest in self.raw)
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,13 @@ def _location(comment: str) -> str:
     return locs[-1] if locs else ""
 
 
+def guard_from_raw(kind: str, rest: str) -> Guard:
+    """A counting parser's tree guard: kind, object and expression only (no location, no manager path)."""
+    cut = rest.find("  # ")
+    expr = (rest[:cut] if cut >= 0 else rest).strip()
+    return Guard(kind, _first_source(expr), expr)
+
+
 def flat_guard(text: str) -> Guard:
     """A guard from a flat listing line: its kind is read off the expression's shape."""
     expr, location = split_comment(text)
@@ -80,6 +87,7 @@ class TreeReader:
     def __init__(self, keep: frozenset[str] | None = None) -> None:
         self._sources: list[str] = []
         self.guards: list[Guard] = []
+        self.raw: list[tuple[str, str]] = []
         # Counting needs only a few guard kinds, whose expressions name their object; building the
         # others (and the manager path above each guard) is most of the parse time.
         self._keep = keep
@@ -115,10 +123,7 @@ class TreeReader:
             return True
         if self._keep is not None:
             if label in self._keep:
-                # Counting reads kind, object and expression only: no location, no manager path.
-                cut = rest.find("  # ")
-                expr = (rest[:cut] if cut >= 0 else rest).strip()
-                self.guards.append(Guard(label, _first_source(expr), expr))
+                self.raw.append((label, rest))  # read later, and only if needed (guard_from_raw)
             return True
         if label.endswith("Accessor") or not label.isupper():
             return True

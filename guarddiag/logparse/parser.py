@@ -91,7 +91,7 @@ class _GuardBlock(_Block):
         return not self.done and bool(_BARE_GUARD.match(body))
 
     def close(self) -> list[Event]:
-        return [GuardListing(self.cid, tuple(self.reader.guards))]
+        return [GuardListing(self.cid, tuple(self.reader.guards), tuple(self.reader.raw))]
 
 
 class _ShapeFnBlock(_Block):
@@ -227,20 +227,29 @@ class LogParser:
         """Parse a whole stream: every event, in log order, then those of still-open blocks."""
         feed = self.feed
         counters = self.counters
+        skipped = 0
+        # Hottest path, inlined with its state in locals (re-read after every feed): a guard-tree line
+        # of the open listing whose kind is not kept is counted and dismissed.
+        skippable, prefix, plen = None, "", 0
         for line in lines:
-            # Hottest path, inlined: a guard-tree line of the open listing whose kind is not kept.
-            block = self._prefix_block
-            if block is not None and block.skippable is not None and line.startswith(self._prefix):
-                start = line.find("+- ", self._prefix_len)
+            if skippable is not None and line.startswith(prefix):
+                start = line.find("+- ", plen)
                 if start >= 0:
                     end = line.find(":", start + 3)
-                    if (line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()) not in block.skippable:
-                        counters.lines += 1
-                        counters.torch_lines += 1
+                    if (line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()) not in skippable:
+                        skipped += 1
                         continue
             events = feed(line)
+            block = self._prefix_block
+            skippable = block.skippable if block is not None else None
+            prefix, plen = self._prefix, self._prefix_len
             if events:
+                counters.lines += skipped
+                counters.torch_lines += skipped
+                skipped = 0
                 yield from events
+        counters.lines += skipped
+        counters.torch_lines += skipped
         yield from self.finish()
 
     def feed(self, raw: str) -> list[Event]:

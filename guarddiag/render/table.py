@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
 from guarddiag.model import Run
+from guarddiag.render.columns import simple_table
 from guarddiag.render.summary import cause_groups, function_label, headline, parse_note
 
 
@@ -18,7 +17,7 @@ def render(run: Run) -> str:
         for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))
     ]
     if rows:
-        out += ["", tabulate(rows, headers=["function", "compiles", "recompiles", "limit hit", "graph breaks"])]
+        out += ["", simple_table(rows, ["function", "compiles", "recompiles", "limit hit", "graph breaks"])]
     for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name)):
         if not f.recompiles and not f.limit_hit:
             continue

@@ -62,3 +62,18 @@ def test_changed_global_state_names_the_key():
     before = Guard("GLOBAL_STATE", "", '___check_global_state() against {"grad_mode":true,"num_threads":2}')
     after = Guard("GLOBAL_STATE", "", '___check_global_state() against {"grad_mode":false,"num_threads":2}')
     assert cause_from_changed_guard(before, after).subject == "grad mode"
+
+
+def test_run_table_prints_exactly_as_tabulate_would():
+    """render.columns replaces tabulate on the hot path only if the report stays the same."""
+    from tabulate import tabulate
+
+    from guarddiag.build import build_from_lines
+    from guarddiag.render.columns import simple_table
+    from tests.conftest import LOGS
+
+    headers = ["function", "compiles", "recompiles", "limit hit", "graph breaks"]
+    for log in sorted(LOGS.glob("torch-*/*.log")):
+        functions, _ = build_from_lines(log.read_text().splitlines(), roles=lambda *_: {})
+        rows = [[f.name, f.compiles, f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""] for f in functions]
+        assert simple_table(rows, headers) == tabulate(rows, headers=headers), log
