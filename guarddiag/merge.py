@@ -74,14 +74,8 @@ def merge_runs(a: Run, b: Run) -> Run:
     for f in both:
         key = f.key if f.name else next((by_frame[i] for i in f.frame_ids if i in by_frame), f"#{f.frame_ids}")
         functions[key] = _merge_function(functions[key], f) if key in functions else f
-    samples = (*a.parse.unrecognized_samples, *b.parse.unrecognized_samples)[:5]
-    parse = ParseStats(
-        a.parse.lines + b.parse.lines,
-        a.parse.torch_lines + b.parse.torch_lines,
-        a.parse.unrecognized + b.parse.unrecognized,
-        samples,
-        tuple(i for i in dict.fromkeys((*a.parse.unidentified_frames, *b.parse.unidentified_frames)) if i not in by_frame),
-    )
+    stats = add_stats(a.parse, b.parse)
+    parse = replace(stats, unidentified_frames=tuple(i for i in stats.unidentified_frames if i not in by_frame))
     return Run(
         functions=tuple(functions.values()),
         parse=parse,
