@@ -19,6 +19,21 @@ import traceback
 
 # Exit status of the child when the bootstrap refused to start the script (details in meta).
 REFUSED = 120
+# Flags torch renamed (2.7: cache_size_limit -> recompile_limit, old names kept as aliases since):
+# a name from the other side of the rename is the first suggestion when a torch lacks it.
+RENAMED = {
+    "recompile_limit": "cache_size_limit",
+    "accumulated_recompile_limit": "accumulated_cache_size_limit",
+    "fail_on_recompile_limit_hit": "fail_on_cache_limit_hit",
+    "skip_code_recursive_on_recompile_limit_hit": "skip_code_recursive_on_cache_limit_hit",
+}
+RENAMED.update({old: new for new, old in list(RENAMED.items())})
+
+
+def suggestions(key: str, known: list[str]) -> list[str]:
+    """Closest valid names: the other name of a renamed flag first, then the nearest spellings."""
+    renamed = [RENAMED[key]] if RENAMED.get(key) in known else []
+    return renamed + [c for c in difflib.get_close_matches(key, known, n=3, cutoff=0.6) if c not in renamed]
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -130,9 +145,9 @@ def _apply_flags(flags: list[dict[str, str]]) -> dict[str, object]:
         module, key, prefix = _config_module(flag["name"])
         known = _known_names(module)
         if key not in known and not _has_attr(module, key):
-            close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+            close = suggestions(key, known)
             raise _FlagError(
-                f"unknown config flag '{flag['name']}' in {module.__name__}",
+                f"unknown config flag '{flag['name']}' in {module.__name__} of torch {sys.modules['torch'].__version__}",
                 [prefix + c for c in close],
             )
         current = getattr(module, key)

@@ -7,7 +7,6 @@ list: torch 2.4 and torch 2.13 disagree on what ``inline_inbuilt_nn_modules`` ev
 from __future__ import annotations
 
 import contextlib
-import difflib
 import hashlib
 import json
 import os
@@ -63,7 +62,7 @@ class Catalog:
         key = name[len("dynamo.") :] if name.startswith("dynamo.") else name
         flag = self.flags.get(key)
         if flag is None:
-            close = difflib.get_close_matches(key, list(self.flags), n=3, cutoff=0.6)
+            close = _bootstrap.suggestions(key, list(self.flags))
             hint = f" (did you mean: {', '.join(close)}?)" if close else ""
             raise InputError(
                 f"unknown config flag '{name}' in torch {self.torch_version}{hint}; `guarddiag flags` lists them"

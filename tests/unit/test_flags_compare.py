@@ -116,3 +116,10 @@ def test_catalog_cache_is_keyed_by_torch_install_and_environment(tmp_path, monke
     assert len(list(tmp_path.iterdir())) == 2 and entry.exists()
     assert flipped.resolve("automatic_dynamic_shapes").value is False
     assert first.resolve("automatic_dynamic_shapes").value is True
+
+
+def test_a_flag_newer_than_the_target_torch_is_refused_with_its_old_name():
+    """--python pointing at torch 2.4.1 (its real catalog): recompile_limit did not exist yet."""
+    with pytest.raises(InputError, match=r"unknown config flag 'recompile_limit' in torch 2\.4\.1.*did you mean: cache_size_limit"):
+        _catalog("2.4.1").resolve("recompile_limit")
+    assert _catalog("2.13.0").resolve("recompile_limit").value == 8
