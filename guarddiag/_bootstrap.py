@@ -58,7 +58,12 @@ def main(spec_path: str) -> int:
     _write_meta(spec, meta)
     _route_child_processes(os.path.dirname(spec["log_path"]))
     _route_forked_children(os.path.dirname(spec["log_path"]), log)
-    return _run_script(spec["script"], spec.get("args", []))
+    code, exc = _run_script(spec["script"], spec.get("args", []))
+    if exc is not None:
+        meta["exception"] = _exception_line(exc)
+        meta["exception_flags"] = _flags_named_in(meta["exception"], spec.get("flags", []))
+        _write_meta(spec, meta)
+    return code
 
 
 def _route_forked_children(run_dir: str, log) -> None:
@@ -150,14 +155,47 @@ def _apply_flags(flags: list[dict[str, str]]) -> dict[str, object]:
                 f"unknown config flag '{flag['name']}' in {module.__name__} of torch {sys.modules['torch'].__version__}",
                 [prefix + c for c in close],
             )
-        current = getattr(module, key)
-        planned.append((module, key, flag["name"], _coerce(flag["name"], flag["value"], current)))
+        try:
+            current = getattr(module, key)
+        except Exception as exc:  # noqa: BLE001 - e.g. a deprecated flag's FutureWarning under -W error
+            raise _FlagError(f"torch refused to read --flag {flag['name']}: {_exception_line(exc)}") from None
+        value = _coerce(flag["name"], flag["value"], current)
+        _check_choices(flag["name"], value, _annotation(module, key))
+        planned.append((module, key, flag["name"], value))
     for module, key, name, value in planned:
         try:
             setattr(module, key, value)
         except Exception as exc:  # noqa: BLE001 - torch's own validation, reported as a flag error
-            raise _FlagError(f"torch refused --flag {name}={value!r}: {exc}") from None
+            raise _FlagError(f"torch refused --flag {name}={value!r}: {_exception_line(exc)}") from None
     return {name: _jsonable(getattr(module, key)) for module, key, name, _ in planned}
+
+
+def _annotation(module, key: str) -> object:
+    try:
+        return (getattr(module, "__annotations__", None) or {}).get(key)
+    except Exception:  # noqa: BLE001 - a config module without readable annotations has no choices
+        return None
+
+
+def _check_choices(name: str, value: object, annotation: object) -> None:
+    """A ``Literal[...]`` flag (or ``Optional[Literal[...]]``) takes only its listed values: torch would
+    accept any string when set and fail only when the compiler reads it, mid-run."""
+    import typing
+
+    choices: list[object] = []
+    pending = [annotation]
+    while pending:
+        a = pending.pop(0)
+        origin = typing.get_origin(a)
+        if origin is typing.Literal:
+            choices += typing.get_args(a)
+        elif origin is typing.Union or type(a).__name__ == "UnionType":
+            pending += typing.get_args(a)
+        elif a is type(None):
+            choices.append(None)
+    if any(c is not None for c in choices) and value not in choices:
+        listed = ", ".join(repr(c) for c in choices)
+        raise _FlagError(f"flag '{name}' takes one of {listed}, not {value!r}")
 
 
 def _has_attr(module, key: str) -> bool:
@@ -222,8 +260,10 @@ def _write_meta(spec, meta) -> None:
     os.replace(tmp, spec["meta_path"])
 
 
-def _run_script(script: str, args: list[str]) -> int:
-    """Run the script as ``python SCRIPT ARGS`` would: ``__main__``, argv, sys.path[0]."""
+def _run_script(script: str, args: list[str]) -> tuple[int, BaseException | None]:
+    """Run the script as ``python SCRIPT ARGS`` would: ``__main__``, argv, sys.path[0].
+
+    Returns the exit status and the uncaught exception, if any (not for ``sys.exit`` or Ctrl-C)."""
     sys.argv = [script, *args]
     sys.path[0] = os.path.dirname(os.path.abspath(script))
     try:
@@ -231,19 +271,51 @@ def _run_script(script: str, args: list[str]) -> int:
     except SystemExit as exc:
         code = exc.code
         if code is None:
-            return 0
+            return 0, None
         if isinstance(code, int):
-            return code
+            return code, None
         print(code, file=sys.stderr)
-        return 1
+        return 1, None
     except BaseException as exc:  # noqa: BLE001 - report like the interpreter would
         tb = exc.__traceback__
         # Drop the bootstrap's and runpy's own frames, as `python script.py` would show none.
         while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != os.path.abspath(script):
             tb = tb.tb_next
         traceback.print_exception(type(exc), exc, tb)
-        return 130 if isinstance(exc, KeyboardInterrupt) else 1
-    return 0
+        if isinstance(exc, KeyboardInterrupt):
+            return 130, None
+        return 1, exc
+    return 0, None
+
+
+def _exception_line(exc: BaseException) -> str:
+    """``Type: first line of the message``, at most 300 characters."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text[:300]
+
+
+def _flags_named_in(text: str, flags: list[dict[str, str]]) -> list[str]:
+    """The --flag entries an exception message names: by config name, by an environment variable that
+    sets it, or by its value (a word of 3+ characters that is not a number or a boolean)."""
+    import re
+
+    named = []
+    for flag in flags:
+        try:
+            module, key, _ = _config_module(flag["name"])
+            words = [key, *_env_vars_by_name(module).get(key, [])]
+        except Exception:  # noqa: BLE001 - matching is a hint; never fail the run over it
+            words = [flag["name"]]
+        value = flag["value"].strip()
+        if len(value) >= 3 and value.lower() not in _TRUE | _FALSE | {"none"}:
+            try:
+                float(value)
+            except ValueError:
+                words.append(value)
+        if any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in words if w):
+            named.append(f"{flag['name']}={flag['value']}")
+    return named
 
 
 # ---- describe: the config flags of this interpreter's torch, for `guarddiag flags` and `compare` ----

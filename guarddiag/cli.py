@@ -73,6 +73,7 @@ def run(
     strict: StrictOpt = False,
 ) -> None:
     """Run SCRIPT under torch.compile logging and report its compiles and recompiles per function."""
+    from guarddiag.model import script_outcome
     from guarddiag.runner import RunRequest, execute, parse_flag
 
     _check_format(fmt)
@@ -82,7 +83,7 @@ def run(
     _finish(result, fmt, out, strict)
     if result.status != "ok":
         typer.echo(
-            f"guarddiag: {script}: the script {result.status} (exit status {result.exit_code}); "
+            f"guarddiag: {script}: {script_outcome(result)}; "
             f"the report covers what ran before that, the torch log is in {result.log_path}",
             err=True,
         )
@@ -124,6 +125,7 @@ def compare(
 ) -> None:
     """Run SCRIPT with and without config flips and show which recompiles each flip removed, added or left."""
     from guarddiag.commands_compare import compare_report, run_compare, save_compare
+    from guarddiag.model import script_outcome
 
     _check_format(fmt)
     plan, results, catalog = run_compare(
@@ -141,8 +143,8 @@ def compare(
     failed = [r for res in results for r in res.runs if r.status != "ok"]
     if failed:
         typer.echo(
-            f"guarddiag: {len(failed)} of the runs did not finish cleanly (first: {failed[0].status}, "
-            f"exit status {failed[0].exit_code}); their output is in {Path(failed[0].log_path or '.').parent}",
+            f"guarddiag: {len(failed)} of the runs did not finish cleanly (first: {script_outcome(failed[0])}); "
+            f"their output is in {Path(failed[0].log_path or '.').parent}",
             err=True,
         )
         raise typer.Exit(SCRIPT_FAILED)

@@ -12,7 +12,7 @@ from guarddiag import baseline as baseline_io
 from guarddiag.config import ScriptSpec, Settings
 from guarddiag.errors import SCRIPT_FAILED, InputError
 from guarddiag.gate import GateResult, evaluate, script_key
-from guarddiag.model import Run
+from guarddiag.model import Run, script_outcome
 from guarddiag.render.gate import render_annotations, render_junit, render_markdown, render_text
 from guarddiag.runner import RunRequest, check_script, execute_many
 from guarddiag.store import load_run, write_atomic
@@ -86,7 +86,7 @@ def record_baseline(runs: dict[str, Run], settings: Settings, out: Path) -> base
     failed = [k for k, r in runs.items() if r.status != "ok"]
     if failed:
         raise InputError(
-            f"{failed[0]}: the script {runs[failed[0]].status} (exit status {runs[failed[0]].exit_code}); "
+            f"{failed[0]}: {script_outcome(runs[failed[0]])}; "
             f"no baseline written (its counts would be partial); torch log: {runs[failed[0]].log_path}",
             SCRIPT_FAILED,
         )

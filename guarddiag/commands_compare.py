@@ -15,7 +15,7 @@ from guarddiag.compare import ComparePlan, VariantResult, plan_compare, unstable
 from guarddiag.diff import RunDiff, diff_runs
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, load_catalog
-from guarddiag.model import Run
+from guarddiag.model import Run, script_outcome
 from guarddiag.render.diff import render_diffs
 from guarddiag.runner import RunRequest, check_script, execute_many
 from guarddiag.store import load_run, write_atomic
@@ -110,6 +110,7 @@ def compare_report(plan: ComparePlan, results: list[VariantResult], catalog: Cat
         out += ["", tabulate(rows, headers=["configuration", "config in force", "recompiles", "script"])]
         for r in results:
             out += [f"note: {r.variant.label}: {u}; not attributed to a flag" for u in r.unstable]
+            out += [f"note: {r.variant.label}: {o}; its counts, and so its diff, cover what ran before that" for o in dict.fromkeys(script_outcome(run) for run in r.runs if run.status != "ok")]
         out += ["", render_diffs(diffs, fmt)]
     return "\n".join(out), diffs
 

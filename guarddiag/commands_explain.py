@@ -9,6 +9,7 @@ from pathlib import Path
 from guarddiag.errors import InputError
 from guarddiag.explain import Explanation, explain_events
 from guarddiag.logparse.parser import LogParser
+from guarddiag.model import script_outcome
 from guarddiag.render.explain import FORMATS, render_explanation
 from guarddiag.runner import RunRequest, execute
 from guarddiag.store import load_run
@@ -31,7 +32,7 @@ def explain_path(path: Path, full: bool, python: str = sys.executable) -> tuple[
         run = execute(RunRequest(script=path, python=python, capture_output=True))
         notes = [f"torch log: {run.log_path} (the script's output is beside it)"]
         if run.status != "ok":
-            notes.append(f"note: the script {run.status} (exit status {run.exit_code}); the model covers what compiled before that")
+            notes.append(f"note: {script_outcome(run)}; the model covers what compiled before that")
         return _from_log(Path(run.log_path or ""), run.torch_version, full), notes
     if path.suffix == ".json":
         run = load_run(path)

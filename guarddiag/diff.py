@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from guarddiag.causes import readable_source
-from guarddiag.model import Cause, FunctionSummary, Run, function_label
+from guarddiag.model import Cause, FunctionSummary, Run, function_label, script_outcome
 
 CauseKey = tuple[str, str, str]
 FunctionKey = tuple[str, str, int | None]
@@ -115,6 +115,8 @@ class RunDiff:
     before_label: str
     after_label: str
     functions: tuple[FunctionDelta, ...]
+    # ``label: how it ended`` for each side whose script did not finish: its counts are partial.
+    incomplete: tuple[str, ...] = ()
 
     @property
     def recompiles_before(self) -> int:
@@ -314,14 +316,20 @@ def diff_runs(before: Run, after: Run, before_label: str = "A", after_label: str
     deltas.sort(
         key=lambda f: (-(f.removed + f.added), -max(f.recompiles_before or 0, f.recompiles_after or 0), f.label)
     )
-    return RunDiff(before_label=before_label, after_label=after_label, functions=tuple(deltas))
+    incomplete = tuple(
+        f"{label}: {script_outcome(run)}" for label, run in ((before_label, before), (after_label, after)) if run.status != "ok"
+    )
+    return RunDiff(before_label=before_label, after_label=after_label, functions=tuple(deltas), incomplete=incomplete)
 
 
 # --- verdict ----------------------------------------------------------------------------------
 
 
 def verdict(d: RunDiff) -> list[str]:
-    """One line per function whose recompiles changed, or one line saying nothing changed."""
+    """One line per function whose recompiles changed, or one line saying nothing changed; no
+    attribution at all when a side stopped early (its missing recompiles are not the flag's doing)."""
+    if d.incomplete:
+        return [f"no change is attributed: {x}; its counts cover only what ran before it stopped" for x in d.incomplete]
     lines = [_verdict_line(d, f) for f in d.functions if f.changed]
     if not lines:
         return [f"{d.after_label} changes no recompile ({d.recompiles_before} before, {d.recompiles_after} after)"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relative_file
 from guarddiag.config import Settings
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
-from guarddiag.model import FunctionSummary, Run, cause_groups, function_label
+from guarddiag.model import FunctionSummary, Run, cause_groups, function_label, script_outcome
 
 FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed"})
 
@@ -113,7 +113,7 @@ def evaluate(
                     "",
                     path,
                     None,
-                    f"{path}: the script {run.status} (exit status {run.exit_code}); not compared with the baseline"
+                    f"{path}: {script_outcome(run)}; not compared with the baseline"
                     + (f"; torch log: {run.log_path}" if run.log_path else ""),
                 )
             )

@@ -141,6 +141,9 @@ class Run:
     config: dict[str, object] = field(default_factory=dict)
     log_path: str | None = None
     duration_s: float | None = None
+    # The script's uncaught exception (``Type: first line``) and the --flag entries its message names.
+    error: str | None = None
+    error_flags: tuple[str, ...] = ()
     schema: str = SCHEMA
 
     @property
@@ -158,6 +161,15 @@ class Run:
     @property
     def graph_breaks(self) -> int:
         return sum(len(f.graph_breaks) for f in self.functions)
+
+
+def script_outcome(run: Run) -> str:
+    """How a run that did not finish cleanly ended, in words: ``the script failed (exit status 1)``, or,
+    when its uncaught exception names a --flag, ``torch refused --flag NAME=VALUE at run time (...)``."""
+    if run.error_flags:
+        flags = ", ".join(f"--flag {f}" for f in run.error_flags)
+        return f"torch refused {flags} at run time ({run.error}); fix or drop that flag"
+    return f"the script {run.status} (exit status {run.exit_code})"
 
 
 def function_label(f: FunctionSummary) -> str:

@@ -148,6 +148,8 @@ def execute(request: RunRequest) -> Run:
         config=dict(meta.get("config") or {}),
         log_path=str(log_path),
         duration_s=round(duration, 3),
+        error=meta.get("exception"),
+        error_flags=tuple(meta.get("exception_flags") or ()),
     )
     save_run(run, run_dir / "run.json")
     return run

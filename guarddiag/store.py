@@ -41,6 +41,7 @@ def run_to_dict(run: Run) -> dict[str, object]:
         "config": dict(run.config),
         "log_path": run.log_path,
         "duration_s": run.duration_s,
+        "error": None if run.error is None else {"exception": run.error, "flags": list(run.error_flags)},
         "totals": {
             "compiles": run.compiles,
             "recompiles": run.recompiles,
@@ -119,6 +120,8 @@ def run_from_dict(data: dict, origin: str = "record") -> Run:
             config=dict(data.get("config", {})),
             log_path=data.get("log_path"),
             duration_s=data.get("duration_s"),
+            error=(data.get("error") or {}).get("exception"),
+            error_flags=tuple((data.get("error") or {}).get("flags", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{origin}: not a valid guarddiag run record ({exc!r}); re-create it with `guarddiag run --out`") from None

@@ -38,6 +38,7 @@ def _diff_to_dict(d: RunDiff) -> dict[str, object]:
         "recompiles_after": d.recompiles_after,
         "removed": d.removed,
         "added": d.added,
+        "incomplete": list(d.incomplete),
         "verdict": verdict(d),
         "functions": [_function_to_dict(f) for f in d.functions],
     }

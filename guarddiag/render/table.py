@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guarddiag.model import Run
+from guarddiag.model import Run, script_outcome
 from guarddiag.render.columns import simple_table
 from guarddiag.render.summary import cause_groups, function_label, headline, parse_note
 
@@ -11,7 +11,7 @@ def render(run: Run) -> str:
     """The terminal report of one run."""
     out = [headline(run)]
     if run.source == "run" and run.status != "ok":
-        out.append(f"script {run.status} (exit status {run.exit_code}); counts cover what ran before that")
+        out.append(f"{script_outcome(run)}; counts cover what ran before that")
     rows = [
         [function_label(f), f.compiles, f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""]
         for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))

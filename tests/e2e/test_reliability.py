@@ -66,6 +66,65 @@ def test_script_failures_are_recorded_and_reported(workdir, body, status, code):
     run = _record(workdir)
     assert (run["status"], run["exit_code"]) == (status, code)
     assert os.path.exists(workdir / run["log_path"])
+    # An uncaught exception is kept in the record; exits and signals have none.
+    assert run["error"] == ({"exception": run["error"]["exception"], "flags": []} if code == 1 else None)
+    if code == 1:
+        assert run["error"]["exception"].startswith(("SyntaxError:", "ValueError:"))
+
+
+@pytest.mark.torch
+def test_flag_value_outside_its_literal_choices_is_refused_before_running(workdir):
+    # torch 2.13 would accept the string when set and raise only at the first dynamic recompile.
+    proc = run_guarddiag("run", str(SCENARIOS / "tensor_shape.py"), "--flag", "automatic_dynamic_shapes_mark_as=bogus", cwd=workdir)
+    assert proc.returncode == 2
+    line = _line(proc.stderr)
+    assert "flag 'automatic_dynamic_shapes_mark_as' takes one of 'dynamic', 'unbacked', not 'bogus'" in line
+    assert "nothing was run" in line
+    assert not list((workdir / ".guarddiag" / "runs").glob("*/run.json"))
+
+
+@pytest.mark.torch
+def test_deprecated_flag_under_warnings_as_errors_is_a_flag_error_not_a_script_failure(workdir):
+    # CI jobs often run with -W error; torch 2.13 warns (FutureWarning) when a deprecated flag is touched.
+    env = {"PYTHONWARNINGS": "error"}
+    proc = run_guarddiag(
+        "run", str(SCENARIOS / "tensor_shape.py"), "--flag", "inline_inbuilt_nn_modules=false", cwd=workdir, env=env
+    )
+    assert proc.returncode == 2
+    line = _line(proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert line.startswith("guarddiag: torch refused to read --flag inline_inbuilt_nn_modules: FutureWarning: ")
+    assert "is deprecated" in line and line.endswith(")") and "nothing was run" in line
+
+
+@pytest.mark.torch
+def test_flag_value_torch_refuses_at_run_time_is_named(workdir):
+    # debug_backend_override is a free-form string; torch validates it at the first compile and raises
+    # a ValueError that names its environment variable and the bad backend, not the flag.
+    proc = run_guarddiag("run", str(SCENARIOS / "tensor_shape.py"), "--flag", "debug_backend_override=0:nosuch", cwd=workdir)
+    assert proc.returncode == 3
+    line = _line(proc.stderr)
+    assert line.startswith(
+        f"guarddiag: {SCENARIOS / 'tensor_shape.py'}: torch refused --flag debug_backend_override=0:nosuch at run time "
+        "(ValueError: TORCH_COMPILE_OVERRIDE_BACKENDS: 'nosuch' is not a valid backend"
+    ), line
+    assert "fix or drop that flag; the report covers what ran before that, the torch log is in" in line
+    run = _record(workdir)
+    assert run["status"] == "failed"
+    assert run["error"]["flags"] == ["debug_backend_override=0:nosuch"]
+    assert os.path.exists(workdir / run["log_path"])
+
+
+@pytest.mark.torch
+def test_compare_does_not_credit_a_flag_whose_run_torch_refused(workdir):
+    proc = run_guarddiag(
+        "compare", str(SCENARIOS / "tensor_shape.py"), "--flag", "debug_backend_override=0:nosuch", "-f", "json", cwd=workdir
+    )
+    assert proc.returncode == 3
+    assert "torch refused --flag debug_backend_override=0:nosuch at run time" in _line(proc.stderr)
+    (diff,) = json.loads(proc.stdout)["diffs"]
+    assert diff["incomplete"] and diff["incomplete"][0].startswith("debug_backend_override=0:nosuch: torch refused")
+    assert all(v.startswith("no change is attributed:") for v in diff["verdict"]), diff["verdict"]
 
 
 @pytest.mark.torch

@@ -258,3 +258,14 @@ def test_render_json_yaml_markdown_and_table():
 def test_render_refuses_an_unknown_format():
     with pytest.raises(ValueError, match="unknown report format 'html'"):
         render_diffs([_fresh_module_diff()], "html")
+
+
+def test_no_change_is_credited_to_a_side_that_stopped_early():
+    full = _log("torch-2.13.0/tensor_shape.log")
+    stopped = replace(full, functions=(), status="failed", exit_code=1, error="ValueError: bad", error_flags=("x=1",))
+    d = diff_runs(full, stopped, "baseline", "x=1")
+    assert d.removed == 2 and d.incomplete == ("x=1: torch refused --flag x=1 at run time (ValueError: bad); fix or drop that flag",)
+    assert verdict(d) == [f"no change is attributed: {d.incomplete[0]}; its counts cover only what ran before it stopped"]
+    assert json.loads(render_diffs([d], "json"))["diffs"][0]["incomplete"] == list(d.incomplete)
+    crashed = replace(full, status="failed", exit_code=1)
+    assert diff_runs(crashed, full).incomplete == ("A: the script failed (exit status 1)",)

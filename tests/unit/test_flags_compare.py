@@ -123,3 +123,44 @@ def test_a_flag_newer_than_the_target_torch_is_refused_with_its_old_name():
     with pytest.raises(InputError, match=r"unknown config flag 'recompile_limit' in torch 2\.4\.1.*did you mean: cache_size_limit"):
         _catalog("2.4.1").resolve("recompile_limit")
     assert _catalog("2.13.0").resolve("recompile_limit").value == 8
+
+
+# --- the child's checks on a flag value (guarddiag/_bootstrap.py, run in torch 2.13's interpreter here) ---
+
+
+def test_literal_flags_take_only_their_choices():
+    from typing import Literal, Optional
+
+    from guarddiag._bootstrap import _check_choices, _FlagError
+
+    _check_choices("mark_as", "unbacked", Literal["dynamic", "unbacked"])
+    _check_choices("mode", None, Optional[Literal["a", "b"]])
+    _check_choices("free", "anything", str)
+    _check_choices("none", "anything", None)
+    with pytest.raises(_FlagError, match=r"takes one of 'dynamic', 'unbacked', not 'bogus'"):
+        _check_choices("mark_as", "bogus", Literal["dynamic", "unbacked"])
+    with pytest.raises(_FlagError, match=r"takes one of 'a', 'b', None, not 'c'"):
+        _check_choices("mode", "c", Literal["a", "b"] | None)
+
+
+@pytest.mark.torch
+def test_an_exception_names_a_flag_by_name_env_var_or_value():
+    from guarddiag._bootstrap import _flags_named_in
+
+    flags = [
+        {"name": "debug_backend_override", "value": "0:nosuch"},
+        {"name": "automatic_dynamic_shapes_mark_as", "value": "bogus"},
+        {"name": "recompile_limit", "value": "100"},
+        {"name": "specialize_float", "value": "true"},
+    ]
+    named = _flags_named_in
+    assert named("ValueError: TORCH_COMPILE_OVERRIDE_BACKENDS: 'nosuch' is not a valid backend", flags) == [
+        "debug_backend_override=0:nosuch"
+    ]
+    assert named("ValueError: invalid automatic_dynamic_shapes_mark_as = x", flags) == ["automatic_dynamic_shapes_mark_as=bogus"]
+    assert named("KeyError: 'bogus'", flags) == ["automatic_dynamic_shapes_mark_as=bogus"]
+    assert named("AssertionError: torch._dynamo.config.recompile_limit must be positive", flags) == ["recompile_limit=100"]
+    # Numbers and booleans are too common to count as a mention; parts of longer words are not one.
+    assert named("RuntimeError: expected 100 elements, got true", flags) == []
+    assert named("ValueError: bogusness", flags) == []
+    assert named("ValueError: my_recompile_limit_x", flags) == []
