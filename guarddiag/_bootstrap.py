@@ -159,8 +159,14 @@ def _apply_flags(flags: list[dict[str, str]]) -> dict[str, object]:
             current = getattr(module, key)
         except Exception as exc:  # noqa: BLE001 - e.g. a deprecated flag's FutureWarning under -W error
             raise _FlagError(f"torch refused to read --flag {flag['name']}: {_exception_line(exc)}") from None
-        value = _coerce(flag["name"], flag["value"], current)
-        _check_choices(flag["name"], value, _annotation(module, key))
+        choices, only = _choices(_annotation(module, key))
+        if flag["value"] in [c for c in choices if isinstance(c, str)]:
+            value: object = flag["value"]  # optimize_ddp: bool | Literal["python_reducer", ...]
+        else:
+            value = _coerce(flag["name"], flag["value"], current)
+            if only and value not in choices:
+                listed = ", ".join(repr(c) for c in choices)
+                raise _FlagError(f"flag '{flag['name']}' takes one of {listed}, not {value!r}")
         planned.append((module, key, flag["name"], value))
     for module, key, name, value in planned:
         try:
@@ -177,12 +183,16 @@ def _annotation(module, key: str) -> object:
         return None
 
 
-def _check_choices(name: str, value: object, annotation: object) -> None:
-    """A ``Literal[...]`` flag (or ``Optional[Literal[...]]``) takes only its listed values: torch would
-    accept any string when set and fail only when the compiler reads it, mid-run."""
+def _choices(annotation: object) -> tuple[list[object], bool]:
+    """The values a flag's ``Literal[...]`` annotation lists, and whether they are all it takes.
+
+    ``Literal["dynamic", "unbacked"]`` (or with ``| None``) takes only those: torch would accept any
+    string when set and fail only when the compiler reads it, mid-run. ``bool | Literal[...]``
+    (optimize_ddp) takes the listed strings besides its booleans."""
     import typing
 
     choices: list[object] = []
+    only = True
     pending = [annotation]
     while pending:
         a = pending.pop(0)
@@ -193,9 +203,11 @@ def _check_choices(name: str, value: object, annotation: object) -> None:
             pending += typing.get_args(a)
         elif a is type(None):
             choices.append(None)
-    if any(c is not None for c in choices) and value not in choices:
-        listed = ", ".join(repr(c) for c in choices)
-        raise _FlagError(f"flag '{name}' takes one of {listed}, not {value!r}")
+        else:
+            only = False
+    if all(c is None for c in choices):
+        return [], False
+    return choices, only
 
 
 def _has_attr(module, key: str) -> bool:
@@ -385,10 +397,13 @@ def describe(out_path: str) -> int:
             alias = getattr(entry, "alias", None)
             # An alias has no default of its own: it reads its target.
             default = getattr(entry, "default", value) if entry is not None and not alias else value
+            choices, only = _choices(_annotation(module, key))
             flags.append(
                 {
                     "name": prefix + key,
                     "type": type(value).__name__,
+                    "choices": [_jsonable(c) for c in choices],
+                    "choices_only": only,
                     "default": _jsonable(default),
                     "value": _jsonable(value),
                     "env": envs.get(key, []),

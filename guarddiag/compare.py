@@ -42,6 +42,11 @@ def _values_for(flag: Flag, spec_values: list[str]) -> list[str]:
         return spec_values
     if flag.is_bool:
         return [_format_value(not bool(flag.value))]
+    if flag.choices_only:
+        # A Literal[...] flag: try every value it takes but the one in force.
+        others = [_format_value(c) for c in flag.choices if c != flag.value]
+        if others:
+            return others
     raise InputError(
         f"--flag {flag.name}: it is a {flag.type} (now {flag.value!r}), not a boolean; give the values to try: "
         f"--flag {flag.name}=V1,V2"

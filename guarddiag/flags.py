@@ -20,7 +20,7 @@ from guarddiag.errors import InputError
 from guarddiag.store import write_atomic
 
 # Bump when the describe output changes shape: old cache entries are then ignored.
-SCHEMA = "guarddiag.flags/1"
+SCHEMA = "guarddiag.flags/2"
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -38,6 +38,9 @@ class Flag:
     alias_of: str | None = None
     deprecated: bool = False
     deprecation_message: str | None = None
+    # The values a Literal[...] annotation lists; with choices_only, the only values the flag takes.
+    choices: tuple[object, ...] = ()
+    choices_only: bool = False
 
     @property
     def is_bool(self) -> bool:
@@ -80,6 +83,11 @@ class Catalog:
 def parse_value(flag: Flag, raw: str) -> object:
     """Check a value against the flag's type; the child parses it again the same way."""
     text = raw.strip()
+    if raw in [c for c in flag.choices if isinstance(c, str)]:
+        return raw
+    if flag.choices_only and flag.type == "str":
+        listed = ", ".join(repr(c) for c in flag.choices)
+        raise InputError(f"flag '{flag.name}' takes one of {listed}, not '{raw}'")
     if flag.type == "bool":
         if text.lower() in _TRUE:
             return True
@@ -166,6 +174,8 @@ def catalog_from_dict(data: dict) -> Catalog:
             alias_of=f.get("alias_of"),
             deprecated=bool(f.get("deprecated")),
             deprecation_message=f.get("deprecation_message"),
+            choices=tuple(f.get("choices", ())),
+            choices_only=bool(f.get("choices_only")),
         )
         for f in data["flags"]
     }

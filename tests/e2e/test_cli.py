@@ -102,6 +102,15 @@ def test_ill_typed_flag_is_refused(workdir):
     assert "takes an integer" in _one_clean_line(proc.stderr)
 
 
+@pytest.mark.torch
+def test_a_string_choice_of_a_bool_flag_is_accepted(workdir):
+    # optimize_ddp: bool | Literal["ddp_optimizer", "python_reducer", ...] = True
+    (workdir / "tiny.py").write_text(TINY)
+    proc = run_guarddiag("run", "tiny.py", "--flag", "optimize_ddp=python_reducer", "-o", "a.json", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((workdir / "a.json").read_text())["config"] == {"optimize_ddp": "python_reducer"}
+
+
 def test_flag_without_value_is_refused(workdir):
     proc = run_guarddiag("run", "x.py", "--flag", "recompile_limit", cwd=workdir)
     assert proc.returncode == 2

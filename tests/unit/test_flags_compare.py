@@ -128,19 +128,34 @@ def test_a_flag_newer_than_the_target_torch_is_refused_with_its_old_name():
 # --- the child's checks on a flag value (guarddiag/_bootstrap.py, run in torch 2.13's interpreter here) ---
 
 
-def test_literal_flags_take_only_their_choices():
+def test_literal_annotations_give_a_flags_choices():
     from typing import Literal, Optional
 
-    from guarddiag._bootstrap import _check_choices, _FlagError
+    from guarddiag._bootstrap import _choices
 
-    _check_choices("mark_as", "unbacked", Literal["dynamic", "unbacked"])
-    _check_choices("mode", None, Optional[Literal["a", "b"]])
-    _check_choices("free", "anything", str)
-    _check_choices("none", "anything", None)
-    with pytest.raises(_FlagError, match=r"takes one of 'dynamic', 'unbacked', not 'bogus'"):
-        _check_choices("mark_as", "bogus", Literal["dynamic", "unbacked"])
-    with pytest.raises(_FlagError, match=r"takes one of 'a', 'b', None, not 'c'"):
-        _check_choices("mode", "c", Literal["a", "b"] | None)
+    assert _choices(Literal["dynamic", "unbacked"]) == (["dynamic", "unbacked"], True)
+    assert _choices(Optional[Literal["a", "b"]]) == (["a", "b", None], True)
+    assert _choices(Literal["a", "b"] | None) == (["a", "b", None], True)
+    assert _choices(bool | Literal["ddp_optimizer", "python_reducer"]) == (["ddp_optimizer", "python_reducer"], False)
+    assert _choices(str) == ([], False)
+    assert _choices(Optional[int]) == ([], False)
+    assert _choices(None) == ([], False)
+
+
+@pytest.mark.parametrize("version", ["2.13.0", "2.15.0"])
+def test_choices_come_from_torchs_annotations(version):
+    cat = _catalog(version)
+    mark_as = cat.resolve("automatic_dynamic_shapes_mark_as")
+    assert mark_as.choices_only and "unbacked" in mark_as.choices
+    assert parse_value(mark_as, "unbacked") == "unbacked"
+    with pytest.raises(InputError, match=r"takes one of 'dynamic', 'unbacked'.*, not 'bogus'"):
+        parse_value(mark_as, "bogus")
+    ddp = cat.resolve("optimize_ddp")
+    assert ddp.type == "bool" and not ddp.choices_only
+    assert parse_value(ddp, "python_reducer") == "python_reducer"
+    assert parse_value(ddp, "false") is False
+    with pytest.raises(InputError, match="takes a boolean"):
+        parse_value(ddp, "sometimes")
 
 
 @pytest.mark.torch
@@ -164,3 +179,8 @@ def test_an_exception_names_a_flag_by_name_env_var_or_value():
     assert named("RuntimeError: expected 100 elements, got true", flags) == []
     assert named("ValueError: bogusness", flags) == []
     assert named("ValueError: my_recompile_limit_x", flags) == []
+
+
+def test_compare_tries_every_other_choice_of_a_literal_flag():
+    plan = plan_compare(_catalog("2.13.0"), ["automatic_dynamic_shapes_mark_as"], False, ["py"])
+    assert [v.label for v in plan.variants] == ["automatic_dynamic_shapes_mark_as=unbacked"]
