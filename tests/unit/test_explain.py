@@ -1,4 +1,4 @@
-"""The guard model (``guarddiag explain``) on real logs recorded from torch 2.13.0, 2.4.1 and 2.1.2."""
+"""The guard model (``guarddiag explain``) on real logs recorded from torch 2.15.0, 2.13.0, 2.4.1 and 2.1.2."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from guarddiag.render.explain import render_explanation
 from guarddiag.store import save_run
 from tests.conftest import LOGS
 
-VERSIONS = ("2.13.0", "2.4.1", "2.1.2")
+VERSIONS = ("2.15.0", "2.13.0", "2.4.1", "2.1.2")
+# Type-checked modules, inlined nn.Module: what 2.13 prints, 2.15 prints the same way.
+MODERN = ("2.13.0", "2.15.0")
 SCENARIOS = sorted(p.stem for p in (LOGS / "torch-2.13.0").glob("*.log"))
 
 
@@ -57,8 +59,9 @@ def test_every_recorded_log_explains_every_compile(version: str, scenario: str):
     assert "Python shape guard function" not in text and "___check" not in text
 
 
-def test_module_int_attribute_2_13_type_of_self_and_value_of_layer_idx():
-    f = _function(_explain("2.13.0", "module_int_attribute"), "forward")
+@pytest.mark.parametrize("version", MODERN)
+def test_module_int_attribute_2_13_type_of_self_and_value_of_layer_idx(version):
+    f = _function(_explain(version, "module_int_attribute"), "forward")
     me = _row(f, "argument `self`")
     assert me.how == "type" and _says(me.no_recompile, "another DecoderLayer instance", "no recompile")
     idx = _row(f, "`self.layer_idx`")
@@ -103,8 +106,9 @@ def test_torch_2_1_has_no_inline_flag_so_the_hint_says_reuse_or_upgrade():
     assert "reuse one `self` instance" in hint.hint and "inline_inbuilt_nn_modules" not in hint.hint and not hint.check
 
 
-def test_dict_keys_iterated_dict_by_keys_read_dict_only_at_its_keys():
-    f = _function(_explain("2.13.0", "dict_keys"), "weighted_total")
+@pytest.mark.parametrize("version", MODERN)
+def test_dict_keys_iterated_dict_by_keys_read_dict_only_at_its_keys(version):
+    f = _function(_explain(version, "dict_keys"), "weighted_total")
     losses = _row(f, "argument `losses`")
     assert losses.how == "content (keys in order)" and losses.detail == "keys 'main'"
     assert _says(losses.recompiles, "adding, removing or reordering keys of `losses` recompiles")
@@ -116,16 +120,17 @@ def test_dict_keys_iterated_dict_by_keys_read_dict_only_at_its_keys():
     assert old.how == "content (length)" and _says(old.recompiles, "adding or removing keys of `LOSS_WEIGHTS` recompiles")
 
 
-def test_dict_value_and_global_and_closure_and_class_attribute_values():
-    f = _function(_explain("2.13.0", "dict_value"), "mlp_forward")
+@pytest.mark.parametrize("version", MODERN)
+def test_dict_value_and_global_and_closure_and_class_attribute_values(version):
+    f = _function(_explain(version, "dict_value"), "mlp_forward")
     assert _says(_row(f, "argument `cfg`").no_recompile, "only read at key 'activation', 'use_residual'")
     assert _says(_row(f, "`cfg['activation']`").recompiles, "changing `cfg['activation']` recompiles", "'gelu'")
-    g = _function(_explain("2.13.0", "global_variable"), "augment_and_encode")
+    g = _function(_explain(version, "global_variable"), "augment_and_encode")
     assert _row(g, "global `AUGMENT_MODE`").detail == "value 'none'"
-    c = _function(_explain("2.13.0", "closure_variable"), "hinge_loss")
+    c = _function(_explain(version, "closure_variable"), "hinge_loss")
     assert _row(c, "closure variable `reduction`").detail == "value 'mean'"
     assert _row(c, "closure variable `margin`").detail == "value 1"
-    k = _function(_explain("2.13.0", "class_attribute"), "normalize_features")
+    k = _function(_explain(version, "class_attribute"), "normalize_features")
     assert _row(k, "`Cfg.norm_type`").how == "value"
 
 
@@ -137,8 +142,9 @@ def test_class_attribute_on_2_4_1_is_not_guarded():
     assert not [o for o in f.entries[0].objects if "norm_type" in o.name]
 
 
-def test_tensor_shape_dynamic_dim_and_its_range_fold_into_the_tensor():
-    f = _function(_explain("2.13.0", "tensor_shape"), "train_step")
+@pytest.mark.parametrize("version", MODERN)
+def test_tensor_shape_dynamic_dim_and_its_range_fold_into_the_tensor(version):
+    f = _function(_explain(version, "tensor_shape"), "train_step")
     assert _row(f, "argument `x`").detail == "tensor float32 [32, 20] requires_grad=False"
     dyn = _row(f, "argument `x`", entry=1)
     assert dyn.how == "tensor metadata (dynamic dims)"
@@ -150,24 +156,27 @@ def test_tensor_shape_dynamic_dim_and_its_range_fold_into_the_tensor():
     assert any("mark_dynamic" in h.hint for h in f.hints)
 
 
-def test_float_hyperparameter_becomes_dynamic_and_the_hint_is_a_tensor():
-    f = _function(_explain("2.13.0", "float_hyperparameter"), "sgd_update")
+@pytest.mark.parametrize("version", MODERN)
+def test_float_hyperparameter_becomes_dynamic_and_the_hint_is_a_tensor(version):
+    f = _function(_explain(version, "float_hyperparameter"), "sgd_update")
     assert _row(f, "argument `lr`").detail == "value 0.1"
     assert _row(f, "argument `lr`", entry=1).how == "type (dynamic value)"
     (hint,) = f.hints
     assert "torch.tensor(value)" in hint.hint
 
 
-def test_grad_mode_is_ambient_and_differs_between_entries():
-    f = _function(_explain("2.13.0", "grad_mode"), "compute_loss")
+@pytest.mark.parametrize("version", MODERN)
+def test_grad_mode_is_ambient_and_differs_between_entries(version):
+    f = _function(_explain(version, "grad_mode"), "compute_loss")
     assert "grad mode on" in f.entries[0].ambient
     assert f.entries[1].differs == ("ambient: grad mode off",)
     assert not [o for o in f.entries[0].objects if "__import" in o.name or "hooks" in o.name]
 
 
-def test_full_expands_families_and_default_collapses_them():
-    short = _function(_explain("2.13.0", "fresh_module_instance"), "forward")
-    full = _function(_explain("2.13.0", "fresh_module_instance", full=True), "forward")
+@pytest.mark.parametrize("version", MODERN)
+def test_full_expands_families_and_default_collapses_them(version):
+    short = _function(_explain(version, "fresh_module_instance"), "forward")
+    full = _function(_explain(version, "fresh_module_instance", full=True), "forward")
     assert len(full.entries[0].objects) > len(short.entries[0].objects)
     assert _row(full, "`self.fc1.weight`").how == "tensor metadata"
 
