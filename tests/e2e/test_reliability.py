@@ -253,13 +253,20 @@ def test_forked_children_log_apart_from_the_parent(workdir):
             """
             import multiprocessing as mp
             import torch
+            import torch._dynamo.utils as utils
 
             @torch.compile(backend="eager", dynamic=False)
             def f(x):
                 return x * 2 + 1
 
+            def torch_count(path):
+                ids = {str(m.compile_id) for m in utils.get_compilation_metrics() if m.co_name == "f"}
+                with open(path, "w") as fh:
+                    fh.write(str(len(ids)))
+
             def child(n):
                 f(torch.ones(n))  # a recompile in the forked child
+                torch_count("child-count.txt")
 
             if __name__ == "__main__":
                 mp.set_start_method("fork")
@@ -268,6 +275,7 @@ def test_forked_children_log_apart_from_the_parent(workdir):
                 p.start()
                 p.join()
                 f(torch.ones(7))  # a recompile in the parent: the same compile id [0/1] as the child's
+                torch_count("parent-count.txt")
             """
         )
     )
@@ -275,8 +283,12 @@ def test_forked_children_log_apart_from_the_parent(workdir):
     assert proc.returncode == 0, proc.stderr[-2000:]
     run = json.loads((workdir / "r.json").read_text())
     events = sorted((f["frame_ids"][0], [e["compile_id"] for e in f["recompile_events"]]) for f in run["functions"])
-    # the child's count includes the compile it inherited from the parent at fork (0/0)
     assert events == [("0", ["0/1"]), ("child1:0", ["child1:0/1"])]
+    # Each process counts what torch's own metrics count in that process: the child's cache holds the
+    # compile it inherited at fork (0/0) and its own recompile (0/1).
+    compiles = {f["frame_ids"][0]: f["compiles"] for f in run["functions"]}
+    assert compiles == {"0": int((workdir / "parent-count.txt").read_text()), "child1:0": int((workdir / "child-count.txt").read_text())}
+    assert compiles == {"0": 2, "child1:0": 2}
 
 
 def _start(workdir, script: str) -> subprocess.Popen:
