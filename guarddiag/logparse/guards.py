@@ -92,6 +92,12 @@ class TreeReader:
         # others (and the manager path above each guard) is most of the parse time.
         self._keep = keep
 
+    def keep_raw(self, label: str, rest: str) -> None:
+        """A kept guard's kind and expression (with its comment), read later and only if needed
+        (guard_from_raw). LogParser.parse calls this directly for the tree lines it recognizes."""
+        if not rest.startswith("GuardManager"):
+            self.raw.append((label, rest))
+
     def feed(self, body: str) -> bool:
         """Take one listing line; False when it is not part of a listing."""
         text = body.strip()
@@ -123,7 +129,7 @@ class TreeReader:
             return True
         if self._keep is not None:
             if label in self._keep:
-                self.raw.append((label, rest))  # read later, and only if needed (guard_from_raw)
+                self.keep_raw(label, rest)
             return True
         if label.endswith("Accessor") or not label.isupper():
             return True

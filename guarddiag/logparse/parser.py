@@ -55,8 +55,12 @@ class _Block:
     """A multi-line record being read."""
 
     bare_ok = False
-    # Guard kinds a counting parser keeps; other tree lines may be skipped unread (see LogParser.parse).
+    # Guard kinds a counting parser keeps; other tree lines may be skipped unread, and kept ones
+    # handed to ``keep_raw`` without the rest of the line reading (see LogParser.parse).
     skippable: frozenset[str] | None = None
+
+    def keep_raw(self, label: str, rest: str) -> None:  # pragma: no cover - only blocks with skippable
+        raise NotImplementedError
 
     def feed(self, body: str) -> bool:  # pragma: no cover - interface
         raise NotImplementedError
@@ -73,6 +77,7 @@ class _GuardBlock(_Block):
         self.cid = cid
         self.reader = TreeReader(keep)
         self.skippable = keep
+        self.keep_raw = self.reader.keep_raw  # the hot path's one call per kept guard line
         self.in_shape_fn = False
         self.done = False
 
@@ -82,6 +87,7 @@ class _GuardBlock(_Block):
         text = body.strip()
         if text.startswith("Guard eval latency"):
             self.done = True
+            self.skippable = None  # the listing is over: no more lines for the hot path to take
             return True
         if text.startswith("GUARDS:") and self.reader.guards:
             return False
@@ -229,19 +235,26 @@ class LogParser:
         counters = self.counters
         skipped = 0
         # Hottest path, inlined with its state in locals (re-read after every feed): a guard-tree line
-        # of the open listing whose kind is not kept is counted and dismissed.
-        skippable, prefix, plen = None, "", 0
+        # of the open listing is counted and dismissed when its kind is not kept, and its kind and
+        # expression go straight to the listing when it is (TreeReader.feed reads them the same way).
+        skippable, prefix, plen, keep_raw = None, "", 0, None
         for line in lines:
             if skippable is not None and line.startswith(prefix):
                 start = line.find("+- ", plen)
                 if start >= 0:
                     end = line.find(":", start + 3)
-                    if (line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()) not in skippable:
+                    label = line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()
+                    if label not in skippable:
+                        skipped += 1
+                        continue
+                    if end > start + 3:
+                        keep_raw(label, line[end + 1 :].strip())
                         skipped += 1
                         continue
             events = feed(line)
             block = self._prefix_block
             skippable = block.skippable if block is not None else None
+            keep_raw = block.keep_raw if skippable is not None else None
             prefix, plen = self._prefix, self._prefix_len
             if events:
                 counters.lines += skipped

@@ -1,0 +1,37 @@
+"""LogParser.parse takes guard-tree lines of an open listing without reading them line by line
+(skips the kinds a counting parser does not keep, hands the kept ones straight to the listing).
+It must produce exactly the events of feeding every line through ``feed``, on every real log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from guarddiag.build import _PINNING_KINDS
+from guarddiag.logparse.parser import LogParser
+from tests.conftest import LOGS
+
+REAL = sorted(LOGS.glob("torch-*/*.log")) + sorted(LOGS.glob("handmade/*.log"))
+
+
+def _lines(path: Path) -> list[str]:
+    with path.open(encoding="utf-8", errors="replace", newline="") as fh:
+        return list(fh)
+
+
+def _line_by_line(lines: list[str], keep: frozenset[str] | None) -> tuple[list, object]:
+    parser = LogParser(keep_guards=keep)
+    events = [e for line in lines for e in parser.feed(line)] + parser.finish()
+    return events, parser.counters
+
+
+@pytest.mark.parametrize("keep", [_PINNING_KINDS, None], ids=["counting", "all-guards"])
+@pytest.mark.parametrize("log", REAL, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_hot_path_gives_the_events_of_feeding_each_line(log: Path, keep):
+    lines = _lines(log)
+    parser = LogParser(keep_guards=keep)
+    fast = list(parser.parse(lines))
+    slow, counters = _line_by_line(lines, keep)
+    assert fast == slow
+    assert parser.counters == counters
