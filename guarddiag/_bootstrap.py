@@ -51,7 +51,7 @@ def main(spec_path: str) -> int:
     _route_future_log_setups(log)
     meta["torch_version"] = torch.__version__
     try:
-        meta["config"] = _apply_flags(spec.get("flags", []))
+        meta["config"], meta["flag_notes"] = _apply_flags(spec.get("flags", []))
     except _FlagError as exc:
         return _refuse(spec, meta, "flag", str(exc), exc.suggestions)
     meta["phase"] = "script"
@@ -143,8 +143,22 @@ def _known_names(module) -> list[str]:
     return sorted(n for n in dir(module) if not n.startswith("_"))
 
 
-def _apply_flags(flags: list[dict[str, str]]) -> dict[str, object]:
-    """Validate every flag first, then set them all; return the values read back."""
+def _apply_flags(flags: list[dict[str, str]]) -> tuple[dict[str, object], list[str]]:
+    """Validate every flag first, then set them all; return the values read back, and what torch
+    warned about them (a deprecated flag that does nothing), for guarddiag to say in its own words
+    rather than as a warning pointing into this file. Warnings set to be errors still refuse."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        config = _apply_flags_warned(flags)
+    notes = []
+    for w in caught:
+        named = [n for n in config if n.rpartition(".")[2] in str(w.message)]
+        notes.append(f"--flag {named[0]}: {w.message}" if named else f"torch warned while setting the flags: {w.message}")
+    return config, list(dict.fromkeys(notes))
+
+
+def _apply_flags_warned(flags: list[dict[str, str]]) -> dict[str, object]:
     planned = []
     for flag in flags:
         module, key, prefix = _config_module(flag["name"])

@@ -139,6 +139,8 @@ class Run:
     argv: tuple[str, ...] = ()
     flags: dict[str, str] = field(default_factory=dict)
     config: dict[str, object] = field(default_factory=dict)
+    # What torch warned when the flags were set (a deprecated flag that does nothing), one line each.
+    flag_notes: tuple[str, ...] = ()
     log_path: str | None = None
     duration_s: float | None = None
     # The script's uncaught exception (``Type: first line``) and the --flag entries its message names.

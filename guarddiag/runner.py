@@ -146,6 +146,7 @@ def execute(request: RunRequest) -> Run:
         argv=tuple(request.args),
         flags={n: v for n, v in request.flags},
         config=dict(meta.get("config") or {}),
+        flag_notes=tuple(meta.get("flag_notes") or ()),
         log_path=str(log_path),
         duration_s=round(duration, 3),
         error=meta.get("exception"),

@@ -10,6 +10,7 @@ from guarddiag.render.summary import cause_groups, function_label, headline, par
 def render(run: Run) -> str:
     """The terminal report of one run."""
     out = [headline(run)]
+    out += [f"note: {n}" for n in run.flag_notes]
     if run.source == "run" and run.status != "ok":
         out.append(f"{script_outcome(run)}; counts cover what ran before that")
     rows = [

@@ -98,6 +98,16 @@ def test_deprecated_flag_under_warnings_as_errors_is_a_flag_error_not_a_script_f
 
 
 @pytest.mark.torch
+def test_deprecated_no_op_flag_is_run_and_said_in_guarddiags_words(workdir):
+    proc = run_guarddiag("run", str(SCENARIOS / "tensor_shape.py"), "--flag", "inline_inbuilt_nn_modules=false", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "_bootstrap.py" not in proc.stderr and "FutureWarning" not in proc.stderr  # no warning pointing into guarddiag
+    note = "note: --flag inline_inbuilt_nn_modules: torch._dynamo.config.inline_inbuilt_nn_modules is deprecated and does not do anything"
+    assert note in proc.stdout
+    assert _record(workdir)["flag_notes"][0].startswith(note[len("note: ") :])
+
+
+@pytest.mark.torch
 def test_flag_value_torch_refuses_at_run_time_is_named(workdir):
     # debug_backend_override is a free-form string; torch validates it at the first compile and raises
     # a ValueError that names its environment variable and the bad backend, not the flag.
