@@ -523,7 +523,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Path]:
     )
     parser.add_argument("--quick", action="store_true", help="a 64 MiB scaled log and 1 repeat, to try it out")
     parser.add_argument("--only", action="append", choices=SECTIONS, help="measure only this section (repeatable)")
-    parser.add_argument("--repeats", type=int, help="runs per median (default 3; 1 with --quick)")
+    parser.add_argument("--repeats", type=int, help="runs per median (default 3, at least 11 for the sub-second measures; 1 with --quick)")
     parser.add_argument("--big-repeats", type=int, default=1, help="runs on the scaled log (default 1)")
     parser.add_argument("--scaled-size", type=make_scaled_log.parse_size, help="scaled log size (default 1GiB; 64MiB with --quick)")
     parser.add_argument("--scaled", type=Path, help="parse this scaled log instead of building one")

@@ -147,13 +147,14 @@ def _apply_flags(flags: list[dict[str, str]]) -> tuple[dict[str, object], list[s
     """Validate every flag first, then set them all; return the values read back, and what torch
     warned about them (a deprecated flag that does nothing), for guarddiag to say in its own words
     rather than as a warning pointing into this file. Warnings set to be errors still refuse."""
+    import re
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
         config = _apply_flags_warned(flags)
     notes = []
     for w in caught:
-        named = [n for n in config if n.rpartition(".")[2] in str(w.message)]
+        named = [n for n in config if re.search(rf"(?<!\w){re.escape(n.rpartition('.')[2])}(?!\w)", str(w.message))]
         notes.append(f"--flag {named[0]}: {w.message}" if named else f"torch warned while setting the flags: {w.message}")
     return config, list(dict.fromkeys(notes))
 
@@ -178,6 +179,8 @@ def _apply_flags_warned(flags: list[dict[str, str]]) -> dict[str, object]:
             value: object = flag["value"]  # optimize_ddp: bool | Literal["python_reducer", ...]
         else:
             value = _coerce(flag["name"], flag["value"], current)
+            if only and value == "None" and None in choices:
+                value = None
             if only and value not in choices:
                 listed = ", ".join(repr(c) for c in choices)
                 raise _FlagError(f"flag '{flag['name']}' takes one of {listed}, not {value!r}")
@@ -191,8 +194,12 @@ def _apply_flags_warned(flags: list[dict[str, str]]) -> dict[str, object]:
 
 
 def _annotation(module, key: str) -> object:
+    """The declared type of a flag: torch's config entry has it (also for nested names such as
+    ``triton.multi_kernel``, torch 2.5+); older torch has only the module's annotations."""
     try:
-        return (getattr(module, "__annotations__", None) or {}).get(key)
+        entry = (getattr(module, "_config", None) or {}).get(key)
+        declared = getattr(entry, "value_type", None)
+        return declared if declared is not None else (getattr(module, "__annotations__", None) or {}).get(key)
     except Exception:  # noqa: BLE001 - a config module without readable annotations has no choices
         return None
 
@@ -316,14 +323,18 @@ def _run_script(script: str, args: list[str]) -> tuple[int, BaseException | None
 
 def _exception_line(exc: BaseException) -> str:
     """``Type: first line of the message``, at most 300 characters."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    try:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    except Exception:  # noqa: BLE001 - an exception whose str() fails is still named by its type
+        lines = []
     text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
     return text[:300]
 
 
 def _flags_named_in(text: str, flags: list[dict[str, str]]) -> list[str]:
-    """The --flag entries an exception message names: by config name, by an environment variable that
-    sets it, or by its value (a word of 3+ characters that is not a number or a boolean)."""
+    """The --flag entries an exception message names: by config name (one with an underscore, not
+    a plain word such as ``verbose``), by an environment variable that sets it, or by a part of its
+    value quoted in the message (``'nosuch'``)."""
     import re
 
     named = []
@@ -332,14 +343,11 @@ def _flags_named_in(text: str, flags: list[dict[str, str]]) -> list[str]:
             module, key, _ = _config_module(flag["name"])
             words = [key, *_env_vars_by_name(module).get(key, [])]
         except Exception:  # noqa: BLE001 - matching is a hint; never fail the run over it
-            words = [flag["name"]]
-        value = flag["value"].strip()
-        if len(value) >= 3 and value.lower() not in _TRUE | _FALSE | {"none"}:
-            try:
-                float(value)
-            except ValueError:
-                words.append(value)
-        if any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in words if w):
+            key, words = flag["name"], [flag["name"]]
+        words = [w for w in words if "_" in w or "." in w]
+        parts = [p for p in re.split(r"[\s:;,=]+", flag["value"]) if len(p) >= 3]
+        quoted = [q + p + q for p in parts for q in ("'", '"')]
+        if any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in words) or any(q in text for q in quoted):
             named.append(f"{flag['name']}={flag['value']}")
     return named
 

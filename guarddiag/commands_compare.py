@@ -110,7 +110,7 @@ def compare_report(plan: ComparePlan, results: list[VariantResult], catalog: Cat
         out += ["", tabulate(rows, headers=["configuration", "config in force", "recompiles", "script"])]
         for r in results:
             out += [f"note: {r.variant.label}: {u}; not attributed to a flag" for u in r.unstable]
-            out += [f"note: {r.variant.label}: {o}; its counts, and so its diff, cover what ran before that" for o in dict.fromkeys(script_outcome(run) for run in r.runs if run.status != "ok")]
+            out += [f"note: {r.variant.label}: {o}; its counts cover what ran before that" for o in dict.fromkeys(script_outcome(run) for run in r.runs if run.status != "ok")]
         out += ["", render_diffs(diffs, fmt)]
     return "\n".join(out), diffs
 
@@ -145,6 +145,8 @@ def flags_table(catalog: Catalog, pattern: str | None, show_all: bool, fmt: str)
             note.append(f"deprecated: {f.deprecation_message or ''}".strip())
         if f.value != f.default:
             note.append(f"default {f.default!r}, set by environment")
+        if f.choices:
+            note.append(("one of " if f.choices_only else "or one of ") + ", ".join(repr(c) for c in f.choices))
         value = repr(f.value)
         rows.append([f.name, f.type, value if len(value) < 40 else value[:37] + "...", ", ".join(f.env), "; ".join(note)])
     head = f"torch {catalog.torch_version}: {len(rows)} flags" + ("" if show_all else " (inductor.* with --all)")

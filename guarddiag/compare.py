@@ -44,7 +44,7 @@ def _values_for(flag: Flag, spec_values: list[str]) -> list[str]:
         return [_format_value(not bool(flag.value))]
     if flag.choices_only:
         # A Literal[...] flag: try every value it takes but the one in force.
-        others = [_format_value(c) for c in flag.choices if c != flag.value]
+        others = [_format_value(c) for c in flag.choices if c != flag.value and c is not None]
         if others:
             return others
     raise InputError(

@@ -81,13 +81,20 @@ class Catalog:
 
 
 def parse_value(flag: Flag, raw: str) -> object:
-    """Check a value against the flag's type; the child parses it again the same way."""
-    text = raw.strip()
+    """Check a value against the flag's type and listed choices; the child parses it again the same way."""
     if raw in [c for c in flag.choices if isinstance(c, str)]:
         return raw
-    if flag.choices_only and flag.type == "str":
+    value = _typed(flag, raw)
+    if flag.choices_only and value not in flag.choices:
+        if value == "None" and None in flag.choices:
+            return None
         listed = ", ".join(repr(c) for c in flag.choices)
         raise InputError(f"flag '{flag.name}' takes one of {listed}, not '{raw}'")
+    return value
+
+
+def _typed(flag: Flag, raw: str) -> object:
+    text = raw.strip()
     if flag.type == "bool":
         if text.lower() in _TRUE:
             return True

@@ -167,10 +167,10 @@ class Run:
 
 def script_outcome(run: Run) -> str:
     """How a run that did not finish cleanly ended, in words: ``the script failed (exit status 1)``, or,
-    when its uncaught exception names a --flag, ``torch refused --flag NAME=VALUE at run time (...)``."""
+    when its uncaught exception names a --flag, ``the script failed on --flag NAME=VALUE (...)``."""
     if run.error_flags:
         flags = ", ".join(f"--flag {f}" for f in run.error_flags)
-        return f"torch refused {flags} at run time ({run.error}); fix or drop that flag"
+        return f"the script failed on {flags} ({run.error}): its error names that flag; fix or drop it"
     return f"the script {run.status} (exit status {run.exit_code})"
 
 

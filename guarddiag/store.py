@@ -122,11 +122,18 @@ def run_from_dict(data: dict, origin: str = "record") -> Run:
             flag_notes=tuple(data.get("flag_notes", ())),
             log_path=data.get("log_path"),
             duration_s=data.get("duration_s"),
-            error=(data.get("error") or {}).get("exception"),
-            error_flags=tuple((data.get("error") or {}).get("flags", ())),
+            error=_error(data).get("exception"),
+            error_flags=tuple(_error(data).get("flags", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{origin}: not a valid guarddiag run record ({exc!r}); re-create it with `guarddiag run --out`") from None
+
+
+def _error(data: dict) -> dict:
+    error = data.get("error") or {}
+    if not isinstance(error, dict):
+        raise TypeError(f"error: expected an object or null, got {type(error).__name__}")
+    return error
 
 
 def _event_from_dict(e: dict) -> RecompileEvent:

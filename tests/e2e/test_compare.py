@@ -105,6 +105,9 @@ def test_flags_lists_env_vars_and_deprecations(workdir):
     data = json.loads(run_guarddiag("flags", "automatic_dynamic", "-f", "json", cwd=workdir).stdout)
     (flag,) = [f for f in data["flags"] if f["name"] == "automatic_dynamic_shapes"]
     assert flag["env"] == ["TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES"]
+    (mark_as,) = [f for f in data["flags"] if f["name"] == "automatic_dynamic_shapes_mark_as"]
+    assert mark_as["choices"] == ["dynamic", "unbacked"] and mark_as["choices_only"]
+    assert "one of 'dynamic', 'unbacked'" in run_guarddiag("flags", "mark_as", cwd=workdir).stdout
 
 
 def test_diff_of_recorded_torch_2_4_logs_shows_inlining_removes_identity_recompiles(workdir):

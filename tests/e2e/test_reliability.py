@@ -115,10 +115,10 @@ def test_flag_value_torch_refuses_at_run_time_is_named(workdir):
     assert proc.returncode == 3
     line = _line(proc.stderr)
     assert line.startswith(
-        f"guarddiag: {SCENARIOS / 'tensor_shape.py'}: torch refused --flag debug_backend_override=0:nosuch at run time "
+        f"guarddiag: {SCENARIOS / 'tensor_shape.py'}: the script failed on --flag debug_backend_override=0:nosuch "
         "(ValueError: TORCH_COMPILE_OVERRIDE_BACKENDS: 'nosuch' is not a valid backend"
     ), line
-    assert "fix or drop that flag; the report covers what ran before that, the torch log is in" in line
+    assert "its error names that flag; fix or drop it; the report covers what ran before that, the torch log is in" in line
     run = _record(workdir)
     assert run["status"] == "failed"
     assert run["error"]["flags"] == ["debug_backend_override=0:nosuch"]
@@ -131,9 +131,9 @@ def test_compare_does_not_credit_a_flag_whose_run_torch_refused(workdir):
         "compare", str(SCENARIOS / "tensor_shape.py"), "--flag", "debug_backend_override=0:nosuch", "-f", "json", cwd=workdir
     )
     assert proc.returncode == 3
-    assert "torch refused --flag debug_backend_override=0:nosuch at run time" in _line(proc.stderr)
+    assert "the script failed on --flag debug_backend_override=0:nosuch (ValueError: " in _line(proc.stderr)
     (diff,) = json.loads(proc.stdout)["diffs"]
-    assert diff["incomplete"] and diff["incomplete"][0].startswith("debug_backend_override=0:nosuch: torch refused")
+    assert diff["incomplete"] and diff["incomplete"][0].startswith("debug_backend_override=0:nosuch: the script failed on --flag")
     assert all(v.startswith("no change is attributed:") for v in diff["verdict"]), diff["verdict"]
 
 
@@ -422,8 +422,9 @@ def test_latin1_crlf_and_huge_lines_in_a_real_log(workdir):
         ("{not json", "not valid JSON"),
         ('{"schema": "guarddiag.run/99", "functions": []}', "is not one this guarddiag reads"),
         ('{"schema": "guarddiag.run/1", "functions": [{"name": 3}]}', "not a valid guarddiag run record"),
+        ('{"schema": "guarddiag.run/1", "functions": [], "error": "boom"}', "not a valid guarddiag run record"),
     ],
-    ids=["corrupt", "newer-schema", "wrong-types"],
+    ids=["corrupt", "newer-schema", "wrong-types", "error-not-an-object"],
 )
 def test_bad_run_records(workdir, content, expect):
     (workdir / "a.json").write_text(content)

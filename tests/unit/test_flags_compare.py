@@ -150,6 +150,12 @@ def test_choices_come_from_torchs_annotations(version):
     assert parse_value(mark_as, "unbacked") == "unbacked"
     with pytest.raises(InputError, match=r"takes one of 'dynamic', 'unbacked'.*, not 'bogus'"):
         parse_value(mark_as, "bogus")
+    # choices of a flag inside a nested config class (torch's entry knows its type), ints included
+    mk = cat.resolve("inductor.triton.multi_kernel")
+    assert mk.choices_only and mk.choices == (0, 1, 2, 3)
+    assert parse_value(mk, "2") == 2
+    with pytest.raises(InputError, match=r"takes one of 0, 1, 2, 3, not '7'"):
+        parse_value(mk, "7")
     ddp = cat.resolve("optimize_ddp")
     assert ddp.type == "bool" and not ddp.choices_only
     assert parse_value(ddp, "python_reducer") == "python_reducer"
@@ -179,6 +185,10 @@ def test_an_exception_names_a_flag_by_name_env_var_or_value():
     assert named("RuntimeError: expected 100 elements, got true", flags) == []
     assert named("ValueError: bogusness", flags) == []
     assert named("ValueError: my_recompile_limit_x", flags) == []
+    # A value is named only in quotes, a config name only when it is not a plain word.
+    assert named("ValueError: expected a bogus batch size", flags) == []
+    assert named("KeyError: 'verbose'", [{"name": "verbose", "value": "true"}]) == []
+    assert named("RuntimeError: debug build required", [{"name": "inductor.debug", "value": "1"}]) == []
 
 
 def test_compare_tries_every_other_choice_of_a_literal_flag():

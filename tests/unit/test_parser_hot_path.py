@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from guarddiag.build import _PINNING_KINDS
+from guarddiag.logparse.events import GuardListing
 from guarddiag.logparse.parser import LogParser
 from tests.conftest import LOGS
 
@@ -35,3 +36,19 @@ def test_hot_path_gives_the_events_of_feeding_each_line(log: Path, keep):
     slow, counters = _line_by_line(lines, keep)
     assert fast == slow
     assert parser.counters == counters
+
+
+# A flat guard (torch 2.1) whose expression holds "+- " is not a tree line: the hot path must leave it
+# to feed, which keeps it as the guard it is (found by review; it had dropped or invented a guard).
+_P21 = "[2026-11-30 09:30:52,452] [0/0] torch._dynamo.guards.__guards: [DEBUG] "
+
+
+@pytest.mark.parametrize("expr", ["L['sep'] == ' +- '", "L['sep'] == ' +- TYPE_MATCH: '"])
+@pytest.mark.parametrize("keep", [_PINNING_KINDS, None], ids=["counting", "all-guards"])
+def test_plus_minus_inside_a_flat_guard_is_not_a_tree_line(expr, keep):
+    lines = [_P21 + "GUARDS:\n", _P21 + expr + "   # s = x + SEP  # main/s.py:23 in f\n"]
+    parser = LogParser(keep_guards=keep)
+    fast = list(parser.parse(lines))
+    assert fast == _line_by_line(lines, keep)[0]
+    (listing,) = [e for e in fast if isinstance(e, GuardListing)]
+    assert listing.raw == () and [g.kind for g in listing.guards] in (["EQUALS_MATCH"], [])
