@@ -20,7 +20,7 @@ from guarddiag.errors import InputError
 from guarddiag.store import write_atomic
 
 # Bump when the describe output changes shape: old cache entries are then ignored.
-SCHEMA = "guarddiag.flags/2"
+SCHEMA = "guarddiag.flags/3"
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
