@@ -171,7 +171,8 @@ def script_outcome(run: Run) -> str:
     if run.error_flags:
         flags = ", ".join(f"--flag {f}" for f in run.error_flags)
         return f"the script failed on {flags} ({run.error}): its error names that flag; fix or drop it"
-    return f"the script {run.status} (exit status {run.exit_code})"
+    ended = {"timeout": "timed out", "killed": "was killed", "interrupted": "was interrupted"}.get(run.status, run.status)
+    return f"the script {ended} (exit status {run.exit_code})"
 
 
 def function_label(f: FunctionSummary) -> str:

@@ -204,10 +204,12 @@ def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:
         return "timeout", proc.returncode
     except KeyboardInterrupt:
         # The terminal sent SIGINT to the child too; give it a moment to finish writing its log.
+        tree = _descendants(proc.pid)
         try:
-            _stop(proc, signal.SIGINT, grace=10)
+            _stop(proc, signal.SIGINT, grace=10, tree=tree)
         except KeyboardInterrupt:
             proc.kill()
+            _signal_all(tree, signal.SIGKILL)
             proc.wait()
             raise Interrupted(proc.returncode) from None
         return "interrupted", proc.returncode
@@ -216,14 +218,67 @@ def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:
     return ("ok" if code == 0 else "failed"), code
 
 
-def _stop(proc: subprocess.Popen, sig: int, grace: float) -> None:
+def _stop(proc: subprocess.Popen, sig: int, grace: float, tree: list[int] | None = None) -> None:
+    """Signal the child and every process it started (workers, subprocesses), wait up to ``grace``
+    seconds, then kill what is left: nothing the script started outlives the run."""
+    tree = _descendants(proc.pid) if tree is None else tree
     if proc.poll() is None:
         proc.send_signal(sig)
+    _signal_all(tree, sig)
     try:
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    end = time.monotonic() + min(grace, 2.0)
+    while tree and time.monotonic() < end:
+        tree = [pid for pid in tree if _alive(pid)]
+        time.sleep(0.05)
+    _signal_all(tree, signal.SIGKILL)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, read from /proc (Linux); empty where there is no /proc.
+
+    Taken before the child is signalled: once it exits, its children are re-parented and lost."""
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue  # gone meanwhile
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :][:1] != b"Z"  # a zombie waits for its new parent to reap it
 
 
 def _read_meta(path: Path) -> dict:

@@ -62,7 +62,7 @@ def test_script_failures_are_recorded_and_reported(workdir, body, status, code):
     (workdir / "s.py").write_text(COMPILE + "\n" + body if status != "failed" or code != 1 else body)
     proc = run_guarddiag("run", "s.py", cwd=workdir)
     assert proc.returncode == 3
-    assert f"the script {status} (exit status {code})" in _line(proc.stderr)
+    assert f"the script {'was killed' if status == 'killed' else status} (exit status {code})" in _line(proc.stderr)
     run = _record(workdir)
     assert (run["status"], run["exit_code"]) == (status, code)
     assert os.path.exists(workdir / run["log_path"])
@@ -329,6 +329,65 @@ def test_ctrl_c_stops_the_child_and_keeps_a_partial_record(workdir):
     assert "interrupted" in _line(err)
     run = _record(workdir)
     assert run["status"] == "interrupted" and run["totals"]["compiles"] >= 1
+
+
+GRANDCHILD = textwrap.dedent(
+    """
+    import multiprocessing as mp, os, time
+
+    def worker():
+        with open("worker.pid", "w") as fh:
+            fh.write(str(os.getpid()))
+        time.sleep(120)
+
+    if __name__ == "__main__":
+        mp.get_context("spawn").Process(target=worker).start()  # not a daemon: exit would wait for it
+        while not os.path.exists("worker.pid"):
+            time.sleep(0.1)
+        time.sleep(120)
+    """
+)
+
+
+def _gone(pid: int, within: float = 10) -> bool:
+    """The process has exited (a zombie waiting for init to reap it counts as gone)."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            return True
+        if stat[stat.rfind(b")") + 2 :][:1] == b"Z":
+            return True
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)  # do not leave it behind for the next test
+    return False
+
+
+def _wait_for_file(path, deadline: float = 120) -> None:
+    end = time.monotonic() + deadline
+    while not path.exists() and time.monotonic() < end:
+        time.sleep(0.2)
+    assert path.exists(), f"{path} never appeared"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="process trees are read from /proc")
+def test_ctrl_c_also_stops_the_processes_the_script_started(workdir):
+    proc = _start(workdir, GRANDCHILD)
+    _wait_for_file(workdir / "worker.pid")
+    proc.send_signal(signal.SIGINT)  # only guarddiag, as a CI runner's cancel does
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert _gone(int((workdir / "worker.pid").read_text()))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="process trees are read from /proc")
+def test_timeout_also_stops_the_processes_the_script_started(workdir):
+    (workdir / "s.py").write_text(GRANDCHILD)
+    proc = run_guarddiag("run", "s.py", "--timeout", "8", cwd=workdir, timeout=120)
+    assert proc.returncode == 3 and "timed out" in _line(proc.stderr)
+    assert _gone(int((workdir / "worker.pid").read_text()))
 
 
 @pytest.mark.torch
