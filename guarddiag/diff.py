@@ -146,6 +146,13 @@ _SOURCE_SPELLINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\.__dict__"), ""),
     (re.compile(r"\.__closure__\[\d+\]\.cell_contents"), "<closure>"),
 )
+# torch < 2.2 guards each piece of global state with its own function; 2.2+ checks them together and
+# names the field that changed. Both spellings of one change must match across torch versions.
+_GLOBAL_STATE_SPELLINGS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?:not )?___is_grad_enabled\(\)$"), "GLOBAL_STATE changed: grad_mode"),
+    (re.compile(r"^(?:not )?___are_deterministic_algorithms_enabled\(\)$"), "GLOBAL_STATE changed: deterministic_algorithms"),
+    (re.compile(r"^(?:not )?___is_torch_function_enabled\(\)$"), "GLOBAL_STATE changed: torch_function"),
+)
 # One scan, left to right. Named groups are kept as they are; anything matched by ``lit`` is
 # a value and becomes the placeholder. Identifiers are matched (and kept) so that the digits
 # of ``s0`` or ``float32`` are never taken for numbers.
@@ -183,6 +190,8 @@ def guard_pattern(guard: str) -> str:
     ``___check_obj_id(L['self'], <id>)`` -> ``___check_obj_id(self, <v>)``.
     """
     text = " ".join(guard.split())
+    for pattern, repl in _GLOBAL_STATE_SPELLINGS:
+        text = pattern.sub(repl, text)
     for pattern, repl in _SOURCE_SPELLINGS:
         text = pattern.sub(repl, text)
     text = _TOKENS.sub(lambda m: PLACEHOLDER if m.group("lit") is not None else m.group(0), text)
