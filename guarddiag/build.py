@@ -65,8 +65,8 @@ class RunBuilder:
     def __init__(self, roles: RolesLookup = local_roles) -> None:
         self._roles = roles
         self._frames: dict[str, _Frame] = {}
-        # Messages without a compile id (old torch) are matched to frames by function name.
-        self._pending: dict[tuple[str, str, int | None], list[RecompileAnnounced]] = {}
+        # Messages without a compile id (old torch) are matched to frames by rank and function name.
+        self._pending: dict[tuple[str, str, str, int | None], list[RecompileAnnounced]] = {}
 
     def add(self, event: Event) -> None:
         """Fold one event into the model."""
@@ -116,14 +116,14 @@ class RunBuilder:
             frame, number = self._frame(cid.frame), cid.number
         frame.name_it(event.name, event.file, event.line)
         frame.compiles.add(number)
-        pending = self._pending_for(event.name, event.file, event.line)
+        pending = self._pending_for(event.name, event.file, event.line, _rank(event.compile_id))
         if pending and number > 0:
             frame.announced.setdefault(number, pending.pop(0).failures)
 
     def _on_recompile(self, event: RecompileAnnounced) -> None:
         cid = self._cid(event.compile_id)
         if cid is None:
-            self._pending.setdefault((event.name, event.file, event.line), []).append(event)
+            self._pending.setdefault((_rank(event.compile_id), event.name, event.file, event.line), []).append(event)
             return
         frame = self._frame(cid.frame)
         frame.name_it(event.name, event.file, event.line)
@@ -158,15 +158,15 @@ class RunBuilder:
             frame.limit_numbers.add(cid.number)
         else:
             # Old torch: the announcement just before the warning was refused, not compiled.
-            pending = self._pending_for(event.name, event.file, event.line)
+            pending = self._pending_for(event.name, event.file, event.line, _rank(event.compile_id))
             if pending:
                 refused = pending.pop()
                 reason = reason or (refused.failures[0].text if refused.failures else "")
         frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, reason))
 
-    def _pending_for(self, name: str, file: str, line: int | None) -> list[RecompileAnnounced]:
-        for (pname, pfile, pline), events in self._pending.items():
-            if pname == name and (pfile, pline) in ((file, line),) or (pname == name and not file):
+    def _pending_for(self, name: str, file: str, line: int | None, rank: str) -> list[RecompileAnnounced]:
+        for (prank, pname, pfile, pline), events in self._pending.items():
+            if prank == rank and pname == name and ((pfile, pline) == (file, line) or not file):
                 return events
         return []
 
@@ -186,23 +186,28 @@ class RunBuilder:
     def _bind_oldest_pending(self, frame: _Frame, number: int) -> None:
         """torch 2.1-2.3 without the `dynamo` channel: a recompile message names a function but no compile id,
         and the next compile's guard listing has the id but no name. Log order pairs them."""
-        for key, events in self._pending.items():
-            if events and (not frame.name or (frame.name, frame.file, frame.line) == key):
+        rank = _rank(frame.frame_id)
+        for (prank, *key), events in self._pending.items():
+            if events and prank == rank and (not frame.name or (frame.name, frame.file, frame.line) == tuple(key)):
                 frame.name_it(*key)
                 frame.announced[number] = events.pop(0).failures
                 return
 
-    def _unnamed_frame_for(self, announced: int) -> _Frame | None:
-        """The only unnamed frame whose recompiles match this many announcements, if there is one."""
-        fits = [f for f in self._frames.values() if not f.name and sum(1 for n in f.compiles if n > 0) == announced]
+    def _unnamed_frame_for(self, announced: int, rank: str) -> _Frame | None:
+        """The only unnamed frame of this rank whose recompiles match this many announcements, if there is one."""
+        fits = [
+            f
+            for f in self._frames.values()
+            if not f.name and _rank(f.frame_id) == rank and sum(1 for n in f.compiles if n > 0) == announced
+        ]
         return fits[0] if len(fits) == 1 else None
 
     def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[str, ...]]:
         """The per-function summaries, and the frame ids no log line named."""
-        for key, events in self._pending.items():
+        for (rank, *key), events in self._pending.items():
             if not events:
                 continue
-            unnamed = self._unnamed_frame_for(len(events))
+            unnamed = self._unnamed_frame_for(len(events), rank)
             if unnamed is not None:
                 # torch 2.1-2.3 without the `dynamo` channel: guard listings carry compile ids but no
                 # name, recompile messages a name but no compile id. One frame fits: they are one function.
@@ -211,7 +216,7 @@ class RunBuilder:
                     unnamed.announced.setdefault(number, ev.failures)
                 continue
             # Announced but never seen compiling (the log had no `dynamo` lines): count the announcements.
-            frame = self._frame_named(*key)
+            frame = self._frame_named(*key, rank)
             frame.compiles.add(0)
             for ev in events:
                 number = max(frame.compiles) + 1
@@ -246,9 +251,10 @@ def _join_same_function(summaries: list[FunctionSummary]) -> list[FunctionSummar
 
 
 def _rank(compile_id: str | None) -> str:
-    """``rank1:0/3`` or ``rank1:`` -> ``rank1:``; no rank -> ``""``."""
+    """``rank1:0/3``, ``rank1:`` or the frame id ``rank1:0`` -> ``rank1:``; no rank -> ``""`` (also for
+    ``?forward@C:\\x.py``, a frame named from a Windows path)."""
     head, sep, _ = (compile_id or "").partition(":")
-    return head + sep if sep else ""
+    return head + sep if sep and head.startswith("rank") and head[4:].isdigit() else ""
 
 
 def _pinned(listing: GuardListing) -> dict[tuple[str, str], Guard]:

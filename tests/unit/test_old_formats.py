@@ -89,3 +89,44 @@ def test_torch_2_1_logs_without_the_dynamo_channel_still_count_right(log):
     ours = {f.name: f.compiles for f in functions if f.name in recompiled}
     assert ours == recompiled
     assert sum(f.compiles for f in functions) == truth["total_compiles"]
+
+
+def _interleaved_2_3(with_dynamo: bool) -> list[str]:
+    """Two torchrun ranks of torch 2.3 recompile one function for different reasons; each rank logs
+    another line after its message (which ends it), and rank 1 starts its recompile first. Recompile
+    messages of 2.1-2.3 carry no compile id (docs/log-formats.md)."""
+    r0 = "[rank0]:V0412 13:05:21.100000 140211653502784 torch/_dynamo/guards.py:1425] [__recompiles] "
+    r1 = "[rank1]:V0412 13:05:21.101000 139870921852736 torch/_dynamo/guards.py:1425] [__recompiles] "
+
+    def traced(rank: int, cid: str) -> str:
+        return f"[rank{rank}]:I0412 13:05:2{rank}.102000 1398 torch/_dynamo/logging.py:55] [{cid}] Step 1: torchdynamo start tracing train_step /workspace/train.py:41"
+
+    def guards(rank: int, cid: str) -> list[str]:
+        p = f"[rank{rank}]:V0412 13:05:2{rank}.803000 1398 torch/_dynamo/guards.py:1076] [{cid}] [__guards] "
+        return [p + "GUARDS:", p.replace("1076", "1085") + "___check_type_id(L['batch'], 94338409146560)  # x  # train.py:42"]
+
+    lines = [traced(0, "0/0"), traced(1, "0/0")] if with_dynamo else []
+    lines += guards(0, "0/0") + guards(1, "0/0")
+    lines += [
+        r0 + "Recompiling function train_step in /workspace/train.py:41",
+        r0 + "    triggered by the following guard failure(s):",
+        r0 + "    - L['step'] == 0                                               # if step % 100 == 0:  # train.py:42",
+        r0.replace("guards.py:1425] [__recompiles] ", "convert_frame.py:700] ") + "skipping: wrapper (reason: in skipfiles)",
+        r1 + "Recompiling function train_step in /workspace/train.py:41",
+        r1 + "    triggered by the following guard failure(s):",
+        r1 + "    - tensor 'L['x']' size mismatch at index 0. expected 8, actual 4",
+        r1.replace("guards.py:1425] [__recompiles] ", "convert_frame.py:700] ") + "skipping: wrapper (reason: in skipfiles)",
+    ]
+    lines += ([traced(1, "0/1")] if with_dynamo else []) + guards(1, "0/1")
+    lines += ([traced(0, "0/1")] if with_dynamo else []) + guards(0, "0/1")
+    return lines
+
+
+@pytest.mark.parametrize("with_dynamo", [True, False], ids=["dynamo-channel", "no-dynamo-channel"])
+def test_interleaved_ranks_pair_recompile_messages_within_their_rank(with_dynamo):
+    functions, _ = build_from_lines(_interleaved_2_3(with_dynamo))
+    by_rank = {f.frame_ids[0].partition(":")[0]: f for f in functions}
+    assert {r: [c.category for e in f.recompile_events for c in e.causes] for r, f in by_rank.items()} == {
+        "rank0": ["value"],
+        "rank1": ["tensor"],
+    }
