@@ -48,6 +48,10 @@ def main(spec_path: str) -> int:
             import torch
         except ImportError as exc:
             return _refuse(spec, meta, "torch", f"cannot import torch in {sys.executable}: {exc}")
+        except KeyboardInterrupt:
+            return 130  # Ctrl-C while torch loads: guarddiag reports the interrupted run
+        except Exception as exc:  # noqa: BLE001 - e.g. TORCH_LOGS=nonsense raises ValueError at import
+            return _refuse(spec, meta, "import", f"importing torch failed in {sys.executable}: {_exception_line(exc)}")
     _route_future_log_setups(log)
     meta["torch_version"] = torch.__version__
     try:
@@ -298,7 +302,7 @@ def _run_script(script: str, args: list[str]) -> tuple[int, BaseException | None
 
     Returns the exit status and the uncaught exception, if any (not for ``sys.exit`` or Ctrl-C)."""
     sys.argv = [script, *args]
-    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    sys.path[0] = os.path.dirname(os.path.realpath(script))  # as `python link/to/script.py` sets it
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -80,14 +81,13 @@ def run(
     flags = tuple(parse_flag(f) for f in flag or [])
     request = RunRequest(script=script, args=tuple(args or ()), python=python, flags=flags, timeout=timeout)
     result = execute(request)
-    _finish(result, fmt, out, strict)
+    # A failed script is the bigger news: --strict's complaint about unknown lines waits for a clean run.
+    _finish(result, fmt, out, strict and result.status == "ok")
     if result.status != "ok":
-        typer.echo(
-            f"guarddiag: {script}: {script_outcome(result)}; "
-            f"the report covers what ran before that, the torch log is in {result.log_path}",
-            err=True,
+        raise GuarddiagError(
+            f"{script}: {script_outcome(result)}; the report covers what ran before that, the torch log is in {result.log_path}",
+            INTERRUPTED if result.status == "interrupted" else SCRIPT_FAILED,
         )
-        raise typer.Exit(INTERRUPTED if result.status == "interrupted" else SCRIPT_FAILED)
 
 
 @app.command()
@@ -280,6 +280,10 @@ def version() -> None:
     typer.echo(__version__)
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Entry point: run the app; every failure becomes one line on stderr and a documented exit code.
 
@@ -290,6 +294,8 @@ def main() -> None:
     debug = "--debug" in ours or os.environ.get("GUARDDIAG_DEBUG") == "1"
     if "--debug" in ours:
         sys.argv.remove("--debug")
+    # A CI runner cancels a job with SIGTERM: stop the script and keep the partial record, as for Ctrl-C.
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         code = app(standalone_mode=False)
     except GuarddiagError as exc:
@@ -314,4 +320,7 @@ def main() -> None:
             err=True,
         )
         sys.exit(INTERNAL)
+    if code == INTERRUPTED:
+        # click turns a Ctrl-C (or SIGTERM, see _terminated) it sees into a silent 130.
+        typer.echo("guarddiag: interrupted; run folders and partial records are kept under .guarddiag/runs/", err=True)
     sys.exit(code if isinstance(code, int) else OK)

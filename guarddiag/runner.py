@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -78,6 +79,8 @@ def _check_python(python: str) -> str:
     found = shutil.which(python) if os.sep not in python else (python if os.access(python, os.X_OK) else None)
     if not found:
         raise InputError(f"--python {python}: no such interpreter; give the path of a Python that has torch installed")
+    if not os.path.isfile(found):
+        raise InputError(f"--python {python}: is a directory, not an interpreter; give the path of a Python that has torch installed")
     return found
 
 
@@ -89,9 +92,15 @@ def _run_dir(workdir: Path, script: Path) -> Path:
         path = base if n == 1 else Path(f"{base}-{n}")
         try:
             path.mkdir(parents=True)
-            return path
+            return Path(os.path.abspath(path))  # records and messages name the log wherever they are read
         except FileExistsError:
-            continue
+            if path.is_dir():
+                continue  # taken by a parallel run
+            blocker = next((p for p in (workdir, workdir / "runs") if not p.is_dir()), workdir)
+            raise InputError(
+                f"{blocker}: cannot create the run folder (it exists and is not a folder, or is a broken link); "
+                "remove it or run from another folder"
+            ) from None
         except OSError as exc:
             raise InputError(f"{workdir}: cannot create the run folder ({exc.strerror}); run from a writable folder") from None
     raise AssertionError("unreachable")
@@ -99,6 +108,8 @@ def _run_dir(workdir: Path, script: Path) -> Path:
 
 def execute(request: RunRequest) -> Run:
     """Run the script under torch logging and return its run record (also saved in the run folder)."""
+    if request.timeout is not None and not request.timeout > 0:  # also refuses nan
+        raise InputError(f"--timeout {request.timeout}: not a number of seconds above 0; give e.g. --timeout 600")
     check_script(request.script)
     python = _check_python(request.python)
     run_dir = _run_dir(request.workdir, request.script)
@@ -124,17 +135,43 @@ def execute(request: RunRequest) -> Run:
                 "stderr": stack.enter_context((run_dir / "stderr.txt").open("wb")),
                 "stdin": subprocess.DEVNULL,
             }
-        child = subprocess.Popen([python, _bootstrap.__file__, str(spec_path.resolve())], env=env, **streams)
-        status, code = _wait(child, request.timeout)
+        try:
+            child = subprocess.Popen([python, _bootstrap.__file__, str(spec_path.resolve())], env=env, **streams)
+        except OSError as exc:
+            raise InputError(
+                f"--python {request.python}: cannot start it ({exc.strerror}); give the path of a Python that has torch installed"
+            ) from None
+        with _LIVE_LOCK:
+            _LIVE.add(child)
+        try:
+            status, code = _wait(child, request.timeout)
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(child)
     duration = time.monotonic() - started
     meta = _read_meta(meta_path)
     error = meta.get("error")
     if code == _bootstrap.REFUSED and isinstance(error, dict):
         hint = f" (did you mean: {', '.join(error['suggestions'])}?)" if error.get("suggestions") else ""
-        what = "fix or drop the --flag" if error.get("kind") == "flag" else "install torch there or pick another --python"
+        what = {
+            "flag": "fix or drop the --flag",
+            "import": "fix what torch names (e.g. TORCH_LOGS) or pick another --python",
+        }.get(error.get("kind"), "install torch there or pick another --python")
         where = f" [{request.label}]" if request.label else ""
         raise InputError(f"{error['message']}{hint}{where}; {what}; nothing was run (log folder: {run_dir})")
-    functions, stats = _parse_run_logs(run_dir, log_path)
+    if status in ("ok", "failed") and meta.get("phase") != "script":
+        # /bin/echo, /bin/false, a Python too old to read the bootstrap: the script never started.
+        raise InputError(
+            f"--python {request.python} exited (status {code}) without starting guarddiag's bootstrap; "
+            f"give the path of a Python 3.8+ that has torch installed (log folder: {run_dir})"
+        )
+    try:
+        functions, stats = _parse_run_logs(run_dir, log_path)
+    except OSError as exc:
+        raise InputError(
+            f"{run_dir}: cannot read the run's torch log ({exc.strerror}: {exc.filename}); "
+            "did the script delete or change its run folder?"
+        ) from None
     run = Run(
         functions=functions,
         parse=stats,
@@ -152,7 +189,12 @@ def execute(request: RunRequest) -> Run:
         error=meta.get("exception"),
         error_flags=tuple(meta.get("exception_flags") or ()),
     )
-    save_run(run, run_dir / "run.json")
+    try:
+        save_run(run, run_dir / "run.json")
+    except OSError as exc:
+        raise InputError(
+            f"{run_dir}: cannot write the run record ({exc.strerror}); did the script delete or change its run folder?"
+        ) from None
     return run
 
 
@@ -188,11 +230,49 @@ def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[R
                 results[index] = future.result()
                 if on_done is not None:
                     on_done(requests[index], results[index])
+        except KeyboardInterrupt:
+            # Ctrl-C reaches this thread only; the runs wait in others. Stop them all (their partial
+            # records are saved as interrupted), then report the interrupt.
+            for future in futures:
+                future.cancel()
+            _stop_all_live()
+            concurrent.futures.wait(futures)
+            raise KeyboardInterrupt from None
         except BaseException:
             for future in futures:
                 future.cancel()
             raise
     return [r for r in results if r is not None]
+
+
+def _stop_all_live(grace: float = 10) -> None:
+    """SIGINT to every running child and what it started; KILL what is left after ``grace`` seconds
+    (at once on a second Ctrl-C)."""
+    _STOPPING.set()
+    with _LIVE_LOCK:
+        children = list(_LIVE)
+    trees = {proc: _descendants(proc.pid) for proc in children}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # as in _stop: SIGTERM halfway
+            for proc, tree in trees.items():
+                if proc.poll() is None:
+                    proc.send_signal(sig)
+                _signal_all([pid for pid in tree if _alive(pid)], sig)
+            end = time.monotonic() + grace / 2
+            while time.monotonic() < end and any(proc.poll() is None for proc in trees):
+                time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+    for proc, tree in trees.items():
+        if proc.poll() is None:
+            proc.kill()
+        _signal_all([pid for pid in tree if _alive(pid)], signal.SIGKILL)
+
+
+# Children running now (compare and check run several from threads), for stopping them all on Ctrl-C.
+_LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
 
 
 def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:
@@ -213,6 +293,8 @@ def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:
             proc.wait()
             raise Interrupted(proc.returncode) from None
         return "interrupted", proc.returncode
+    if _STOPPING.is_set():
+        return "interrupted", code  # stopped by guarddiag on Ctrl-C (see execute_many)
     if code < 0:
         return "killed", code
     return ("ok" if code == 0 else "failed"), code
@@ -222,12 +304,19 @@ def _stop(proc: subprocess.Popen, sig: int, grace: float, tree: list[int] | None
     """Signal the child and every process it started (workers, subprocesses), wait up to ``grace``
     seconds, then kill what is left: nothing the script started outlives the run."""
     tree = _descendants(proc.pid) if tree is None else tree
+    # SIGINT first (a script's KeyboardInterrupt handlers run), SIGTERM halfway: a process started with
+    # SIGINT ignored (a background job of a shell, some CI runners) still stops before the KILL.
+    stages = [(sig, grace / 2), (signal.SIGTERM, grace / 2)] if sig != signal.SIGTERM else [(sig, grace)]
+    for stage_sig, wait_s in stages:
+        if proc.poll() is None:
+            proc.send_signal(stage_sig)
+        _signal_all([pid for pid in tree if _alive(pid)], stage_sig)
+        try:
+            proc.wait(timeout=wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
     if proc.poll() is None:
-        proc.send_signal(sig)
-    _signal_all(tree, sig)
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
     end = time.monotonic() + min(grace, 2.0)

@@ -540,3 +540,84 @@ def test_torch_dynamo_reset_starts_new_frames_that_are_still_counted(workdir):
     assert (by_name["f"]["compiles"], by_name["g"]["compiles"]) == (5, 2)
     assert len(by_name["f"]["recompile_events"]) == by_name["f"]["recompiles"] == 4
     assert "reset" in by_name["f"]["recompile_events"][2]["causes"][0]["subject"]
+
+
+# --- found by a hostile-tester pass (2026-11-30) ---------------------------------------------------
+
+SLOW = COMPILE + "\nimport time\nopen('ready', 'w').close()\ntime.sleep(120)\n"
+
+
+@pytest.mark.torch
+def test_ctrl_c_in_compare_stops_every_run_and_keeps_their_partial_records(workdir):
+    (workdir / "s.py").write_text(SLOW)
+    proc = subprocess.Popen(
+        [*guarddiag_cmd(), "compare", "s.py", "--flag", "automatic_dynamic_shapes"],
+        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    end = time.monotonic() + 120
+    while len(list((workdir / ".guarddiag" / "runs").glob("*/torch.log")) if (workdir / ".guarddiag").exists() else []) < 2 or not (workdir / "ready").exists():
+        assert time.monotonic() < end, "the runs never started"
+        time.sleep(0.3)
+    time.sleep(2)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)  # only guarddiag: its runs wait in other threads
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - started < 30  # not the scripts' 120 s
+    assert proc.returncode == 130, err
+    assert "interrupted" in _line(err)
+    records = [json.loads(p.read_text()) for p in (workdir / ".guarddiag" / "runs").glob("*/run.json")]
+    assert len(records) == 2 and {r["status"] for r in records} == {"interrupted"}
+
+
+@pytest.mark.torch
+def test_sigterm_is_handled_like_ctrl_c(workdir):
+    proc = _start(workdir, SLOW)
+    _wait_for_file(workdir / "ready")
+    proc.send_signal(signal.SIGTERM)  # how a CI runner cancels a job
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "was interrupted" in _line(err)
+    assert _record(workdir)["status"] == "interrupted"
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expect"),
+    [
+        (["--python", "/bin/echo"], {}, "without starting guarddiag's bootstrap"),
+        (["--python", "/tmp"], {}, "is a directory, not an interpreter"),
+        (["--timeout", "0"], {}, "not a number of seconds above 0"),
+        (["--timeout", "nan"], {}, "not a number of seconds above 0"),
+        ([], {"TORCH_LOGS": "invalid_name"}, "importing torch failed in"),
+    ],
+    ids=["echo-as-python", "directory-as-python", "timeout-0", "timeout-nan", "invalid-TORCH_LOGS"],
+)
+def test_runs_that_cannot_start_are_one_line(workdir, args, env, expect):
+    (workdir / "s.py").write_text(COMPILE)
+    proc = run_guarddiag("run", "s.py", *args, cwd=workdir, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert expect in _line(proc.stderr) and "Traceback" not in proc.stderr
+
+
+def test_a_broken_link_as_run_folder_is_refused_not_looped_on(workdir):
+    (workdir / "s.py").write_text("print(1)\n")
+    (workdir / ".guarddiag").symlink_to(workdir / "nonexistent")
+    proc = run_guarddiag("run", "s.py", cwd=workdir, timeout=30)
+    assert proc.returncode == 2 and "is not a folder, or is a broken link" in _line(proc.stderr)
+
+
+@pytest.mark.torch
+def test_a_symlinked_script_imports_its_neighbours_as_python_does(workdir):
+    (workdir / "real").mkdir()
+    (workdir / "real" / "helper.py").write_text("VALUE = 3\n")
+    (workdir / "real" / "main.py").write_text("import helper\n" + COMPILE)
+    (workdir / "link").mkdir()
+    (workdir / "link" / "main.py").symlink_to(workdir / "real" / "main.py")
+    proc = run_guarddiag("run", "link/main.py", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.torch
+def test_strict_does_not_hide_a_failed_script(workdir):
+    (workdir / "s.py").write_text(COMPILE + "\nraise SystemExit(7)\n")
+    proc = run_guarddiag("run", "s.py", "--strict", cwd=workdir)
+    assert proc.returncode == 3 and "the script failed (exit status 7)" in _line(proc.stderr)
