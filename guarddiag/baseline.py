@@ -19,6 +19,31 @@ from guarddiag.model import FunctionSummary, Run
 from guarddiag.store import write_atomic
 
 BASELINE_SCHEMA = "guarddiag.baseline/1"
+_SCHEMA_FAMILY = "guarddiag.baseline/"
+
+
+class _AliasRefused(yaml.YAMLError):
+    def __init__(self, line: int) -> None:
+        super().__init__(f"anchor or alias at line {line}")
+        self.line = line
+
+
+class _BaselineLoader(yaml.SafeLoader):
+    """SafeLoader without anchors and aliases: guarddiag writes none, and a few nested aliases
+    expand into billions of values (a "billion laughs" file took minutes and gigabytes)."""
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _AliasRefused(event.start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+
+class _BaselineDumper(yaml.SafeDumper):
+    """Never writes anchors: a value shared between functions is written out in full (load refuses aliases)."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
@@ -142,7 +167,7 @@ def to_yaml(baseline: Baseline) -> str:
         ],
     }
     header = "# guarddiag baseline: recompiles per function. Refresh with `guarddiag check --update`.\n"
-    return header + yaml.safe_dump(doc, sort_keys=False, width=120)
+    return header + yaml.dump(doc, Dumper=_BaselineDumper, sort_keys=False, width=120)
 
 
 def save(baseline: Baseline, path: Path) -> None:
@@ -164,15 +189,31 @@ def _int(value: object, where: str, allow_none: bool = False) -> int | None:
 def load(path: Path) -> Baseline:
     """Read and validate a baseline; every problem is one line naming the place."""
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_BaselineLoader)
     except FileNotFoundError:
         raise InputError(f"{path}: no baseline; create one with `guarddiag baseline SCRIPT... -o {path}`") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read the baseline ({exc.strerror}); give a baseline file") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); re-create it with `guarddiag baseline`") from None
+    except _AliasRefused as exc:
+        raise InputError(
+            f"{path}: line {exc.line}: YAML anchors and aliases (&, *) are not allowed in a baseline (guarddiag writes none); "
+            "re-create it with `guarddiag baseline`"
+        ) from None
+    except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}); fix it or re-create it") from None
-    if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA:
-        schema = doc.get("schema") if isinstance(doc, dict) else None
+    except (ValueError, OverflowError) as exc:  # a value YAML reads but Python cannot hold (a 5000-digit number, 2024-13-45)
+        raise InputError(f"{path}: not a guarddiag baseline ({str(exc).split(';')[0]}); re-create it with `guarddiag baseline`") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a guarddiag baseline (nested too deeply); re-create it with `guarddiag baseline`") from None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if isinstance(schema, str) and schema.startswith(_SCHEMA_FAMILY) and schema != BASELINE_SCHEMA:
+        raise InputError(
+            f"{path}: baseline schema {schema!r} is not one this guarddiag reads ({BASELINE_SCHEMA}); "
+            "upgrade guarddiag or re-create the baseline with `guarddiag baseline`"
+        )
+    if schema != BASELINE_SCHEMA:
         raise InputError(f"{path}: baseline schema {schema!r} is not {BASELINE_SCHEMA!r}; re-create it with `guarddiag baseline`")
     scripts_raw = doc.get("scripts")
     if not isinstance(scripts_raw, list):

@@ -98,6 +98,11 @@ def record_baseline(runs: dict[str, Run], settings: Settings, out: Path) -> base
     return new
 
 
+def _warn(message: str) -> None:
+    """One ``guarddiag:`` line on stderr that does not stop the command."""
+    print(f"guarddiag: {message}", file=sys.stderr, flush=True)
+
+
 @dataclass(frozen=True)
 class CheckOutput:
     """What ``check`` prints and writes."""
@@ -127,18 +132,27 @@ def run_check(
         base = None
     result = evaluate(runs, base, settings, budgets)
     text = render_text(result)
+    # The verdict is the point of `check`: an output that cannot be written is a warning, never a new exit code.
     summary = env.get("GITHUB_STEP_SUMMARY")
     if summary:
         try:
             with open(summary, "a", encoding="utf-8") as fh:
                 fh.write(render_markdown(result))
         except OSError as exc:
-            raise InputError(f"$GITHUB_STEP_SUMMARY {summary}: cannot append the summary ({exc.strerror})") from None
+            _warn(
+                f"warning: $GITHUB_STEP_SUMMARY {summary}: cannot append the summary ({exc.strerror or exc}); "
+                "the report is on stdout; point it at a writable file"
+            )
     if junit is not None:
         try:
             write_atomic(junit, render_junit(result))
         except OSError as exc:
-            raise InputError(f"--junit {junit}: cannot write ({exc.strerror}); pick a writable path") from None
+            why = exc.strerror or exc
+            _warn(f"warning: --junit {junit}: cannot write the JUnit XML ({why}); the report is on stdout; give a writable path")
+    failed = [f for f in result.findings if f.kind == "script_failed"]
+    if failed:
+        more = f" (and {len(failed) - 1} more script(s), see the report)" if len(failed) > 1 else ""
+        _warn(f"{failed[0].message}{more}; fix the script and run `guarddiag check` again")
     if env.get("GITHUB_ACTIONS") == "true":
         annotations = render_annotations(result)
         if annotations:

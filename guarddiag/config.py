@@ -6,6 +6,7 @@ Precedence, lowest first: built-in defaults < ``[tool.guarddiag]`` in pyproject.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -70,6 +71,10 @@ _KINDS = {
 }
 
 
+# The smallest value of each numeric setting, as the command line's options allow (--max-recompiles 0, --jobs 1).
+_MINIMUM = {"max_recompiles": 0, "jobs": 1}
+
+
 def _coerce(name: str, value: object, where: str) -> object:
     kind = _KINDS[name]
     if kind is bool:
@@ -79,14 +84,48 @@ def _coerce(name: str, value: object, where: str) -> object:
             return True
         if str(value).strip().lower() in ("0", "false", "no", "off", ""):
             return False
-    else:
-        try:
-            if kind is int and isinstance(value, bool):
-                raise ValueError
-            return kind(value)
-        except (TypeError, ValueError):
-            pass
+    elif kind is int:
+        number = _whole(value)
+        if number is not None:
+            if number < _MINIMUM.get(name, number):
+                raise InputError(f"{where}: '{name}' must be {_MINIMUM[name]} or more, not {value!r}; fix it or remove it")
+            return number
+    elif kind is float:
+        seconds = _number(value)
+        if seconds is not None:
+            if not seconds > 0:
+                raise InputError(f"{where}: '{name}' must be a number of seconds above 0, not {value!r}; fix it or remove it")
+            return seconds
+    elif isinstance(value, str):
+        return value
     raise InputError(f"{where}: '{name}' must be a {kind.__name__}, not {value!r}; fix it or remove it")
+
+
+def _whole(value: object) -> int | None:
+    """An integer from TOML/YAML (3, 3.0) or an environment variable ("3"); None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None  # 1.5 and 1.5e400 (inf) are not whole numbers
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _number(value: object) -> float | None:
+    """A finite number from TOML/YAML or an environment variable; None when it is not one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _scripts_from(raw: object, where: str) -> tuple[ScriptSpec, ...]:
@@ -140,7 +179,10 @@ def read_file_settings(root: Path) -> tuple[dict[str, object], str]:
             data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise InputError(f"{pyproject}: not valid TOML ({exc}); fix it") from None
-        table = data.get("tool", {}).get("guarddiag")
+        except RecursionError:
+            raise InputError(f"{pyproject}: not valid TOML for guarddiag (nested too deeply); fix it") from None
+        tool = data.get("tool", {})
+        table = tool.get("guarddiag") if isinstance(tool, Mapping) else None
         if table is not None:
             if not isinstance(table, Mapping):
                 raise InputError(f"{pyproject}: [tool.guarddiag] must be a table")
@@ -149,8 +191,14 @@ def read_file_settings(root: Path) -> tuple[dict[str, object], str]:
     if path.is_file():
         try:
             table = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
         except yaml.YAMLError as exc:
-            raise InputError(f"{path}: not valid YAML ({exc}); fix it") from None
+            raise InputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}); fix it") from None
+        except (ValueError, OverflowError) as exc:  # a value YAML reads but Python cannot hold (a 5000-digit number)
+            raise InputError(f"{path}: a value guarddiag cannot read ({str(exc).split(';')[0]}); fix it") from None
+        except RecursionError:
+            raise InputError(f"{path}: not valid YAML for guarddiag (nested too deeply); fix it") from None
         if not isinstance(table, Mapping):
             raise InputError(f"{path}: must be a mapping of settings")
         return _from_table(table, str(path)), str(path)

@@ -6,11 +6,16 @@ Schema versions (``schema`` key):
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
-import tempfile
-from dataclasses import asdict
+import secrets
+import stat
+from collections.abc import Callable
+from dataclasses import asdict, fields
 from pathlib import Path
+from typing import TypeVar
 
 from guarddiag.errors import InputError
 from guarddiag.model import (
@@ -79,7 +84,7 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
 
 
 def run_from_dict(data: dict, origin: str = "record") -> Run:
-    """Rebuild a run from its JSON form; refuses schemas it does not know."""
+    """Rebuild a run from its JSON form; refuses schemas it does not know and values of the wrong type."""
     schema = data.get("schema") if isinstance(data, dict) else None
     if schema not in KNOWN_SCHEMAS:
         raise InputError(
@@ -87,46 +92,134 @@ def run_from_dict(data: dict, origin: str = "record") -> Run:
             "upgrade guarddiag or re-create the record"
         )
     try:
-        functions = tuple(
-            FunctionSummary(
-                name=f["name"],
-                file=f["file"],
-                line=f["line"],
-                frame_ids=tuple(f.get("frame_ids", ())),
-                compiles=int(f["compiles"]),
-                recompile_events=tuple(_event_from_dict(e) for e in f["recompile_events"]),
-                limit_hits=tuple(LimitHit(**h) for h in f.get("limit_hits", ())),
-                graph_breaks=tuple(GraphBreak(**g) for g in f.get("graph_breaks", ())),
-            )
-            for f in data["functions"]
-        )
-        p = data.get("parse", {})
-        parse = ParseStats(
-            p.get("lines", 0),
-            p.get("torch_lines", 0),
-            p.get("unrecognized", 0),
-            tuple(p.get("unrecognized_samples", ())),
-            tuple(p.get("unidentified_frames", ())),
-        )
-        return Run(
-            functions=functions,
-            parse=parse,
-            torch_version=data.get("torch_version"),
-            exit_code=data.get("exit_code"),
-            source=data.get("source", "parse"),
-            status=data.get("status", "ok"),
-            script=data.get("script"),
-            argv=tuple(data.get("argv", ())),
-            flags=dict(data.get("flags", {})),
-            config=dict(data.get("config", {})),
-            flag_notes=tuple(data.get("flag_notes", ())),
-            log_path=data.get("log_path"),
-            duration_s=data.get("duration_s"),
-            error=_error(data).get("exception"),
-            error_flags=tuple(_error(data).get("flags", ())),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{origin}: not a valid guarddiag run record ({exc!r}); re-create it with `guarddiag run --out`") from None
+        return _run(data)
+    except (AttributeError, KeyError, OverflowError, RecursionError, TypeError, ValueError) as exc:
+        raise _not_a_record(origin, exc) from None
+
+
+def _not_a_record(origin: str, exc: BaseException) -> InputError:
+    if isinstance(exc, RecursionError):
+        why = "nested too deeply"
+    elif isinstance(exc, KeyError):
+        why = f"missing key {exc.args[0]!r}"
+    else:
+        why = str(exc) or type(exc).__name__
+    return InputError(f"{origin}: not a valid guarddiag run record ({why}); re-create it with `guarddiag run --out`")
+
+
+# Type checks for the values a hand-edited record can get wrong: later stages trust the model's types.
+def _str(value: object, where: str, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{where}: expected a string{' or null' if optional else ''}, got {value!r}"[:200])
+    return value
+
+
+def _whole(value: object, where: str, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{where}: expected a whole number{' or null' if optional else ''}, got {value!r}"[:200])
+    return value
+
+
+def _seconds(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{where}: expected a number of seconds >= 0 or null, got {value!r}"[:200])
+    return float(value)
+
+
+def _list(value: object, where: str) -> list:
+    if not isinstance(value, list):
+        raise TypeError(f"{where}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _object(value: object, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise TypeError(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _strings(value: object, where: str) -> tuple[str, ...]:
+    return tuple(str(_str(v, f"{where}[{i}]")) for i, v in enumerate(_list(value, where)))
+
+
+def _run(data: dict) -> Run:
+    p = _object(data.get("parse", {}), "parse")
+    error = _error(data)
+    flags = _object(data.get("flags", {}), "flags")
+    return Run(
+        functions=tuple(
+            _function(_object(f, f"functions[{i}]"), f"functions[{i}]") for i, f in enumerate(_list(data["functions"], "functions"))
+        ),
+        parse=ParseStats(
+            _whole(p.get("lines", 0), "parse.lines") or 0,
+            _whole(p.get("torch_lines", 0), "parse.torch_lines") or 0,
+            _whole(p.get("unrecognized", 0), "parse.unrecognized") or 0,
+            _strings(p.get("unrecognized_samples", []), "parse.unrecognized_samples"),
+            _strings(p.get("unidentified_frames", []), "parse.unidentified_frames"),
+        ),
+        torch_version=_str(data.get("torch_version"), "torch_version", optional=True),
+        exit_code=_whole(data.get("exit_code"), "exit_code", optional=True),
+        source=str(_str(data.get("source", "parse"), "source")),
+        status=str(_str(data.get("status", "ok"), "status")),
+        script=_str(data.get("script"), "script", optional=True),
+        argv=_strings(data.get("argv", []), "argv"),
+        flags={str(k): str(_str(v, f"flags.{k}")) for k, v in flags.items()},
+        config=dict(_object(data.get("config", {}), "config")),
+        flag_notes=_strings(data.get("flag_notes", []), "flag_notes"),
+        log_path=_str(data.get("log_path"), "log_path", optional=True),
+        duration_s=_seconds(data.get("duration_s"), "duration_s"),
+        error=_str(error.get("exception"), "error.exception", optional=True),
+        error_flags=_strings(error.get("flags", []), "error.flags"),
+    )
+
+
+def _function(f: dict, where: str) -> FunctionSummary:
+    compiles = _whole(f["compiles"], f"{where}.compiles") or 0
+    if compiles < 0:
+        raise ValueError(f"{where}.compiles: expected a whole number >= 0, got {compiles}")
+    return FunctionSummary(
+        name=str(_str(f["name"], f"{where}.name")),
+        file=str(_str(f["file"], f"{where}.file")),
+        line=_whole(f["line"], f"{where}.line", optional=True),
+        frame_ids=_strings(f.get("frame_ids", []), f"{where}.frame_ids"),
+        compiles=compiles,
+        recompile_events=tuple(
+            _event_from_dict(_object(e, f"{where}.recompile_events[{i}]"), f"{where}.recompile_events[{i}]")
+            for i, e in enumerate(_list(f["recompile_events"], f"{where}.recompile_events"))
+        ),
+        limit_hits=tuple(
+            _typed(LimitHit, h, f"{where}.limit_hits[{i}]") for i, h in enumerate(_list(f.get("limit_hits", []), f"{where}.limit_hits"))
+        ),
+        graph_breaks=tuple(
+            _typed(GraphBreak, g, f"{where}.graph_breaks[{i}]")
+            for i, g in enumerate(_list(f.get("graph_breaks", []), f"{where}.graph_breaks"))
+        ),
+    )
+
+
+# The JSON types of each field of the small records (their annotations, as ``from __future__`` leaves them).
+_FIELD_CHECKS: dict[str, tuple[Callable[[object, str, bool], object], bool]] = {
+    "str": (_str, False),
+    "str | None": (_str, True),
+    "int | None": (_whole, True),
+}
+_T = TypeVar("_T")
+
+
+def _typed(cls: type[_T], raw: object, where: str) -> _T:
+    """An instance of the dataclass ``cls`` from a JSON object, each field checked against its annotation."""
+    values = _object(raw, where)
+    for f in fields(cls):  # type: ignore[arg-type]
+        check = _FIELD_CHECKS.get(str(f.type))
+        if check is not None and f.name in values:
+            check[0](values[f.name], f"{where}.{f.name}", check[1])
+    return cls(**values)
 
 
 def _error(data: dict) -> dict:
@@ -136,27 +229,59 @@ def _error(data: dict) -> dict:
     return error
 
 
-def _event_from_dict(e: dict) -> RecompileEvent:
-    causes = tuple(Cause(**c) for c in e["causes"])
+def _event_from_dict(e: dict, where: str) -> RecompileEvent:
+    causes = tuple(_typed(Cause, c, f"{where}.causes[{i}]") for i, c in enumerate(_list(e["causes"], f"{where}.causes")))
     if not causes:
         # Every event the parser makes has a cause (unknown, at worst); an empty list is a hand edit.
-        raise ValueError(f"recompile event {e['compile_id']} has no causes")
-    return RecompileEvent(e["compile_id"], bool(e["logged"]), causes)
+        raise ValueError(f"{where}: recompile event {e['compile_id']!r} has no causes")
+    logged = e["logged"]
+    if not isinstance(logged, bool):
+        raise TypeError(f"{where}.logged: expected true or false, got {logged!r}"[:200])
+    return RecompileEvent(str(_str(e["compile_id"], f"{where}.compile_id")), logged, causes)
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write a file so that readers see the old content or the new, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write a file so that readers see the old content or the new, never a torn one.
+
+    A symlink is followed: its target is replaced and the link kept. A target that exists and is
+    not a regular file (``/dev/null``, a FIFO, ``/dev/stdout`` on a pipe) is written to directly, as
+    the shell's ``>`` would: replacing it would swap the device for a file and hide errors (ENOSPC).
+    A new file gets the usual ``0o666 & ~umask``; a replaced one keeps its mode.
+    """
+    try:
+        st = os.stat(path)  # follows symlinks, /dev/stdout's /proc/self/fd/1 (a pipe, say) too
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _create_temp(target)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            if st is not None:
+                os.chmod(tmp, stat.S_IMODE(st.st_mode))
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _create_temp(target: Path) -> tuple[int, str]:
+    """A new file beside ``target``, created 0o666 so that the kernel applies the umask (mkstemp's is 0o600)."""
+    while True:
+        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
+        except FileExistsError:
+            continue
 
 
 def save_run(run: Run, path: Path) -> None:
@@ -174,4 +299,6 @@ def load_run(path: Path) -> Run:
         raise InputError(f"{path}: cannot read the run record ({exc.strerror}); give a record file") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not valid JSON ({exc}); re-create it with `guarddiag run --out`") from None
+    except RecursionError as exc:
+        raise _not_a_record(str(path), exc) from None
     return run_from_dict(data, str(path))
