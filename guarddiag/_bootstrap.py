@@ -62,12 +62,37 @@ def main(spec_path: str) -> int:
     _write_meta(spec, meta)
     _route_child_processes(os.path.dirname(spec["log_path"]))
     _route_forked_children(os.path.dirname(spec["log_path"]), log)
+    main_pid = os.getpid()
     code, exc = _run_script(spec["script"], spec.get("args", []))
+    if os.getpid() != main_pid:
+        return code  # a child the script forked with os.fork() that ran on to the end: not the run
     if exc is not None:
         meta["exception"] = _exception_line(exc)
         meta["exception_flags"] = _flags_named_in(meta["exception"], spec.get("flags", []))
-        _write_meta(spec, meta)
+    meta["torch_compiles"] = _torch_compiles()
+    _write_meta(spec, meta)
     return code
+
+
+def _torch_compiles() -> int | None:
+    """How many compiles torch itself recorded in this process (distinct compile ids in its
+    compilation metrics, as tests/fixtures/torch_truth.py counts them); None where torch keeps none
+    (2.1) or they cannot be read. guarddiag's count from the log must not be lower."""
+    import re
+
+    try:
+        from torch._dynamo.utils import get_compilation_metrics
+
+        ids = set()
+        for m in get_compilation_metrics():
+            if getattr(m, "co_name", None) is None:
+                continue  # the refused attempt at the recompile limit (no frame compiled), backward entries
+            found = re.search(r"(!?\d+)/(\d+)", str(getattr(m, "compile_id", "")))
+            if found:
+                ids.add(found.group(0))
+        return len(ids)
+    except Exception:  # noqa: BLE001 - a cross-check, never a reason to fail the run
+        return None
 
 
 def _route_forked_children(run_dir: str, log) -> None:

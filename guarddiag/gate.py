@@ -14,7 +14,7 @@ from pathlib import Path
 from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relative_file
 from guarddiag.config import Settings
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
-from guarddiag.model import FunctionSummary, Run, cause_groups, function_label, script_outcome
+from guarddiag.model import FunctionSummary, Run, capture_gap, cause_groups, function_label, script_outcome
 
 FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed"})
 
@@ -105,7 +105,8 @@ def evaluate(
     rows: list[Row] = []
     findings: list[Finding] = []
     for path, run in runs.items():
-        if run.status != "ok":
+        gap = capture_gap(run)
+        if run.status != "ok" or gap:
             findings.append(
                 Finding(
                     "script_failed",
@@ -113,7 +114,7 @@ def evaluate(
                     "",
                     path,
                     None,
-                    f"{path}: {script_outcome(run)}; not compared with the baseline"
+                    f"{path}: {script_outcome(run) if run.status != 'ok' else gap}; not compared with the baseline"
                     + (f"; torch log: {run.log_path}" if run.log_path else ""),
                 )
             )

@@ -146,6 +146,8 @@ class Run:
     # The script's uncaught exception (``Type: first line``) and the --flag entries its message names.
     error: str | None = None
     error_flags: tuple[str, ...] = ()
+    # Compiles torch itself recorded in the script's process (None: not known), to check the log against.
+    torch_compiles: int | None = None
     schema: str = SCHEMA
 
     @property
@@ -173,6 +175,19 @@ def script_outcome(run: Run) -> str:
         return f"the script failed on {flags} ({run.error}): its error names that flag; fix or drop it"
     ended = {"timeout": "timed out", "killed": "was killed", "interrupted": "was interrupted"}.get(run.status, run.status)
     return f"the script {ended} (exit status {run.exit_code})"
+
+
+def capture_gap(run: Run) -> str | None:
+    """When torch compiled more in the script's process than its log shows: the log lost lines, and
+    every count here is too low."""
+    seen = sum(f.compiles for f in run.functions if not f.rank)
+    if run.torch_compiles is None or run.torch_compiles <= seen:
+        return None
+    return (
+        f"torch compiled {run.torch_compiles} times in the script's process but its log shows {seen}: "
+        "log lines were lost (did the script change torch's logging: TORCH_LOGS_FORMAT, logging.disable, "
+        "its own handlers?), so these counts are too low"
+    )
 
 
 def function_label(f: FunctionSummary) -> str:

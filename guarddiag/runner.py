@@ -126,6 +126,8 @@ def execute(request: RunRequest) -> Run:
     env = dict(os.environ)
     env.update(request.env)
     env["TORCH_LOGS"] = merge_torch_logs(env.get("TORCH_LOGS"))
+    # torch's log lines go to guarddiag's file, not the user's terminal: keep them in the format it reads.
+    env.pop("TORCH_LOGS_FORMAT", None)
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         streams = {}
@@ -184,6 +186,7 @@ def execute(request: RunRequest) -> Run:
         flags={n: v for n, v in request.flags},
         config=dict(meta.get("config") or {}),
         flag_notes=tuple(meta.get("flag_notes") or ()),
+        torch_compiles=meta.get("torch_compiles"),
         log_path=str(log_path),
         duration_s=round(duration, 3),
         error=meta.get("exception"),

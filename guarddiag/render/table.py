@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guarddiag.model import Run, script_outcome
+from guarddiag.model import Run, capture_gap, script_outcome
 from guarddiag.render.columns import simple_table
 from guarddiag.render.summary import cause_groups, function_label, headline, parse_note
 
@@ -11,6 +11,9 @@ def render(run: Run) -> str:
     """The terminal report of one run."""
     out = [headline(run)]
     out += [f"note: {n}" for n in run.flag_notes]
+    gap = capture_gap(run)
+    if gap:
+        out.append(f"warning: {gap}")
     if run.source == "run" and run.status != "ok":
         out.append(f"{script_outcome(run)}; counts cover what ran before that")
     rows = [

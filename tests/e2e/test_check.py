@@ -129,3 +129,22 @@ def test_broken_baseline_is_one_clear_line(project):
     assert proc.returncode == 2
     (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("guarddiag:")]
     assert "functions[0].recompiles" in line and "Traceback" not in proc.stderr
+
+
+def test_a_log_that_lost_lines_is_not_a_pass(project):
+    # A script that silences logging: torch still compiles (and regresses), its log shows nothing.
+    path = project / "model.py"
+    _set_layers(project, 8)
+    path.write_text("import logging\nlogging.disable(logging.CRITICAL)\n" + path.read_text())
+    proc = run_guarddiag("check", "model.py", cwd=project)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "log lines were lost" in proc.stdout and "not compared with the baseline" in proc.stdout
+    run = run_guarddiag("run", "model.py", cwd=project)
+    assert run.returncode == 0 and "warning: torch compiled" in run.stdout
+
+
+def test_torch_logs_format_of_the_user_does_not_change_the_counts(project):
+    proc = run_guarddiag("run", "model.py", "-o", "r.json", cwd=project, env={"TORCH_LOGS_FORMAT": "%(message)s"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = json.loads((project / "r.json").read_text())
+    assert record["totals"]["compiles"] == record["torch_compiles"] == 6
