@@ -110,7 +110,8 @@ def compare_report(plan: ComparePlan, results: list[VariantResult], catalog: Cat
         out += ["", tabulate(rows, headers=["configuration", "config in force", "recompiles", "script"])]
         for r in results:
             out += [f"note: {r.variant.label}: {u}; not attributed to a flag" for u in r.unstable]
-            out += [f"note: {r.variant.label}: {o}; its counts cover what ran before that" for o in dict.fromkeys(script_outcome(run) for run in r.runs if run.status != "ok")]
+            outcomes = dict.fromkeys(script_outcome(run) for run in r.runs if run.status != "ok")
+            out += [f"note: {r.variant.label}: {o}; its counts cover what ran before that" for o in outcomes]
         out += ["", render_diffs(diffs, fmt)]
     return "\n".join(out), diffs
 

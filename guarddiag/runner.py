@@ -249,27 +249,15 @@ def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[R
 
 
 def _stop_all_live(grace: float = 10) -> None:
-    """SIGINT to every running child and what it started; KILL what is left after ``grace`` seconds
-    (at once on a second Ctrl-C)."""
+    """Stop every running child and what it started (see _stop); KILL at once on a second Ctrl-C."""
     _STOPPING.set()
     with _LIVE_LOCK:
         children = list(_LIVE)
     trees = {proc: _descendants(proc.pid) for proc in children}
     try:
-        for sig in (signal.SIGINT, signal.SIGTERM):  # as in _stop: SIGTERM halfway
-            for proc, tree in trees.items():
-                if proc.poll() is None:
-                    proc.send_signal(sig)
-                _signal_all([pid for pid in tree if _alive(pid)], sig)
-            end = time.monotonic() + grace / 2
-            while time.monotonic() < end and any(proc.poll() is None for proc in trees):
-                time.sleep(0.1)
+        _stop(trees, signal.SIGINT, grace)
     except KeyboardInterrupt:
-        pass
-    for proc, tree in trees.items():
-        if proc.poll() is None:
-            proc.kill()
-        _signal_all([pid for pid in tree if _alive(pid)], signal.SIGKILL)
+        _kill(trees)
 
 
 # Children running now (compare and check run several from threads), for stopping them all on Ctrl-C.
@@ -283,17 +271,15 @@ def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:
     try:
         code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _stop(proc, signal.SIGTERM, grace=5)
+        _stop({proc: _descendants(proc.pid)}, signal.SIGTERM, grace=5)
         return "timeout", proc.returncode
     except KeyboardInterrupt:
         # The terminal sent SIGINT to the child too; give it a moment to finish writing its log.
-        tree = _descendants(proc.pid)
+        trees = {proc: _descendants(proc.pid)}
         try:
-            _stop(proc, signal.SIGINT, grace=10, tree=tree)
+            _stop(trees, signal.SIGINT, grace=10)
         except KeyboardInterrupt:
-            proc.kill()
-            _signal_all(tree, signal.SIGKILL)
-            proc.wait()
+            _kill(trees)
             raise Interrupted(proc.returncode) from None
         return "interrupted", proc.returncode
     if _STOPPING.is_set():
@@ -303,30 +289,35 @@ def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:
     return ("ok" if code == 0 else "failed"), code
 
 
-def _stop(proc: subprocess.Popen, sig: int, grace: float, tree: list[int] | None = None) -> None:
-    """Signal the child and every process it started (workers, subprocesses), wait up to ``grace``
-    seconds, then kill what is left: nothing the script started outlives the run."""
-    tree = _descendants(proc.pid) if tree is None else tree
-    # SIGINT first (a script's KeyboardInterrupt handlers run), SIGTERM halfway: a process started with
-    # SIGINT ignored (a background job of a shell, some CI runners) still stops before the KILL.
+def _stop(trees: dict[subprocess.Popen, list[int]], sig: int, grace: float) -> None:
+    """Signal each child and every process it started (``trees``: child -> descendants, read before
+    any signal), wait up to ``grace`` seconds, then kill what is left: nothing a script started
+    outlives its run. SIGINT first (a script's KeyboardInterrupt handlers run), SIGTERM halfway: a
+    process started with SIGINT ignored (a shell's background job, some CI runners) still stops."""
     stages = [(sig, grace / 2), (signal.SIGTERM, grace / 2)] if sig != signal.SIGTERM else [(sig, grace)]
     for stage_sig, wait_s in stages:
+        for proc, tree in trees.items():
+            if proc.poll() is None:
+                proc.send_signal(stage_sig)
+            _signal_all([pid for pid in tree if _alive(pid)], stage_sig)
+        end = time.monotonic() + wait_s
+        while time.monotonic() < end and any(proc.poll() is None for proc in trees):
+            time.sleep(0.05)
+    _kill(trees, settle=min(grace, 2.0))
+
+
+def _kill(trees: dict[subprocess.Popen, list[int]], settle: float = 0.0) -> None:
+    """KILL the children still running, then, after up to ``settle`` seconds, their descendants."""
+    for proc in trees:
         if proc.poll() is None:
-            proc.send_signal(stage_sig)
-        _signal_all([pid for pid in tree if _alive(pid)], stage_sig)
-        try:
-            proc.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    end = time.monotonic() + min(grace, 2.0)
-    while tree and time.monotonic() < end:
-        tree = [pid for pid in tree if _alive(pid)]
+            proc.kill()
+            proc.wait()
+    left = [pid for tree in trees.values() for pid in tree]
+    end = time.monotonic() + settle
+    while left and time.monotonic() < end:
+        left = [pid for pid in left if _alive(pid)]
         time.sleep(0.05)
-    _signal_all(tree, signal.SIGKILL)
+    _signal_all([pid for pid in left if _alive(pid)], signal.SIGKILL)
 
 
 def _descendants(pid: int) -> list[int]:

@@ -99,7 +99,8 @@ def _interleaved_2_3(with_dynamo: bool) -> list[str]:
     r1 = "[rank1]:V0412 13:05:21.101000 139870921852736 torch/_dynamo/guards.py:1425] [__recompiles] "
 
     def traced(rank: int, cid: str) -> str:
-        return f"[rank{rank}]:I0412 13:05:2{rank}.102000 1398 torch/_dynamo/logging.py:55] [{cid}] Step 1: torchdynamo start tracing train_step /workspace/train.py:41"
+        prefix = f"[rank{rank}]:I0412 13:05:2{rank}.102000 1398 torch/_dynamo/logging.py:55] [{cid}] "
+        return prefix + "Step 1: torchdynamo start tracing train_step /workspace/train.py:41"
 
     def guards(rank: int, cid: str) -> list[str]:
         p = f"[rank{rank}]:V0412 13:05:2{rank}.803000 1398 torch/_dynamo/guards.py:1076] [{cid}] [__guards] "
