@@ -241,7 +241,7 @@ class LogParser:
         for line in lines:
             if skippable is not None and line.startswith(prefix):
                 start = line.find("+- ", plen)
-                if start >= 0 and not line[plen:start].strip(" |"):  # a tree line, as TreeReader.feed tells them
+                if start >= 0 and line[plen] in "+|":  # a tree line, as TreeReader.feed tells them
                     end = line.find(":", start + 3)
                     label = line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()
                     if label not in skippable:
