@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from guarddiag.model import Run, capture_gap, script_outcome
-from guarddiag.render.summary import cause_groups, function_label, headline, parse_note
+from guarddiag.model import Run
+from guarddiag.render.summary import cause_groups, function_label, headline, parse_note, run_notes
+
+_NOTE_FORMATS = {"outcome": "**{}**; counts cover what ran before that", "warning": "> **warning**: {}", "note": "> note: {}"}
 
 
 def render(run: Run) -> str:
     """The run as GitHub-flavoured Markdown."""
     out = ["## guarddiag", "", headline(run), ""]
-    if run.source == "run" and run.status != "ok":
-        out += [f"**{script_outcome(run)}**; counts cover what ran before that", ""]
-    out += [f"> note: {n}" for n in run.flag_notes] + ([""] if run.flag_notes else [])
-    gap = capture_gap(run)
-    out += [f"> **warning**: {gap}", ""] if gap else []
+    notes = [_NOTE_FORMATS[kind].format(text) for kind, text in run_notes(run)]
+    out += [*notes, ""] if notes else []
     rows = [
         [f"`{function_label(f)}`", f.compiles, f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks)]
         for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from guarddiag.model import CauseGroup, Run, cause_groups, function_label
+from guarddiag.model import CauseGroup, Run, capture_gap, cause_groups, function_label, script_outcome
 
-__all__ = ["CauseGroup", "cause_groups", "function_label", "headline", "parse_note"]
+__all__ = ["CauseGroup", "cause_groups", "function_label", "headline", "parse_note", "run_notes"]
 
 
 def headline(run: Run) -> str:
@@ -14,6 +14,19 @@ def headline(run: Run) -> str:
         f"{len(run.functions)} compiled functions, {run.compiles} compiles, {run.recompiles} recompiles, "
         f"{run.limit_hits} recompile-limit hits, {run.graph_breaks} graph breaks ({torch})"
     )
+
+
+def run_notes(run: Run) -> list[tuple[str, str]]:
+    """What a report says under its headline, most important first, as (kind, text): how a failed
+    script ended ("outcome"), a log that lost lines ("warning"), what torch said about the flags ("note")."""
+    notes = []
+    if run.source == "run" and run.status != "ok":
+        notes.append(("outcome", script_outcome(run)))
+    gap = capture_gap(run)
+    if gap:
+        notes.append(("warning", gap))
+    notes += [("note", n) for n in run.flag_notes]
+    return notes
 
 
 def parse_note(run: Run) -> str | None:

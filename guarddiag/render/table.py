@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from guarddiag.model import Run, capture_gap, script_outcome
+from guarddiag.model import Run
 from guarddiag.render.columns import simple_table
-from guarddiag.render.summary import cause_groups, function_label, headline, parse_note
+from guarddiag.render.summary import cause_groups, function_label, headline, parse_note, run_notes
 
 
 def render(run: Run) -> str:
     """The terminal report of one run."""
     out = [headline(run)]
-    out += [f"note: {n}" for n in run.flag_notes]
-    gap = capture_gap(run)
-    if gap:
-        out.append(f"warning: {gap}")
-    if run.source == "run" and run.status != "ok":
-        out.append(f"{script_outcome(run)}; counts cover what ran before that")
+    out += [f"{text}; counts cover what ran before that" if kind == "outcome" else f"{kind}: {text}" for kind, text in run_notes(run)]
     rows = [
         [function_label(f), f.compiles, f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""]
         for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))
