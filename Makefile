@@ -43,7 +43,7 @@ bench: venv  ## Benchmarks of issue 7 (parse, tlparse, run overhead, compare); a
 lint: venv  ## ruff over the package and tests
 	$(BIN)/ruff check guarddiag tests
 
-record-fixtures: venv  ## Re-record tests/fixtures/logs for the venv's torch (PY=path for another torch)
+record-fixtures: venv  ## Re-record tests/fixtures/logs for the venv's torch (PY=python of another torch, see tests/fixtures/logs/README.md)
 	$(BIN)/python tests/fixtures/record_logs.py --python $(or $(PY),$(BIN)/python)
 
 clean:  ## Remove the venv and run folders

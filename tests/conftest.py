@@ -14,6 +14,34 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
 FIXTURES = ROOT / "tests" / "fixtures"
 LOGS = FIXTURES / "logs"
+# The root recorded fixtures name for this checkout (tests/fixtures/record_logs.py writes it).
+NEUTRAL_PROJECT = "/home/user/project"
+# Interpreters of other torch versions: environment variable -> the torch version it must have.
+OTHER_TORCH = {"GUARDDIAG_TORCH_2_4_PYTHON": "2.4.", "GUARDDIAG_TORCH_2_1_PYTHON": "2.1."}
+
+
+def in_checkout(text: str) -> str:
+    """A recorded fixture's text with its neutral project root read as this checkout."""
+    return text.replace(NEUTRAL_PROJECT + "/", f"{ROOT}/")
+
+
+def other_torch_python(variable: str) -> str | None:
+    """The interpreter named by VARIABLE (see tests/fixtures/logs/README.md), checked for its torch version."""
+    python = os.environ.get(variable, "")
+    if not python:
+        return None
+    proc = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True,
+                          timeout=120)
+    want = OTHER_TORCH[variable]
+    if proc.returncode != 0 or not proc.stdout.startswith(want):
+        pytest.fail(f"{variable}={python} should run torch {want}x; it printed {proc.stdout.strip() or proc.stderr[-300:]!r}")
+    return python
+
+
+def needs_other_torch(variable: str) -> pytest.MarkDecorator:
+    """Skip, naming the variable, when the interpreter for another torch version is not configured."""
+    return pytest.mark.skipif(not os.environ.get(variable),
+                              reason=f"set {variable} to a python with torch {OTHER_TORCH[variable]}x to run this")
 
 
 def guarddiag_cmd() -> list[str]:

@@ -23,6 +23,7 @@ from guarddiag.explain import Explanation, FunctionExplanation, GuardedObject  #
 
 DOC = ROOT / "docs" / "guard-model.md"
 LOGS = ROOT / "tests" / "fixtures" / "logs"
+NEUTRAL_PROJECT = "/home/user/project"
 VERSIONS = ("2.13.0", "2.4.1", "2.1.2")
 BEGIN, END = "<!-- guard-model:begin -->", "<!-- guard-model:end -->"
 
@@ -70,8 +71,13 @@ def explanations(recorded: bool) -> dict[tuple[str, str], Explanation]:
                     out[version, scenario] = _live(ROOT / "scenarios" / f"{scenario}.py", Path(tmp))
                 continue
             with (LOGS / f"torch-{version}" / f"{scenario}.log").open(encoding="utf-8") as fh:
-                out[version, scenario] = explain_lines(fh, torch_version=version)
+                out[version, scenario] = explain_lines(map(_in_checkout, fh), torch_version=version)
     return out
+
+
+def _in_checkout(line: str) -> str:
+    """Recorded logs name the neutral root (tests/fixtures/record_logs.py); read it as this checkout."""
+    return line.replace(NEUTRAL_PROJECT + "/", f"{ROOT}/")
 
 
 def _live(script: Path, workdir: Path) -> Explanation:

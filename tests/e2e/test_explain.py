@@ -2,9 +2,10 @@
 
 Each claim is read from explain's own output, then the change is made in a real program and the
 compiles are counted; each fix hint is applied (a flag through `guarddiag compare`, or a modified
-copy of the scenario) and the scenario's recompiles must drop. Other torch versions on this machine
-(/work/venvs/t241, t212) are used when present, so the per-version claims (id() vs type of a module)
-are checked too; CI has torch 2.13 only.
+copy of the scenario) and the scenario's recompiles must drop. Other torch versions are used when
+their interpreters are named by GUARDDIAG_TORCH_2_4_PYTHON / GUARDDIAG_TORCH_2_1_PYTHON, so the
+per-version claims (id() vs type of a module) are checked too; CI has torch 2.13 only, and those
+tests skip there, naming the variable.
 """
 
 from __future__ import annotations
@@ -18,12 +19,23 @@ import pytest
 
 from guarddiag.commands_explain import explain_lines, explain_path
 from guarddiag.explain import Explanation, FixHint, FunctionExplanation
-from tests.conftest import FIXTURES, LOGS, ROOT, SCENARIOS, run_guarddiag, torch_truth
+from tests.conftest import (
+    FIXTURES,
+    LOGS,
+    ROOT,
+    SCENARIOS,
+    needs_other_torch,
+    other_torch_python,
+    run_guarddiag,
+    torch_truth,
+)
 
 PROBE = FIXTURES / "explain" / "probe_claims.py"
 DEEP = FIXTURES / "explain" / "deep_sequential.py"
-OLD_PYTHONS = [p for p in (Path("/work/venvs/t241/bin/python"), Path("/work/venvs/t212/bin/python")) if p.exists()]
-PYTHONS = [sys.executable, *map(str, OLD_PYTHONS)]
+PYTHONS = [
+    pytest.param("", id="this-torch"),
+    *(pytest.param(v, id=v, marks=needs_other_torch(v)) for v in ("GUARDDIAG_TORCH_2_4_PYTHON", "GUARDDIAG_TORCH_2_1_PYTHON")),
+]
 ONE_SCREEN = 50
 
 # change in probe_claims.py -> where explain states its effect: (object row, words of a "recompiles"
@@ -70,8 +82,10 @@ def _probe_truth(python: str) -> dict[str, int]:
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("python", PYTHONS)
-def test_every_recompile_claim_holds_when_the_change_is_made(python: str, tmp_path: Path, monkeypatch):
+@pytest.mark.parametrize("variable", PYTHONS)
+def test_every_recompile_claim_holds_when_the_change_is_made(variable: str, tmp_path: Path, monkeypatch):
+    python = other_torch_python(variable) if variable else sys.executable
+    assert python is not None
     monkeypatch.chdir(tmp_path)
     explanation, _ = explain_path(PROBE, full=False, python=python)
     (step,) = [f for f in explanation.functions if f.name == "step"]
@@ -140,10 +154,11 @@ def test_hint_allow_unspec_int_on_nn_module_removes_layer_idx_recompiles(tmp_pat
 
 
 @pytest.mark.torch
-@pytest.mark.skipif(not Path("/work/venvs/t241/bin/python").exists(), reason="needs torch 2.4.1 in /work/venvs/t241")
+@needs_other_torch("GUARDDIAG_TORCH_2_4_PYTHON")
 def test_hint_inline_inbuilt_nn_modules_removes_fresh_instance_recompiles_on_2_4(tmp_path: Path):
     (hint,) = _hints(LOGS / "torch-2.4.1" / "fresh_module_instance.log", "forward")
-    before, after = _compare_recompiles(hint.check, SCENARIOS / "fresh_module_instance.py", tmp_path, "/work/venvs/t241/bin/python")
+    python = other_torch_python("GUARDDIAG_TORCH_2_4_PYTHON")
+    before, after = _compare_recompiles(hint.check, SCENARIOS / "fresh_module_instance.py", tmp_path, python)
     assert (before, after) == (11, 0)
 
 

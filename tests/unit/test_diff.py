@@ -15,11 +15,11 @@ from guarddiag.diff import RunDiff, cause_key, diff_runs, function_key, guard_pa
 from guarddiag.model import Run
 from guarddiag.render import FORMATS
 from guarddiag.render.diff import DIFF_SCHEMA, render_diffs
-from tests.conftest import LOGS
+from tests.conftest import LOGS, ROOT, in_checkout
 
 
 def _text(name: str) -> str:
-    return (LOGS / name).read_text(encoding="utf-8", errors="replace")
+    return in_checkout((LOGS / name).read_text(encoding="utf-8", errors="replace"))
 
 
 def _run(text: str) -> Run:
@@ -170,11 +170,11 @@ def test_a_function_only_in_b_is_new_and_only_in_a_is_gone():
 
 def test_functions_in_another_checkout_match_on_the_file_base_name():
     text = _text("torch-2.13.0/module_int_attribute.log")
-    elsewhere = _run(text.replace("/work/main/scenarios/", "/home/ci/checkout-2/scenarios/"))
+    elsewhere = _run(text.replace(f"{ROOT}/scenarios/", "/home/ci/checkout-2/scenarios/"))
     assert elsewhere.functions[0].file == "/home/ci/checkout-2/scenarios/module_int_attribute.py"
     d = diff_runs(_run(text), elsewhere)
     f = _only(d)
-    assert (f.status, f.unchanged, f.file) == ("same", 5, "/work/main/scenarios/module_int_attribute.py")
+    assert (f.status, f.unchanged, f.file) == ("same", 5, f"{ROOT}/scenarios/module_int_attribute.py")
 
 
 def test_a_function_on_another_line_is_another_function():

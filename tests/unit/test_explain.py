@@ -15,7 +15,7 @@ from guarddiag.explain import Explanation, FunctionExplanation, GuardedObject, r
 from guarddiag.model import Guard
 from guarddiag.render.explain import render_explanation
 from guarddiag.store import save_run
-from tests.conftest import LOGS
+from tests.conftest import LOGS, in_checkout
 
 VERSIONS = ("2.15.0", "2.13.0", "2.4.1", "2.1.2")
 # Type-checked modules, inlined nn.Module: what 2.13 prints, 2.15 prints the same way.
@@ -25,7 +25,7 @@ SCENARIOS = sorted(p.stem for p in (LOGS / "torch-2.13.0").glob("*.log"))
 
 def _explain(version: str, scenario: str, full: bool = False) -> Explanation:
     with (LOGS / f"torch-{version}" / f"{scenario}.log").open(encoding="utf-8") as fh:
-        return explain_lines(fh, full=full)
+        return explain_lines(map(in_checkout, fh), full=full)
 
 
 def _function(e: Explanation, name: str) -> FunctionExplanation:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from guarddiag.build import build_from_lines
 from guarddiag.sourceinfo import local_roles
-from tests.conftest import LOGS, SCENARIOS
+from tests.conftest import LOGS, SCENARIOS, in_checkout
 
 
 def test_roles_of_a_decorated_closure():
@@ -23,9 +23,7 @@ def test_missing_or_broken_source_gives_no_roles(tmp_path):
 
 
 def test_closure_subject_in_a_real_log():
-    log = (LOGS / "torch-2.13.0" / "closure_variable.log").read_text().replace(
-        "/work/main/scenarios/", str(SCENARIOS) + "/"
-    )
+    log = in_checkout((LOGS / "torch-2.13.0" / "closure_variable.log").read_text())
     functions, _ = build_from_lines(log.splitlines())
     (f,) = functions
     assert {e.causes[0].subject for e in f.recompile_events} == {"value of closure variable `reduction`"}
