@@ -19,6 +19,8 @@ import traceback
 
 # Exit status of the child when the bootstrap refused to start the script (details in meta).
 REFUSED = 120
+# torch's own record of the main process's compiles, in the run folder (children: torch.child-<pid>.compiles.jsonl).
+LEDGER_NAME = "torch.compiles.jsonl"
 # Flags torch renamed (2.7: cache_size_limit -> recompile_limit, old names kept as aliases since):
 # a name from the other side of the rename is the first suggestion when a torch lacks it.
 RENAMED = {
@@ -60,8 +62,13 @@ def main(spec_path: str) -> int:
         return _refuse(spec, meta, "flag", str(exc), exc.suggestions)
     meta["phase"] = "script"
     _write_meta(spec, meta)
-    _route_child_processes(os.path.dirname(spec["log_path"]))
-    _route_forked_children(os.path.dirname(spec["log_path"]), log)
+    run_dir = os.path.dirname(spec["log_path"])
+    hooks = _load_process_hooks()
+    _route_child_processes(run_dir, hooks.RUN_MARK)
+    hooks.route_forks(run_dir, log)
+    hooks.note_unobserved_children(run_dir)
+    # torch's own record of each compile, to check the log against (read by the runner).
+    hooks.add_sink(hooks.FileSink(os.path.join(run_dir, LEDGER_NAME), eager=True))
     main_pid = os.getpid()
     code, exc = _run_script(spec["script"], spec.get("args", []))
     if os.getpid() != main_pid:
@@ -69,53 +76,26 @@ def main(spec_path: str) -> int:
     if exc is not None:
         meta["exception"] = _exception_line(exc)
         meta["exception_flags"] = _flags_named_in(meta["exception"], spec.get("flags", []))
-    meta["torch_compiles"] = _torch_compiles()
     _write_meta(spec, meta)
     return code
 
 
-def _torch_compiles() -> int | None:
-    """How many compiles torch itself recorded in this process (distinct compile ids in its
-    compilation metrics, as tests/fixtures/torch_truth.py counts them); None where torch keeps none
-    (2.1) or they cannot be read. guarddiag's count from the log must not be lower."""
-    import re
+def _load_process_hooks():
+    """``_childsite/_guarddiag_process.py``, loaded by path under the name children import it by."""
+    import importlib.util
 
-    try:
-        from torch._dynamo.utils import get_compilation_metrics
-
-        ids = set()
-        for m in get_compilation_metrics():
-            if getattr(m, "co_name", None) is None:
-                continue  # the refused attempt at the recompile limit (no frame compiled), backward entries
-            found = re.search(r"(!?\d+)/(\d+)", str(getattr(m, "compile_id", "")))
-            if found:
-                ids.add(found.group(0))
-        return len(ids)
-    except Exception:  # noqa: BLE001 - a cross-check, never a reason to fail the run
-        return None
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_childsite", "_guarddiag_process.py")
+    spec = importlib.util.spec_from_file_location("_guarddiag_process", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_guarddiag_process"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-def _route_forked_children(run_dir: str, log) -> None:
-    """A forked child (multiprocessing's default on Linux) inherits torch's handlers on the main log, and
-    its compile ids continue the parent's: in one file they would collide. After a fork, the child's
-    torch handlers move to a file of its own, parsed like a spawned child's."""
-    import logging
-
-    def after_fork_in_child() -> None:
-        own = open(os.path.join(run_dir, f"torch.child-{os.getpid()}.log"), "a", encoding="utf-8", buffering=1)  # noqa: SIM115
-        for logger in list(logging.Logger.manager.loggerDict.values()):
-            for handler in getattr(logger, "handlers", ()):
-                if isinstance(handler, logging.StreamHandler) and handler.stream is log:
-                    handler.setStream(own)
-
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=after_fork_in_child)
-
-
-def _route_child_processes(run_dir: str) -> None:
+def _route_child_processes(run_dir: str, mark: str) -> None:
     """Processes the script starts itself log to files of their own in the run folder (see _childsite)."""
     site = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_childsite")
-    os.environ["GUARDDIAG_CHILD_LOG_DIR"] = run_dir
+    os.environ[mark] = run_dir
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH")) if p)
 
 

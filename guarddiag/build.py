@@ -9,10 +9,12 @@ frame's guard listing with the one of its previous compile.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure
+from guarddiag.ledger import CompileRecord
 from guarddiag.logparse.events import (
     CompileSeen,
     Event,
@@ -25,7 +27,16 @@ from guarddiag.logparse.events import (
 )
 from guarddiag.logparse.framing import CompileId, parse_compile_id
 from guarddiag.logparse.parser import LogParser
-from guarddiag.model import Cause, FunctionSummary, GraphBreak, Guard, LimitHit, ParseStats, RecompileEvent
+from guarddiag.model import (
+    Cause,
+    FailedCompile,
+    FunctionSummary,
+    GraphBreak,
+    Guard,
+    LimitHit,
+    ParseStats,
+    RecompileEvent,
+)
 from guarddiag.sourceinfo import local_roles
 
 # Guard kinds whose expression pins one concrete value: a change between two compiles names the cause.
@@ -47,10 +58,15 @@ class _Frame:
     line: int | None = None
     compiles: set[int] = field(default_factory=set)
     limit_numbers: set[int] = field(default_factory=set)
+    # Compile numbers that started tracing, and those that installed guards.
+    started: set[int] = field(default_factory=set)
+    listed: set[int] = field(default_factory=set)
     # Classified only at the end, when the frame's name (and so its source) is known.
     announced: dict[int, tuple[GuardFailure, ...]] = field(default_factory=dict)
     inferred: dict[int, tuple[tuple[Guard, Guard], ...]] = field(default_factory=dict)
     limit_hits: list[LimitHit] = field(default_factory=list)
+    # index in limit_hits -> the compile number torch refused there (when the log names it)
+    limit_at: dict[int, int] = field(default_factory=dict)
     graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
     last_listing: tuple[int, GuardListing] | None = None
 
@@ -62,9 +78,14 @@ class _Frame:
 class RunBuilder:
     """Accumulates events into per-frame state; :meth:`functions` gives the summaries."""
 
-    def __init__(self, roles: RolesLookup = local_roles) -> None:
+    def __init__(self, roles: RolesLookup = local_roles, ledger: Sequence[CompileRecord] = ()) -> None:
+        """``ledger``: torch's own record of the compiles in this process, when guarddiag ran it: it
+        says why an attempt installed no code, which the log does not."""
         self._roles = roles
+        self._ledger = ledger
         self._frames: dict[str, _Frame] = {}
+        # Whether the log has guard listings at all: only then does a compile without one mean no code.
+        self._listings = False
         # Messages without a compile id (old torch) are matched to frames by rank and function name.
         self._pending: dict[tuple[str, str, str, int | None], list[RecompileAnnounced]] = {}
 
@@ -116,6 +137,7 @@ class RunBuilder:
             frame, number = self._frame(cid.frame), cid.number
         frame.name_it(event.name, event.file, event.line)
         frame.compiles.add(number)
+        frame.started.add(number)
         pending = self._pending_for(event.name, event.file, event.line, _rank(event.compile_id))
         if pending and number > 0:
             frame.announced.setdefault(number, pending.pop(0).failures)
@@ -135,6 +157,8 @@ class RunBuilder:
             return
         frame = self._frame(cid.frame)
         frame.compiles.add(cid.number)
+        frame.listed.add(cid.number)
+        self._listings = True
         if cid.number > 0 and cid.number not in frame.announced and self._pending:
             self._bind_oldest_pending(frame, cid.number)
         last = frame.last_listing
@@ -156,6 +180,7 @@ class RunBuilder:
         reason = event.last_reason.split("  #")[0].strip()
         if cid is not None:
             frame.limit_numbers.add(cid.number)
+            frame.limit_at[len(frame.limit_hits)] = cid.number
         else:
             # Old torch: the announcement just before the warning was refused, not compiled.
             pending = self._pending_for(event.name, event.file, event.line, _rank(event.compile_id))
@@ -224,7 +249,10 @@ class RunBuilder:
                 frame.announced[number] = ev.failures
         self._pending.clear()
         kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
-        summaries = _join_same_function([_summary(f, self._roles(f.file, f.name, f.line)) for f in kept])
+        ledger = _LedgerIndex(self._ledger)
+        summaries = _join_same_function(
+            [_summary(f, self._roles(f.file, f.name, f.line), self._listings, ledger) for f in kept]
+        )
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
 
@@ -246,6 +274,7 @@ def _join_same_function(summaries: list[FunctionSummary]) -> list[FunctionSummar
             recompile_events=seen.recompile_events + again + f.recompile_events,
             limit_hits=seen.limit_hits + f.limit_hits,
             graph_breaks=seen.graph_breaks + f.graph_breaks,
+            failed_compiles=seen.failed_compiles + f.failed_compiles,
         )
     return list(joined.values())
 
@@ -293,9 +322,18 @@ _AGAIN = Cause(
 )
 
 
-def _summary(frame: _Frame, roles: Mapping[str, str]) -> FunctionSummary:
+def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
+    """Compiles of a frame from the compile numbers seen: every number up to the highest compile, less
+    those refused at the recompile limit. Each call that reaches the compiler takes the next number, so
+    a number the log never shows (its lines were not captured) was a compile too, and a refused number
+    is none, even when compiles follow it (the limit raised, isolated regions)."""
+    refused = set(refused)
+    top = max((n for n in compiles if n not in refused), default=-1)
+    return top + 1 - sum(1 for n in refused if n < top)
+
+
+def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _LedgerIndex) -> FunctionSummary:
     numbers = sorted(n for n in frame.compiles if n not in frame.limit_numbers)
-    compiles = (max(numbers) + 1) if numbers else 0
     events = []
     for n in numbers:
         if n == 0:
@@ -307,22 +345,89 @@ def _summary(frame: _Frame, roles: Mapping[str, str]) -> FunctionSummary:
         else:
             inferred = tuple(cause_from_changed_guard(b, a, roles) for b, a in frame.inferred.get(n, ()))
             events.append(RecompileEvent(compile_id, False, inferred or (_UNKNOWN,)))
+    failed = tuple(
+        ledger.failure(frame, n) for n in numbers if listings and n in frame.started and n not in frame.listed
+    )
+    later = max(numbers, default=-1)
+    hits = []
+    for i, hit in enumerate(frame.limit_hits):
+        at = frame.limit_at.get(i)
+        outcome = ledger.limit_outcome(frame, at)
+        if outcome == "raised" or at is None:
+            pass
+        elif later > at:
+            outcome = "compiled_again"
+        elif any(r > at for r in frame.limit_numbers):
+            outcome = "raised"  # a frame torch runs eagerly for good is never offered to it again
+        cause = _limit_cause(hit.last_reason, roles)
+        hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
     return FunctionSummary(
         name=frame.name,
         file=frame.file,
         line=frame.line,
         frame_ids=(frame.frame_id,),
-        compiles=compiles,
+        compiles=count_compiles(frame.compiles, frame.limit_numbers),
         recompile_events=tuple(events),
-        limit_hits=tuple(frame.limit_hits),
+        limit_hits=tuple(hits),
         graph_breaks=tuple(frame.graph_breaks.values()),
+        failed_compiles=failed,
     )
 
 
-def build_from_lines(lines: Iterable[str], roles: RolesLookup = local_roles) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
+def _limit_cause(last_reason: str, roles: Mapping[str, str]) -> Cause | None:
+    """The limit warning's ``last reason: 0/1: mode == 'bb'  # ...`` classified like a recompile's cause."""
+    text = last_reason.strip()
+    if not text or text.startswith("Unable to find recompilation reasons"):
+        return None
+    m = _CACHE_ENTRY.match(text)
+    entry, text = (m["ce"], text[m.end() :]) if m else (None, text)
+    return classify_failure(text, entry, roles)
+
+
+_CACHE_ENTRY = re.compile(r"^(?P<ce>!?\d+(?:/\d+)+(?:_\d+)?): ")
+
+
+class _LedgerIndex:
+    """torch's records looked up by (function name, first line, compile number), in log order."""
+
+    def __init__(self, records: Sequence[CompileRecord]) -> None:
+        self._by_key: dict[tuple[str | None, int | None, int], list[CompileRecord]] = {}
+        self._frame_names: dict[str, tuple[str | None, int | None]] = {}
+        for r in records:
+            cid = parse_compile_id(r.compile_id)
+            if cid is None:
+                continue
+            if r.name is not None:
+                self._frame_names[cid.frame] = (r.name, r.line)
+                key = (r.name, r.line, cid.number)
+            else:  # refused at the limit: torch records no name, its frame id names the function
+                key = (*self._frame_names.get(cid.frame, (None, None)), cid.number)
+            self._by_key.setdefault(key, []).append(r)
+
+    def _take(self, frame: _Frame, number: int | None) -> CompileRecord | None:
+        found = self._by_key.get((frame.name, frame.line, number)) if number is not None else None
+        return found.pop(0) if found else None
+
+    def failure(self, frame: _Frame, number: int) -> FailedCompile:
+        compile_id = f"{frame.frame_id}/{number}"
+        record = self._take(frame, number)
+        if record is None:
+            return FailedCompile(compile_id, "no_code")
+        if record.fail_type:
+            return FailedCompile(compile_id, "error", f"{record.fail_type}: {record.reason}".rstrip(": "))
+        return FailedCompile(compile_id, "skipped")
+
+    def limit_outcome(self, frame: _Frame, number: int | None) -> str:
+        record = self._take(frame, number)
+        return "raised" if record is not None and record.fail_type == "FailOnRecompileLimitHit" else "eager"
+
+
+def build_from_lines(
+    lines: Iterable[str], roles: RolesLookup = local_roles, ledger: Sequence[CompileRecord] = ()
+) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
     """Parse a whole log stream and build the per-function summaries and parse stats."""
     parser = LogParser(keep_guards=_PINNING_KINDS)
-    builder = RunBuilder(roles)
+    builder = RunBuilder(roles, ledger)
     for event in parser.parse(lines):
         builder.add(event)
     functions, unnamed = builder.functions()

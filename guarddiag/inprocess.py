@@ -33,7 +33,7 @@ from guarddiag.build import RunBuilder
 from guarddiag.logparse.events import CompileSeen, Event
 from guarddiag.logparse.parser import LogParser
 from guarddiag.model import Cause, FunctionSummary, ParseStats, Run
-from guarddiag.render.summary import cause_groups, function_label
+from guarddiag.render.summary import cause_groups, failed_sentence, function_label, limit_sentence
 
 __all__ = ["Watch", "WatchError", "function_details", "function_recompiles", "watch"]
 
@@ -337,15 +337,15 @@ def function_details(functions: Iterable[FunctionSummary]) -> list[str]:
     """For each function with recompiles or limit hits: a headline, then its cause groups with an example."""
     out: list[str] = []
     for f in sorted(functions, key=lambda f: (-function_recompiles(f), f.name)):
-        if not f.recompile_events and not f.limit_hit:
+        if not f.recompile_events and not f.limit_hit and not f.failed_compiles:
             continue
         out.append(f"{function_label(f)}: {function_recompiles(f)} recompiles")
         for g in cause_groups(f):
             unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
             out.append(f"  {g.count}x {g.category}: {g.subject}{unlogged}")
             out.append(f"      e.g. {g.example[:160]}")
-        for hit in f.limit_hits:
-            out.append(f"  hit {hit.limit} ({hit.value}): torch stopped compiling it and runs it without compiling from here on")
+        out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
+        out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
     return out
 
 

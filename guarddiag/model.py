@@ -56,14 +56,40 @@ class RecompileEvent:
     causes: tuple[Cause, ...]
 
 
+# What torch did with a call refused at the recompile limit (LimitHit.outcome).
+LIMIT_OUTCOMES = ("eager", "raised", "compiled_again")
+
+
 @dataclass(frozen=True)
 class LimitHit:
-    """A recompile-limit warning: torch stopped compiling the function and runs it eagerly."""
+    """A recompile-limit warning: torch refused to compile one more variant of the function.
+
+    ``outcome``: ``eager`` (it runs the function without compiling from here on), ``raised``
+    (``fail_on_recompile_limit_hit`` or ``fullgraph=True``: the call raised FailOnRecompileLimitHit),
+    ``compiled_again`` (a later call compiled it again: the limit was raised, its cache reset, or an
+    isolated region of its own). ``cause``: ``last_reason`` classified like a recompile's cause."""
 
     compile_id: str | None
     limit: str
     value: int | None
     last_reason: str
+    outcome: str = "eager"
+    cause: Cause | None = None
+
+
+# How a compile attempt that installed no code ended (FailedCompile.kind).
+FAILED_KINDS = ("error", "skipped", "no_code")
+
+
+@dataclass(frozen=True)
+class FailedCompile:
+    """A compile attempt that installed no code: ``error`` (torch raised; ``reason`` is its
+    exception), ``skipped`` (Dynamo found nothing to compile and runs the frame eagerly), or
+    ``no_code`` (the log shows the attempt but no guards for it, and nothing says why)."""
+
+    compile_id: str
+    kind: str
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -87,6 +113,8 @@ class FunctionSummary:
     recompile_events: tuple[RecompileEvent, ...]
     limit_hits: tuple[LimitHit, ...] = ()
     graph_breaks: tuple[GraphBreak, ...] = ()
+    # Attempts counted in ``compiles`` that installed no code.
+    failed_compiles: tuple[FailedCompile, ...] = ()
 
     @property
     def recompiles(self) -> int:
@@ -148,6 +176,8 @@ class Run:
     error_flags: tuple[str, ...] = ()
     # Compiles torch itself recorded in the script's process (None: not known), to check the log against.
     torch_compiles: int | None = None
+    # Python processes the script started with an environment of their own, outside guarddiag's view.
+    unobserved: tuple[str, ...] = ()
     schema: str = SCHEMA
 
     @property

@@ -25,8 +25,10 @@ from datetime import datetime
 from pathlib import Path
 
 from guarddiag import _bootstrap
+from guarddiag._childsite import _guarddiag_process as _process
 from guarddiag.build import build_from_lines
 from guarddiag.errors import InputError, Interrupted
+from guarddiag.ledger import compiles_in, read_ledger
 from guarddiag.merge import add_stats, in_process
 from guarddiag.model import FunctionSummary, ParseStats, Run
 from guarddiag.store import save_run
@@ -37,11 +39,28 @@ _FLAG_SYNTAX = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)=(?P<value>.*)$")
 
 
 def merge_torch_logs(existing: str | None) -> str:
-    """Add guarddiag's channels to a user's ``TORCH_LOGS``, keeping theirs (``+dynamo`` covers ``dynamo``)."""
+    """Add guarddiag's channels to a user's ``TORCH_LOGS``, keeping theirs (``+dynamo`` covers ``dynamo``);
+    a channel of guarddiag's that the user turned down (``-dynamo``: errors only) is turned up again,
+    or the log would not name the functions."""
     items = [s.strip() for s in (existing or "").split(",") if s.strip()]
+    items = [s for s in items if not (s.startswith("-") and s[1:] in REQUIRED_LOGS)]
     have = {s.lstrip("+-") for s in items}
     items.extend(name for name in REQUIRED_LOGS if name not in have)
     return ",".join(items)
+
+
+def _without_outer_run(env: dict[str, str]) -> dict[str, str]:
+    """guarddiag run inside a script that guarddiag runs: its child belongs to this run, not the
+    outer one, whose variables it inherited (they would send its torch log to the outer run folder)."""
+    env = dict(env)
+    env.pop(_process.RUN_MARK, None)
+    site = os.path.join(os.path.dirname(os.path.abspath(_bootstrap.__file__)), "_childsite")
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != site]
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
 
 
 def parse_flag(text: str) -> tuple[str, str]:
@@ -123,7 +142,7 @@ def execute(request: RunRequest) -> Run:
         "meta_path": str(meta_path.resolve()),
     }
     spec_path.write_text(json.dumps(spec, indent=2), encoding="utf-8")
-    env = dict(os.environ)
+    env = _without_outer_run(dict(os.environ))
     env.update(request.env)
     env["TORCH_LOGS"] = merge_torch_logs(env.get("TORCH_LOGS"))
     # torch's log lines go to guarddiag's file, not the user's terminal: keep them in the format it reads.
@@ -168,7 +187,7 @@ def execute(request: RunRequest) -> Run:
             f"give the path of a Python 3.8+ that has torch installed (log folder: {run_dir})"
         )
     try:
-        functions, stats = _parse_run_logs(run_dir, log_path)
+        functions, stats, torch_compiles = _parse_run_logs(run_dir, log_path)
     except OSError as exc:
         raise InputError(
             f"{run_dir}: cannot read the run's torch log ({exc.strerror}: {exc.filename}); "
@@ -186,11 +205,12 @@ def execute(request: RunRequest) -> Run:
         flags={n: v for n, v in request.flags},
         config=dict(meta.get("config") or {}),
         flag_notes=tuple(meta.get("flag_notes") or ()),
-        torch_compiles=meta.get("torch_compiles"),
+        torch_compiles=torch_compiles,
         log_path=str(log_path),
         duration_s=round(duration, 3),
         error=meta.get("exception"),
         error_flags=tuple(meta.get("exception_flags") or ()),
+        unobserved=_unobserved(run_dir),
     )
     try:
         save_run(run, run_dir / "run.json")
@@ -201,17 +221,33 @@ def execute(request: RunRequest) -> Run:
     return run
 
 
-def _parse_run_logs(run_dir: Path, log_path: Path) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
-    """The main process's log, then the logs of processes the script started (child1, child2, ... by pid)."""
+def _parse_run_logs(run_dir: Path, log_path: Path) -> tuple[tuple[FunctionSummary, ...], ParseStats, int | None]:
+    """The main process's log, then the logs of processes the script started (child1, child2, ... by pid),
+    each with torch's own record of its compiles; and the compiles torch recorded in the main process."""
+    ledger = read_ledger(run_dir / _bootstrap.LEDGER_NAME)
     with log_path.open(encoding="utf-8", errors="replace") as fh:
-        functions, stats = build_from_lines(fh)
+        functions, stats = build_from_lines(fh, ledger=ledger or ())
     children = sorted(run_dir.glob("torch.child-*.log"), key=lambda p: int(p.stem.rpartition("-")[2] or 0))
     for number, path in enumerate(children, 1):
+        child_ledger = read_ledger(path.with_name(f"{path.stem}.compiles.jsonl")) or ()
         with path.open(encoding="utf-8", errors="replace") as fh:
-            child_functions, child_stats = build_from_lines(fh)
+            child_functions, child_stats = build_from_lines(fh, ledger=child_ledger)
         functions += tuple(in_process(f, f"child{number}") for f in child_functions)
         stats = add_stats(stats, child_stats)
-    return functions, stats
+    return functions, stats, compiles_in(ledger)
+
+
+def _unobserved(run_dir: Path) -> tuple[str, ...]:
+    """Python processes the script started with an environment that dropped guarddiag's variables."""
+    try:
+        lines = (run_dir / _process.UNOBSERVED_NAME).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ()
+    found = []
+    for line in lines:
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            found.append(" ".join(" ".join(str(a) for a in json.loads(line)["argv"]).split()))
+    return tuple(dict.fromkeys(found))
 
 
 def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, Run], None] | None = None) -> list[Run]:

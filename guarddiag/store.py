@@ -13,14 +13,16 @@ import os
 import secrets
 import stat
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import TypeVar
 
 from guarddiag.errors import InputError
 from guarddiag.model import (
+    LIMIT_OUTCOMES,
     SCHEMA,
     Cause,
+    FailedCompile,
     FunctionSummary,
     GraphBreak,
     LimitHit,
@@ -46,6 +48,7 @@ def run_to_dict(run: Run) -> dict[str, object]:
         "config": dict(run.config),
         "flag_notes": list(run.flag_notes),
         "torch_compiles": run.torch_compiles,
+        "unobserved": list(run.unobserved),
         "log_path": run.log_path,
         "duration_s": run.duration_s,
         "error": None if run.error is None else {"exception": run.error, "flags": list(run.error_flags)},
@@ -81,6 +84,7 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         ],
         "limit_hits": [asdict(h) for h in f.limit_hits],
         "graph_breaks": [asdict(g) for g in f.graph_breaks],
+        "failed_compiles": [asdict(c) for c in f.failed_compiles],
     }
 
 
@@ -174,6 +178,7 @@ def _run(data: dict) -> Run:
         config=dict(_object(data.get("config", {}), "config")),
         flag_notes=_strings(data.get("flag_notes", []), "flag_notes"),
         torch_compiles=_whole(data.get("torch_compiles"), "torch_compiles", optional=True),
+        unobserved=_strings(data.get("unobserved", []), "unobserved"),
         log_path=_str(data.get("log_path"), "log_path", optional=True),
         duration_s=_seconds(data.get("duration_s"), "duration_s"),
         error=_str(error.get("exception"), "error.exception", optional=True),
@@ -196,13 +201,26 @@ def _function(f: dict, where: str) -> FunctionSummary:
             for i, e in enumerate(_list(f["recompile_events"], f"{where}.recompile_events"))
         ),
         limit_hits=tuple(
-            _typed(LimitHit, h, f"{where}.limit_hits[{i}]") for i, h in enumerate(_list(f.get("limit_hits", []), f"{where}.limit_hits"))
+            _limit_hit(h, f"{where}.limit_hits[{i}]") for i, h in enumerate(_list(f.get("limit_hits", []), f"{where}.limit_hits"))
         ),
         graph_breaks=tuple(
             _typed(GraphBreak, g, f"{where}.graph_breaks[{i}]")
             for i, g in enumerate(_list(f.get("graph_breaks", []), f"{where}.graph_breaks"))
         ),
+        failed_compiles=tuple(
+            _typed(FailedCompile, c, f"{where}.failed_compiles[{i}]")
+            for i, c in enumerate(_list(f.get("failed_compiles", []), f"{where}.failed_compiles"))
+        ),
     )
+
+
+def _limit_hit(raw: object, where: str) -> LimitHit:
+    values = dict(_object(raw, where))
+    cause = values.pop("cause", None)
+    hit = _typed(LimitHit, values, where)
+    if hit.outcome not in LIMIT_OUTCOMES:
+        raise ValueError(f"{where}.outcome: expected one of {', '.join(LIMIT_OUTCOMES)}, got {hit.outcome!r}"[:200])
+    return replace(hit, cause=None if cause is None else _typed(Cause, cause, f"{where}.cause"))
 
 
 # The JSON types of each field of the small records (their annotations, as ``from __future__`` leaves them).

@@ -3,8 +3,9 @@ subprocesses): guarddiag puts this folder on their PYTHONPATH.
 
 Once such a process imports torch, its log handlers are created while ``sys.stderr`` is a file
 of its own in the run folder (``torch.child-<pid>.log``), as the main process's are: its torch
-logs are kept and parsed instead of flooding the terminal. Standard library only; it never
-imports torch itself, and it hands over to any ``sitecustomize`` the environment already had.
+logs are kept and parsed instead of flooding the terminal; torch's own record of its compiles goes
+beside it (``_guarddiag_process``). Standard library only; it never imports torch itself, and it
+hands over to any ``sitecustomize`` the environment already had.
 """
 
 import importlib.machinery
@@ -13,7 +14,7 @@ import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_LOG_DIR = os.environ.get("GUARDDIAG_CHILD_LOG_DIR")
+_LOG_DIR = os.environ.get("GUARDDIAG_CHILD_LOG_DIR")  # _guarddiag_process.RUN_MARK
 
 
 def _chain_previous_sitecustomize():
@@ -32,7 +33,10 @@ def _route(internal):
     def _init_logs(*args, **kwargs):
         path = os.path.join(_LOG_DIR, f"torch.child-{os.getpid()}.log")
         saved = sys.stderr
-        sys.stderr = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
+        sys.stderr = own = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
+        if not _FORKS_ROUTED:
+            _FORKS_ROUTED.append(True)
+            _guarddiag_process.route_forks(_LOG_DIR, own)
         try:
             return original(*args, **kwargs)
         finally:
@@ -61,8 +65,14 @@ class _TorchLoggingFinder:
         return spec
 
 
+_FORKS_ROUTED: list = []
+
 try:
     _chain_previous_sitecustomize()
 finally:
     if _LOG_DIR and os.path.isdir(_LOG_DIR):
+        import _guarddiag_process
+
         sys.meta_path.insert(0, _TorchLoggingFinder())
+        _guarddiag_process.note_unobserved_children(_LOG_DIR)
+        _guarddiag_process.add_sink(_guarddiag_process.FileSink(_guarddiag_process.child_ledger_path(_LOG_DIR, os.getpid())))

@@ -29,6 +29,8 @@ from guarddiag.logparse.guards import TreeReader
 OWN_ARTIFACTS = frozenset({"__guards", "__recompiles", "__recompiles_verbose", "__graph_breaks"})
 MAX_SAMPLES = 5
 
+# torch._dynamo.reset() logs this (dynamo channel, INFO) before compile ids restart at [0/0].
+_RESET = "torch._dynamo.reset"
 _START_TRACING = re.compile(r"(?:Step 1: )?torchdynamo start tracing (?P<name><[^>]+>|\S+)(?: (?P<file>.+?):(?P<line>\d+))?\s*$")
 # torch 2.1 logs the recompile message as the repr of a tuple of its lines.
 _RECOMPILING_TUPLE = re.compile(r"""^\(['"]Recompiling function """)
@@ -220,8 +222,11 @@ class LogParser:
         self._seen_compiles: set[tuple[int | None, str]] = set()
         # torch._dynamo.reset() starts compile ids again at [0/0]: a new "start tracing" for a compile
         # that already installed its guards opens a new generation, whose frames are `0~1`, `1~1`, ...
+        # A generation also opens at the reset message itself, and when a compile id starts tracing again.
         self._generation: dict[int | None, int] = {}
         self._listed: set[str] = set()
+        self._started: set[str] = set()
+        self._gen_used: set[int | None] = set()
         self._last_cid: tuple[int | None, str | None] = (None, None)
         # Hot path: the lines of one multi-line record share their whole prefix (same timestamp,
         # compile id, artifact). While they do, skip framing and hand the body to the block.
@@ -280,8 +285,11 @@ class LogParser:
     def _feed_framed(self, line: str) -> list[Event]:
         self._prefix_block = None
         framed = frame(line)
-        if framed is not None and framed.compile_id is not None:
-            framed = self._in_generation(framed)
+        if framed is not None:
+            if framed.compile_id is not None:
+                framed = self._in_generation(framed)
+            elif framed.body.strip() == _RESET and framed.rank in self._gen_used:
+                self._new_generation(framed.rank)
         if framed is None:
             _, body = strip_rank(line)
             if self._last is not None and self._last.accepts_bare(body):
@@ -325,14 +333,26 @@ class LogParser:
         return out
 
     def _in_generation(self, framed: Framed) -> Framed:
-        gen = self._generation.get(framed.rank, 0)
+        rank = framed.rank
+        gen = self._generation.get(rank, 0)
+        self._gen_used.add(rank)
         if "start tracing" in framed.body and _START_TRACING.search(framed.body):
-            here = _with_generation(framed.compile_id or "", gen)
-            if here.partition("_")[0] == here and (_ranked(framed.rank, here) or "") in self._listed:
-                gen = self._generation[framed.rank] = gen + 1
+            here = _ranked(rank, _with_generation(framed.compile_id or "", gen)) or ""
+            # A compile id that already started tracing, or (first attempt) already installed guards,
+            # starts again only after torch._dynamo.reset(): its ids restart at [0/0].
+            if here in self._started or (here.partition("_")[0] == here and here in self._listed):
+                gen = self._new_generation(rank)
+                here = _ranked(rank, _with_generation(framed.compile_id or "", gen)) or ""
+                self._gen_used.add(rank)
+            self._started.add(here)
         if not gen:
             return framed
         return replace(framed, compile_id=_with_generation(framed.compile_id or "", gen))
+
+    def _new_generation(self, rank: int | None) -> int:
+        gen = self._generation[rank] = self._generation.get(rank, 0) + 1
+        self._gen_used.discard(rank)
+        return gen
 
     def _compile_seen(self, framed: Framed) -> CompileSeen | None:
         if (framed.rank, framed.compile_id) == self._last_cid:

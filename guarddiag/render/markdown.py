@@ -5,7 +5,16 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from guarddiag.model import Run
-from guarddiag.render.summary import cause_groups, function_label, headline, parse_note, run_notes
+from guarddiag.render.summary import (
+    cause_groups,
+    failed_sentence,
+    function_label,
+    headline,
+    limit_sentence,
+    parse_note,
+    run_notes,
+    wants_details,
+)
 
 _NOTE_FORMATS = {"outcome": "**{}**; counts cover what ran before that", "warning": "> **warning**: {}", "note": "> note: {}"}
 
@@ -21,10 +30,11 @@ def render(run: Run) -> str:
     ]
     out.append(tabulate(rows, headers=["function", "compiles", "recompiles", "limit hit", "graph breaks"], tablefmt="github"))
     for f in run.functions:
-        groups = cause_groups(f)
-        if groups:
+        if wants_details(f):
             out += ["", f"### `{function_label(f)}`", ""]
-            out += [f"- {g.count}x **{g.category}**: {g.subject}" for g in groups]
+            out += [f"- {g.count}x **{g.category}**: {g.subject}" for g in cause_groups(f)]
+            out += [f"- {failed_sentence(c)}" for c in f.failed_compiles]
+            out += [f"- {limit_sentence(hit)}" for hit in f.limit_hits]
     note = parse_note(run)
     if note:
         out += ["", f"> {note}"]

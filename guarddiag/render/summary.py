@@ -2,9 +2,44 @@
 
 from __future__ import annotations
 
-from guarddiag.model import CauseGroup, Run, capture_gap, cause_groups, function_label, script_outcome
+import os
 
-__all__ = ["CauseGroup", "cause_groups", "function_label", "headline", "parse_note", "run_notes"]
+from guarddiag.model import (
+    CauseGroup,
+    FailedCompile,
+    FunctionSummary,
+    LimitHit,
+    Run,
+    capture_gap,
+    cause_groups,
+    function_label,
+    script_outcome,
+)
+
+__all__ = [
+    "CauseGroup",
+    "cause_groups",
+    "failed_sentence",
+    "function_label",
+    "headline",
+    "limit_sentence",
+    "parse_note",
+    "run_notes",
+    "wants_details",
+]
+
+# A process started by a guarddiag run inside the script (runner.py starts its child on this file).
+_BOOTSTRAP = os.path.join("guarddiag", "_bootstrap.py")
+_OUTCOMES = {
+    "eager": "torch runs it without compiling from here on",
+    "raised": "the call raised FailOnRecompileLimitHit (fail_on_recompile_limit_hit or fullgraph=True)",
+    "compiled_again": "torch compiled it again later (the limit was raised, its cache reset, or another isolated region)",
+}
+_FAILED = {
+    "error": "failed",
+    "skipped": "skipped: Dynamo found nothing to compile and runs it eagerly",
+    "no_code": "installed no code (the log shows no guards for it; it failed or was skipped)",
+}
 
 
 def headline(run: Run) -> str:
@@ -25,6 +60,15 @@ def run_notes(run: Run) -> list[tuple[str, str]]:
     gap = capture_gap(run)
     if gap:
         notes.append(("warning", gap))
+    for argv in run.unobserved:
+        if _BOOTSTRAP in argv:
+            notes.append(("note", "the script ran guarddiag itself: that run's compiles are in its own record, not in this one"))
+            continue
+        notes.append((
+            "warning",
+            f"a Python process the script started ran unobserved ({argv[:120]}): it was given an environment "
+            "without guarddiag's variables, so its compiles are not counted; pass env={**os.environ, ...} to keep them",
+        ))
     notes += [("note", n) for n in run.flag_notes]
     return notes
 
@@ -42,3 +86,21 @@ def parse_note(run: Run) -> str | None:
     if run.parse.torch_lines == 0:
         notes.append("no torch log lines found: was the log captured with TORCH_LOGS=guards,recompiles,dynamo?")
     return "; ".join(notes) or None
+
+
+def limit_sentence(hit: LimitHit) -> str:
+    """``hit recompile_limit (8) at 0/8 on value of argument `n`: torch runs it without compiling from here on``."""
+    where = f" at {hit.compile_id}" if hit.compile_id else ""
+    why = f" on {hit.cause.subject}" if hit.cause is not None else ""
+    return f"hit {hit.limit} ({hit.value}){where}{why}: {_OUTCOMES.get(hit.outcome, hit.outcome)}"
+
+
+def failed_sentence(failed: FailedCompile) -> str:
+    """``compile 1/0 failed: Unsupported: ...``; the attempt counts as a compile, but no code was installed."""
+    reason = f": {failed.reason[:160]}" if failed.reason else ""
+    return f"compile {failed.compile_id} {_FAILED.get(failed.kind, failed.kind)}{reason}"
+
+
+def wants_details(f: FunctionSummary) -> bool:
+    """Whether a function gets a section of its own under the table."""
+    return bool(f.recompiles or f.limit_hit or f.failed_compiles)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from guarddiag.model import Run
 from guarddiag.render.columns import simple_table
-from guarddiag.render.summary import cause_groups, function_label, headline, parse_note, run_notes
+from guarddiag.render.summary import (
+    cause_groups,
+    failed_sentence,
+    function_label,
+    headline,
+    limit_sentence,
+    parse_note,
+    run_notes,
+    wants_details,
+)
 
 
 def render(run: Run) -> str:
@@ -18,17 +27,15 @@ def render(run: Run) -> str:
     if rows:
         out += ["", simple_table(rows, ["function", "compiles", "recompiles", "limit hit", "graph breaks"])]
     for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name)):
-        if not f.recompiles and not f.limit_hit:
+        if not wants_details(f):
             continue
         out += ["", f"{function_label(f)}: {f.recompiles} recompiles"]
         for g in cause_groups(f):
             unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
             out.append(f"  {g.count}x {g.category}: {g.subject}{unlogged}")
             out.append(f"      e.g. {g.example[:160]}")
-        for hit in f.limit_hits:
-            out.append(
-                f"  hit {hit.limit} ({hit.value}): torch stopped compiling it and runs it without compiling from here on"
-            )
+        out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
+        out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
     note = parse_note(run)
     if note:
         out += ["", f"note: {note}"]

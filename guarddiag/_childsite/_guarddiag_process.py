@@ -1,0 +1,220 @@
+"""What guarddiag installs in every process of a run: torch's own record of each compile (the ledger),
+and a log file of its own for each forked process.
+
+The ledger: torch's own record of every compile, taken as torch makes it: the count the log is checked against.
+
+torch appends one ``CompilationMetrics`` per compile attempt to a deque in ``torch._dynamo.utils``
+(64 entries by default, kept across ``torch._dynamo.reset()``, whose compile ids restart). Reading
+that deque when the script ends loses entries past 64 and cannot tell a reused compile id from a
+new compile; so the deque is replaced, once ``torch._dynamo.utils`` loads, by one that also hands
+each record to the sinks registered here. Standard library only: it runs inside the script's
+processes (the bootstrap, spawned children through ``_childsite``), and in-process for
+``guarddiag.watch()``. It never imports torch itself.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib.machinery
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+
+MODULE = "torch._dynamo.utils"
+# A record is a dict: compile_id, name, file, line (None for an attempt refused at the recompile
+# limit, which torch records without a code object), fail_type, reason (first line, capped).
+Sink = Callable[[dict], None]
+_SINKS: list[Sink] = []
+_REASON_CHARS = 300
+
+
+def add_sink(sink: Sink) -> bool:
+    """Hand every later compile record to ``sink``; False when this torch keeps no records to hook
+    (before 2.2), or when torch._dynamo.utils is loaded and its deque could not be wrapped."""
+    _SINKS.append(sink)
+    utils = sys.modules.get(MODULE)
+    if utils is None:
+        if not any(isinstance(f, _Finder) for f in sys.meta_path):
+            sys.meta_path.insert(0, _Finder())
+        return True
+    return _install(utils)
+
+
+def remove_sink(sink: Sink) -> None:
+    """Stop handing records to ``sink`` (the wrapped deque stays: it only forwards)."""
+    if sink in _SINKS:
+        _SINKS.remove(sink)
+
+
+def installed() -> bool:
+    """Whether torch's records currently pass through here (a script may replace the deque)."""
+    utils = sys.modules.get(MODULE)
+    return utils is not None and isinstance(getattr(utils, "_compilation_metrics", None), _Ledger)
+
+
+def record_of(metrics: object) -> dict:
+    """The fields guarddiag reads from one CompilationMetrics."""
+    reason = getattr(metrics, "fail_reason", None)
+    return {
+        "compile_id": str(getattr(metrics, "compile_id", "") or ""),
+        "name": getattr(metrics, "co_name", None),
+        "file": getattr(metrics, "co_filename", None),
+        "line": getattr(metrics, "co_firstlineno", None),
+        "fail_type": getattr(metrics, "fail_type", None),
+        "reason": str(reason).strip().splitlines()[0][:_REASON_CHARS] if reason else "",
+    }
+
+
+class _Ledger(collections.deque):
+    """torch's deque of compilation metrics, forwarding each record as it is appended."""
+
+    def append(self, metrics: object) -> None:
+        if _SINKS:
+            record = record_of(metrics)
+            for sink in list(_SINKS):
+                with contextlib.suppress(Exception):  # a cross-check never breaks the user's compile
+                    sink(record)
+        super().append(metrics)
+
+
+def _install(utils: object) -> bool:
+    current = getattr(utils, "_compilation_metrics", None)
+    if isinstance(current, _Ledger):
+        return True
+    if not isinstance(current, collections.deque):
+        return False
+    utils._compilation_metrics = _Ledger(current, maxlen=current.maxlen)  # type: ignore[attr-defined]
+    resize = getattr(utils, "set_compilation_metrics_limit", None)
+    if resize is not None and not getattr(resize, "_guarddiag", False):
+
+        def set_compilation_metrics_limit(new_size: int) -> None:
+            resize(new_size)
+            _install(utils)  # torch builds a new deque: wrap that one too
+
+        set_compilation_metrics_limit._guarddiag = True  # type: ignore[attr-defined]
+        utils.set_compilation_metrics_limit = set_compilation_metrics_limit  # type: ignore[attr-defined]
+    return True
+
+
+class _Finder:
+    """Wraps the deque right after ``torch._dynamo.utils`` is executed, before any compile."""
+
+    def find_spec(self, fullname: str, path=None, target=None):  # noqa: ANN001 - the meta path protocol
+        if fullname != MODULE:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_install(module) -> None:  # noqa: ANN001
+            exec_module(module)
+            _install(module)
+
+        spec.loader.exec_module = exec_and_install
+        return spec
+
+
+class FileSink:
+    """Writes records as JSON lines, one file per process: a forked child writes its own file.
+
+    ``main_path`` is the file of the process that created the sink; any other process (a fork)
+    writes ``<folder>/torch.child-<pid>.compiles.jsonl``, beside its ``torch.child-<pid>.log``.
+    Each file starts with ``{"ledger": 1}``; with ``eager`` the main file is created at once, so
+    that its existence says the records were hooked even when nothing compiles."""
+
+    def __init__(self, main_path: str, eager: bool = False) -> None:
+        self._main_pid = os.getpid()
+        self._main_path = main_path
+        self._pid = -1
+        self._fh = None
+        if eager:
+            self._open()
+
+    def _open(self):  # noqa: ANN202
+        pid = os.getpid()
+        if pid != self._pid:
+            path = self._main_path if pid == self._main_pid else child_ledger_path(os.path.dirname(self._main_path), pid)
+            self._fh = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
+            self._pid = pid
+            self._fh.write('{"ledger": 1}\n')
+        return self._fh
+
+    def __call__(self, record: dict) -> None:
+        self._open().write(json.dumps(record) + "\n")
+
+
+def child_ledger_path(folder: str, pid: int) -> str:
+    return os.path.join(folder, f"torch.child-{pid}.compiles.jsonl")
+
+
+def route_forks(folder: str, stream: object) -> None:
+    """After a fork, the child's torch log handlers move from its parent's file to
+    ``<folder>/torch.child-<pid>.log``: compile ids of a forked child continue its parent's, and in
+    one file they would collide. A fork of a fork moves off its own parent's file the same way."""
+    current = [stream]
+
+    def after_fork_in_child() -> None:
+        own = open(os.path.join(folder, f"torch.child-{os.getpid()}.log"), "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
+            for handler in getattr(logger, "handlers", ()):
+                if isinstance(handler, logging.StreamHandler) and handler.stream is current[0]:
+                    handler.setStream(own)
+        current[0] = own
+
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=after_fork_in_child)
+
+
+# The environment variable that marks a process of a run (set by the bootstrap for everything it starts).
+RUN_MARK = "GUARDDIAG_CHILD_LOG_DIR"
+UNOBSERVED_NAME = "unobserved.jsonl"
+
+
+def note_unobserved_children(folder: str) -> None:
+    """A Python process started with an environment of its own that drops guarddiag's variables
+    (``subprocess.run(..., env={...})``) runs outside the run: its compiles cannot be counted. Each
+    such start is written to ``<folder>/unobserved.jsonl`` so that the report can say so."""
+    import subprocess
+
+    original = subprocess.Popen.__init__
+    if getattr(original, "_guarddiag", False):
+        return
+
+    def __init__(self, args, *rest, **kwargs):  # noqa: ANN001, N807
+        env = kwargs.get("env")
+        if env is not None and env.get(RUN_MARK) != folder:
+            argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+            program = kwargs.get("executable") or (argv[0] if argv else "")
+            if _is_python(os.fsdecode(program), kwargs.get("shell", False)):
+                try:
+                    with open(os.path.join(folder, UNOBSERVED_NAME), "a", encoding="utf-8") as fh:
+                        fh.write(json.dumps({"pid": os.getpid(), "argv": [os.fsdecode(a) for a in argv][:20]}) + "\n")
+                except OSError:
+                    pass
+        original(self, args, *rest, **kwargs)
+
+    __init__._guarddiag = True  # type: ignore[attr-defined]
+    subprocess.Popen.__init__ = __init__  # type: ignore[method-assign]
+
+
+def _is_python(program: str, shell: bool) -> bool:
+    """A Python interpreter, or a script run by one (``torchrun``, ``pytest``): its first line says so."""
+    import shutil
+
+    if shell:
+        program = program.split()[0] if program.split() else ""
+    name = os.path.basename(program)
+    if name.startswith("python") or os.path.realpath(program) == os.path.realpath(sys.executable):
+        return True
+    found = shutil.which(program) if os.sep not in program else program
+    try:
+        with open(found or "", "rb") as fh:
+            head = fh.readline(200)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and b"python" in head
