@@ -15,6 +15,7 @@ from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relat
 from guarddiag.config import Settings
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
 from guarddiag.model import FunctionSummary, Run, capture_gap, cause_groups, function_label, script_outcome
+from guarddiag.render.summary import limit_sentence
 
 FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed"})
 
@@ -48,6 +49,8 @@ class Row:
     after: int
     allowed: int | None
     status: str
+    limit_hits_before: int | None = None
+    limit_hits: int = 0
 
 
 @dataclass(frozen=True)
@@ -72,15 +75,31 @@ class GateResult:
         return REGRESSION if self.failures else OK
 
 
-def _match(f: FunctionSummary, rel: str, script: BaselineScript | None) -> BaselineFunction | None:
+def _match(
+    functions: list[tuple[FunctionSummary, str]], script: BaselineScript | None
+) -> dict[int, BaselineFunction]:
+    """Baseline entry of each run function (by index), each entry taken at most once: the exact key
+    first; then a function that moved within its file (lines added above it) takes the one entry of
+    its name and file that no function matched exactly, when it is the only such function. Anything
+    else is new to the baseline, never an entry another function already has."""
     if script is None:
-        return None
-    exact = [b for b in script.functions if b.key == (f.rank, f.name, rel, f.line)]
-    if exact:
-        return exact[0]
-    # The function moved within its file (lines added above it): same name and file, if unambiguous.
-    moved = [b for b in script.functions if (b.process, b.name, b.file) == (f.rank, f.name, rel)]
-    return moved[0] if len(moved) == 1 else None
+        return {}
+    by_key = {b.key: b for b in script.functions}
+    matched: dict[int, BaselineFunction] = {}
+    for i, (f, rel) in enumerate(functions):
+        base = by_key.get((f.rank, f.name, rel, f.line))
+        if base is not None:
+            matched[i] = base
+    taken = {b.key for b in matched.values()}
+    unmatched: dict[tuple[str, str, str], list[int]] = {}
+    for i, (f, rel) in enumerate(functions):
+        if i not in matched:
+            unmatched.setdefault((f.rank, f.name, rel), []).append(i)
+    for where, indexes in unmatched.items():
+        free = [b for b in script.functions if (b.process, b.name, b.file) == where and b.key not in taken]
+        if len(indexes) == 1 and len(free) == 1:
+            matched[indexes[0]] = free[0]
+    return matched
 
 
 def _allowed(base: BaselineFunction | None, script: BaselineScript | None, spec_budget: int | None, has_baseline: bool) -> int | None:
@@ -122,18 +141,17 @@ def evaluate(
         script = baseline.script(path) if baseline else None
         if baseline is not None and script is None:
             findings.append(Finding("gone", path, "", path, None, f"{path}: not in the baseline; `--update` adds it"))
-        seen: set[tuple[str, str, str, int | None]] = set()
-        for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name)):
-            rel = relative_file(f.file, settings.root)
-            base = _match(f, rel, script)
-            if base is not None:
-                seen.add(base.key)
+        ordered = [(f, relative_file(f.file, settings.root)) for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))]
+        matches = _match(ordered, script)
+        seen = {b.key for b in matches.values()}
+        for i, (f, rel) in enumerate(ordered):
+            base = matches.get(i)
             allowed = _allowed(base, script, (budgets or {}).get(path), baseline is not None)
             if settings.max_recompiles is not None:
                 allowed = settings.max_recompiles if allowed is None else min(allowed, settings.max_recompiles)
             label = function_label(f)
             groups = tuple(f"{g.count}x {g.category}: {g.subject}" for g in cause_groups(f))
-            status = "ok"
+            status = "new" if base is None and baseline is not None and script is not None else "ok"
             if allowed is not None and f.recompiles > allowed:
                 status = "REGRESSION"
                 was = f"baseline {base.recompiles}" if base is not None else "not in the baseline"
@@ -162,22 +180,12 @@ def evaluate(
                     )
                 )
             # A limit hit caps the recompile count, so counts cannot show it: more hits than the
-            # baseline recorded is a regression even without --fail-on-limit-hit.
-            new_hits = base is not None and len(f.limit_hits) > base.limit_hits
+            # baseline recorded (a function new to it recorded none) is a regression even without
+            # --fail-on-limit-hit: past the limit the function runs without compiling.
+            new_hits = baseline is not None and len(f.limit_hits) > (base.limit_hits if base is not None else 0)
             if (settings.fail_on_limit_hit or new_hits) and f.limit_hit:
                 status = "REGRESSION"
-                hit = f.limit_hits[0]
-                findings.append(
-                    Finding(
-                        "limit_hit",
-                        path,
-                        label,
-                        rel,
-                        f.line,
-                        f"{label}: hit {hit.limit} ({hit.value}) and now runs without compiling; last reason: {hit.last_reason[:120]}",
-                        groups,
-                    )
-                )
+                findings.append(Finding("limit_hit", path, label, rel, f.line, f"{label}: {limit_sentence(f.limit_hits[0])}", groups))
             if settings.fail_on_new_cause and base is not None:
                 new = sorted({c for c in (e.causes[0].category for e in f.recompile_events if e.causes)} - dict(base.causes).keys())
                 if new:
@@ -193,7 +201,12 @@ def evaluate(
                             tuple(g for g in groups if g.split(": ")[0].split(" ")[1] in new),
                         )
                     )
-            rows.append(Row(path, label, rel, f.line, base.recompiles if base else None, f.recompiles, allowed, status))
+            rows.append(
+                Row(
+                    path, label, rel, f.line, base.recompiles if base else None, f.recompiles, allowed, status,
+                    base.limit_hits if base else None, len(f.limit_hits),
+                )
+            )
         for b in script.functions if script else ():
             if b.key not in seen:
                 message = f"{b.name} ({b.file}:{b.line}): in the baseline, not compiled in this run"

@@ -9,14 +9,29 @@ from tabulate import tabulate
 
 from guarddiag.gate import Finding, GateResult
 
-_HEADERS = ["script", "function", "baseline", "now", "allowed", "status"]
+_HEADERS = ["script", "function", "baseline", "now", "allowed", "limit hits", "status"]
 
 
 def _rows(result: GateResult) -> list[list[object]]:
     return [
-        [r.script, r.function, "-" if r.before is None else r.before, r.after, "-" if r.allowed is None else r.allowed, r.status]
+        [
+            r.script,
+            r.function,
+            "-" if r.before is None else r.before,
+            r.after,
+            "-" if r.allowed is None else r.allowed,
+            _limit_cell(r.limit_hits_before, r.limit_hits),
+            r.status,
+        ]
         for r in result.rows
     ]
+
+
+def _limit_cell(before: int | None, now: int) -> str:
+    """Limit hits, baseline -> now, where there are any."""
+    if not now and not before:
+        return ""
+    return f"{'-' if before is None else before} -> {now}"
 
 
 def _verdict(result: GateResult) -> str:

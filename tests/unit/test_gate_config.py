@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from guarddiag.config import Settings, load_settings
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED, InputError
 from guarddiag.gate import evaluate
 from guarddiag.model import Run
+from guarddiag.render.gate import render_text
 from tests.conftest import LOGS
 
 
@@ -142,3 +144,47 @@ def test_a_configured_script_named_on_the_command_line_keeps_its_settings(tmp_pa
     assert (spec.args, spec.max_recompiles) == (("--steps", "20"), 3)
     assert spec.flags == (("specialize_float", "true"),)
     assert run_key(str(tmp_path / "bench.py"), spec.args, tmp_path) == "bench.py --steps 20"
+
+
+def test_a_second_function_of_the_same_name_and_file_is_new_not_the_baseline_one(tmp_path: Path):
+    """Two `forward`s in one file (two module classes): the one the baseline knows matches exactly, so the
+    other cannot take its entry as "moved": it is new, held to the default budget of 0."""
+    settings = Settings(root=tmp_path)
+    run = _run("torch-2.13.0/module_int_attribute.log")  # forward: 5 recompiles
+    (forward,) = run.functions
+    base = baseline_io.from_runs({"m.py": replace(run, functions=(replace(forward, recompile_events=(), compiles=1),))}, tmp_path)
+    other = replace(forward, line=forward.line + 40)
+    result = evaluate({"m.py": replace(run, functions=(replace(forward, recompile_events=(), compiles=1), other))}, base, settings)
+    assert result.exit_code == REGRESSION
+    (finding,) = result.failures
+    assert finding.line == forward.line + 40 and "5 recompiles, 5 over the 0 allowed (not in the baseline)" in finding.message
+    assert [r.status for r in result.rows] == ["REGRESSION", "ok"]
+
+
+def test_a_function_that_moved_still_matches_its_entry(tmp_path: Path):
+    settings = Settings(root=tmp_path)
+    run = _run("torch-2.13.0/module_int_attribute.log")
+    (forward,) = run.functions
+    base = baseline_io.from_runs({"m.py": run}, tmp_path)
+    moved = replace(run, functions=(replace(forward, line=forward.line + 3),))
+    result = evaluate({"m.py": moved}, base, settings)
+    assert result.exit_code == OK and [r.before for r in result.rows] == [5]
+
+
+def test_a_new_function_that_hits_the_limit_fails_by_default(tmp_path: Path):
+    """Past the limit the function runs without compiling: a regression even within its recompile budget."""
+    settings = Settings(root=tmp_path)
+    limited = _run("torch-2.13.0/recompile_limit.log")
+    (f,) = limited.functions
+    assert f.limit_hit
+    empty = baseline_io.from_runs({"r.py": replace(limited, functions=())}, tmp_path)
+    result = evaluate({"r.py": limited}, empty, settings, budgets={"r.py": 100})
+    assert result.exit_code == REGRESSION
+    assert [x.kind for x in result.failures] == ["limit_hit"]
+    assert "runs it without compiling from here on" in result.failures[0].message
+    (row,) = result.rows
+    assert (row.limit_hits_before, row.limit_hits, row.status) == (None, 1, "REGRESSION")
+    assert " -> 1" in render_text(result) and "limit hits" in render_text(result)
+    # the same run against a baseline that recorded the hit passes
+    recorded = baseline_io.from_runs({"r.py": limited}, tmp_path)
+    assert evaluate({"r.py": limited}, recorded, settings).exit_code == OK
