@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import sys
@@ -98,11 +97,10 @@ def parse(
     strict: StrictOpt = False,
 ) -> None:
     """Build the same report from a torch log captured elsewhere (CI log, torchrun, a paste)."""
-    from guarddiag.merge import merge_runs
-    from guarddiag.parse import parse_log
+    from guarddiag.parse import parse_logs
 
     _check_format(fmt)
-    _finish(functools.reduce(merge_runs, (parse_log(p) for p in logfiles)), fmt, out, strict)
+    _finish(parse_logs(logfiles), fmt, out, strict)
 
 
 @app.command()

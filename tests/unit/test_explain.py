@@ -15,12 +15,12 @@ from guarddiag.explain import Explanation, FunctionExplanation, GuardedObject, r
 from guarddiag.model import Guard
 from guarddiag.render.explain import render_explanation
 from guarddiag.store import save_run
-from tests.conftest import LOGS, in_checkout
+from tests.conftest import LOGS, ROOT, in_checkout
 
 VERSIONS = ("2.15.0", "2.13.0", "2.4.1", "2.1.2")
 # Type-checked modules, inlined nn.Module: what 2.13 prints, 2.15 prints the same way.
 MODERN = ("2.13.0", "2.15.0")
-SCENARIOS = sorted(p.stem for p in (LOGS / "torch-2.13.0").glob("*.log"))
+SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.py"))
 
 
 def _explain(version: str, scenario: str, full: bool = False) -> Explanation:

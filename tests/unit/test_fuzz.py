@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import tracemalloc
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guarddiag.build import build_from_lines
-from guarddiag.merge import merge_runs
 from guarddiag.model import Run
+from guarddiag.parse import parse_logs
 from guarddiag.store import run_to_dict
 from tests.conftest import LOGS
 
@@ -28,9 +29,9 @@ NO_ROLES = lambda *_: {}  # noqa: E731 - the fuzzed logs name files that are not
 REAL = sorted(p for p in LOGS.glob("torch-*/*.log")) + sorted(LOGS.glob("handmade/*.log"))
 REAL_LINES = {p.name + p.parent.name: p.read_text(encoding="utf-8", errors="replace").splitlines() for p in REAL}
 ANNOUNCING = [p for p in REAL if p.parent.name == "torch-2.13.0"]
-_RECORD_START = re.compile(
-    r"\] (?:\[[^\]]+\] )*(?:GUARDS:|Recompiling function|Step 1: torchdynamo start tracing|torch\._dynamo hit config|Graph break)"
-)
+# The split property's logs: every modern recorded log, and one with torch._dynamo.reset() in it.
+SPLITTABLE = ANNOUNCING
+assert any(p.name == "reset_and_failures.log" for p in SPLITTABLE)
 
 
 def _parse(lines):
@@ -112,14 +113,23 @@ def _comparable(run: Run) -> dict:
     return d
 
 
-@given(st.sampled_from(ANNOUNCING), st.data())
-def test_a_log_split_at_a_record_parses_to_the_same_run_in_two_halves(path, data):
-    lines = REAL_LINES[path.name + path.parent.name]
-    starts = [i for i, line in enumerate(lines) if _RECORD_START.search(line)]
-    cut = data.draw(st.sampled_from(starts or [0]))
-    whole = _parse(lines)
-    merged = merge_runs(_parse(lines[:cut]), _parse(lines[cut:]))
-    assert _comparable(merged) == _comparable(whole)
+@given(st.sampled_from(SPLITTABLE), st.data())
+def test_a_log_split_anywhere_parses_to_the_same_run_in_pieces(path, data):
+    """`parse a b c` of a log cut anywhere (between records, inside a record, inside a line) reads as the
+    whole log, also after a torch._dynamo.reset() restarted the compile ids in an earlier piece."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), min_size=1, max_size=3)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for i, piece in enumerate(pieces):
+            paths.append(os.path.join(tmp, f"{i}.log"))
+            with open(paths[-1], "w", encoding="utf-8", newline="") as fh:
+                fh.write(piece)
+        whole = parse_logs([str(path)])
+        split = parse_logs(paths)
+    assert _comparable(split) == _comparable(whole)
+    assert split.parse.lines == whole.parse.lines
 
 
 def _peak(lines) -> int:
