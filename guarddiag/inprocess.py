@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -219,6 +220,9 @@ class Watch:
         self._finished: Run | None = None
         self._snapshot: tuple[int, Run] | None = None
         self._started = 0.0
+        # torch's own record of each compile in the block: what the log's counts are checked against.
+        self._records: list[dict] = []
+        self._recorded = False
 
     def __enter__(self) -> Watch:
         global _capture
@@ -228,12 +232,14 @@ class Watch:
             if _capture is None:
                 _capture = _Capture()
             _capture.watches.append(self)
+        self._recorded = _process_hooks().add_sink(self._records.append)
         self._active = True
         self._started = time.monotonic()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         global _capture
+        _process_hooks().remove_sink(self._records.append)
         with _capture_lock:
             if _capture is not None and self in _capture.watches:
                 _capture.watches.remove(self)
@@ -290,14 +296,50 @@ class Watch:
 
     @property
     def recompiles(self) -> int:
-        """Compiles in the block with compile number > 0: recompiles of frames first compiled inside or before it."""
-        return sum(function_recompiles(f) for f in self.functions)
+        """Compiles in the block with compile number > 0: recompiles of frames first compiled inside or before it.
+        When the log lost records (see :attr:`lost_log`), torch's own count."""
+        logged = sum(function_recompiles(f) for f in self.functions)
+        if self.lost_log:
+            return max(logged, sum(1 for r in self._torch_records() if _compile_number(r) > 0))
+        return logged
 
     @property
     def compiles(self) -> int:
-        """Every compile that happened inside the block (first compiles and recompiles)."""
+        """Every compile that happened inside the block (first compiles and recompiles, attempts that
+        failed included). When the log lost records (see :attr:`lost_log`), torch's own count."""
         first = sum(1 for f in self.functions for frame_id in f.frame_ids if f"{frame_id}/0" in self._seen)
-        return first + self.recompiles
+        logged = first + sum(function_recompiles(f) for f in self.functions)
+        torch_count = self.torch_compiles
+        return max(logged, torch_count) if torch_count is not None else logged
+
+    @property
+    def torch_compiles(self) -> int | None:
+        """Compile attempts torch itself recorded in the block (None where this torch keeps no record)."""
+        return len(self._torch_records()) if self._recorded else None
+
+    @property
+    def lost_log(self) -> bool:
+        """torch compiled more in the block than its log showed the watch: the code changed torch's
+        logging under it (``torch._logging.set_logs``, ``logging.disable``), so causes are missing
+        and the counts are torch's own."""
+        torch_count = self.torch_compiles
+        if torch_count is None:
+            return False
+        first = sum(1 for f in self.functions for frame_id in f.frame_ids if f"{frame_id}/0" in self._seen)
+        return torch_count > first + sum(function_recompiles(f) for f in self.functions)
+
+    def warnings(self) -> list[str]:
+        """What the counts cannot show by themselves, one line each (the log lost records under the watch)."""
+        if not self.lost_log:
+            return []
+        return [
+            f"warning: torch compiled {self.torch_compiles} times in the block but its log showed the watch fewer: "
+            "the code changed torch's logging under the watch (torch._logging.set_logs, logging.disable), so the "
+            "counts are torch's own and causes are missing for the compiles the log did not show"
+        ]
+
+    def _torch_records(self) -> list[dict]:
+        return [r for r in list(self._records) if r.get("name") is not None and (self.only is None or r["name"] in self.only)]
 
     @property
     def limit_hits(self) -> int:
@@ -322,6 +364,7 @@ class Watch:
             f"guarddiag watch{what}: {len(functions)} compiled functions, {self.compiles} compiles, "
             f"{self.recompiles} recompiles, {self.limit_hits} recompile-limit hits, {self.graph_breaks} graph breaks"
         ]
+        out += self.warnings()
         out += function_details(functions)
         if len(out) == 1:
             out.append("no recompiles")
@@ -347,6 +390,22 @@ def function_details(functions: Iterable[FunctionSummary]) -> list[str]:
         out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
         out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
     return out
+
+
+def _compile_number(record: dict) -> int:
+    """``3/2`` -> 2 (``3/2_1`` too); 0 when the id cannot be read."""
+    number = str(record.get("compile_id", "")).rpartition("/")[2].partition("_")[0]
+    return int(number) if number.isdigit() else 0
+
+
+def _process_hooks() -> Any:
+    """The ledger module; under `guarddiag run` the bootstrap has loaded it already, under that name."""
+    loaded = sys.modules.get("_guarddiag_process")
+    if loaded is not None:
+        return loaded
+    from guarddiag._childsite import _guarddiag_process
+
+    return _guarddiag_process
 
 
 def _torch_version() -> str | None:

@@ -83,7 +83,7 @@ def budget_failure(w: Watch, budget: Budget) -> str | None:
             f"recompile limit hit {hits} times{scope} during the test: torch gave up compiling and ran the code uncompiled; "
             f"remove the causes below or pass fail_on_limit_hit=False to @pytest.mark.{MARKER}"
         )
-    return "\n".join([head, *function_details(w.functions)])
+    return "\n".join([head, *w.warnings(), *function_details(w.functions)])
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -174,3 +174,32 @@ def test_bad_argument():
     out = result.stdout.str()
     assert "KeyError: \"the test's own error\"" in out and "recompile budget exceeded" not in out
     result.stdout.fnmatch_lines(["*recompile_budget got unknown argument 'max'; write @pytest.mark.recompile_budget(max_recompiles=N*"])
+
+
+def test_a_budget_holds_when_the_test_changes_torch_logging(pytester: pytest.Pytester) -> None:
+    """torch._logging.set_logs inside the test turns off the records the watch reads: torch's own count still
+    sees the three recompiles, and the failure says the causes are missing and why."""
+    pytester.makepyfile(COMPILED + """
+
+@pytest.mark.recompile_budget(max_recompiles=0)
+def test_quiets_torch_then_recompiles():
+    torch._logging.set_logs(dynamo=40)
+    for n in range(4):
+        scale(torch.ones(3), n + 100)
+
+
+def test_watch_counts_under_set_logs():
+    import guarddiag
+
+    torch._dynamo.config.automatic_dynamic_shapes = False
+    with guarddiag.watch("scale") as w:
+        torch._logging.set_logs(dynamo=40, recompiles=False)
+        for n in range(3):
+            scale(torch.ones(5), n + 200)
+    assert (w.compiles, w.recompiles, w.torch_compiles, w.lost_log) == (3, 3, 3, True), w.report()
+    assert "changed torch's logging under the watch" in w.report()
+""")
+    result = pytester.runpytest_subprocess("--strict-markers", "-s", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "recompile budget exceeded" in out and "changed torch's logging under the watch" in out
