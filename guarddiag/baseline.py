@@ -66,10 +66,6 @@ class BaselineFunction:
     def key(self) -> tuple[str, str, str, int | None]:
         return (self.process, self.name, self.file, self.line)
 
-    @property
-    def allowed(self) -> int:
-        return self.recompiles if self.budget is None else self.budget
-
 
 @dataclass(frozen=True)
 class BaselineScript:

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guarddiag import baseline as baseline_io
+from guarddiag.baseline import relative_file
 from guarddiag.config import ScriptSpec, Settings
 from guarddiag.errors import SCRIPT_FAILED, InputError
-from guarddiag.gate import GateResult, evaluate, script_key
+from guarddiag.gate import GateResult, evaluate
 from guarddiag.model import Run, script_outcome
 from guarddiag.render.gate import render_annotations, render_junit, render_markdown, render_text
 from guarddiag.runner import RunRequest, check_script, execute_many
@@ -42,7 +43,7 @@ def _specs(items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str
 
 def run_key(script: str, args: Sequence[str], root: Path) -> str:
     """How a run is named in the baseline: the script relative to the project root, then its arguments."""
-    return " ".join([script_key(script, root), *args])
+    return " ".join([relative_file(script, root), *args])
 
 
 def collect_runs(

@@ -9,7 +9,6 @@ function on top. A script that failed is reported as failed, never as a regressi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relative_file
 from guarddiag.config import Settings
@@ -213,7 +212,3 @@ def evaluate(
                 findings.append(Finding("gone", path, b.name, b.file, b.line, message))
     return GateResult(tuple(rows), tuple(findings))
 
-
-def script_key(path: str, root: Path) -> str:
-    """How a script is named in the baseline: relative to the project root where possible."""
-    return relative_file(path, root)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from guarddiag.logparse.parser import MAX_SAMPLES
 from guarddiag.model import FunctionSummary, ParseStats
 
 
@@ -27,6 +28,6 @@ def add_stats(a: ParseStats, b: ParseStats) -> ParseStats:
         a.lines + b.lines,
         a.torch_lines + b.torch_lines,
         a.unrecognized + b.unrecognized,
-        (*a.unrecognized_samples, *b.unrecognized_samples)[:5],
+        (*a.unrecognized_samples, *b.unrecognized_samples)[:MAX_SAMPLES],
         tuple(dict.fromkeys((*a.unidentified_frames, *b.unidentified_frames))),
     )

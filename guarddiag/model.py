@@ -126,10 +126,6 @@ class FunctionSummary:
         return bool(self.limit_hits)
 
     @property
-    def identified(self) -> bool:
-        return bool(self.name)
-
-    @property
     def rank(self) -> str:
         """The process it was compiled in when not the main one: ``rank1`` (torchrun), ``child1`` (a
         process the script started, numbered in start order), else ``""``."""

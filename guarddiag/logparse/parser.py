@@ -80,7 +80,6 @@ class _GuardBlock(_Block):
         self.reader = TreeReader(keep)
         self.skippable = keep
         self.keep_raw = self.reader.keep_raw  # the hot path's one call per kept guard line
-        self.in_shape_fn = False
         self.done = False
 
     def feed(self, body: str) -> bool:

@@ -51,4 +51,4 @@ def test_plus_minus_inside_a_flat_guard_is_not_a_tree_line(expr, keep):
     fast = list(parser.parse(lines))
     assert fast == _line_by_line(lines, keep)[0]
     (listing,) = [e for e in fast if isinstance(e, GuardListing)]
-    assert listing.raw == () and [g.kind for g in listing.guards] in (["EQUALS_MATCH"], [])
+    assert listing.raw == () and [(g.kind, g.expr) for g in listing.guards] == [("EQUALS_MATCH", expr)]
