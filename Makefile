@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test fuzz bench lint record-fixtures clean
+.PHONY: help venv demo test test-fast fuzz bench lint record-fixtures clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -25,6 +25,9 @@ demo: venv  ## Diagnose a bundled scenario, then show which flag flip fixes it
 
 test: venv  ## Run the whole test suite (unit + end-to-end with real torch)
 	$(BIN)/python -m pytest -q
+
+test-fast: venv  ## Unit tests only: parsers, model, gate, renderers on recorded logs (no torch run; about a minute)
+	$(BIN)/python -m pytest -q -m "not torch" tests/unit
 
 fuzz: venv  ## Long property-based run of the parser (10,000 examples per property); appends to bench/fuzz-results.txt
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz.py > /tmp/guarddiag-fuzz.txt; \

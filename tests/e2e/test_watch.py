@@ -15,6 +15,8 @@ import torch._logging._internal as torch_logging
 
 from guarddiag.inprocess import WatchError, watch
 
+pytestmark = pytest.mark.torch
+
 
 def _compile_keys_since(before: list[object]) -> set[str]:
     """Distinct ``frame/compile`` ids torch's own metrics recorded after ``before`` was taken."""
