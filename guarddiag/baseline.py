@@ -17,26 +17,10 @@ import yaml
 from guarddiag.errors import InputError
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.store import write_atomic
+from guarddiag.yamlfile import read_yaml
 
 BASELINE_SCHEMA = "guarddiag.baseline/1"
 _SCHEMA_FAMILY = "guarddiag.baseline/"
-
-
-class _AliasRefused(yaml.YAMLError):
-    def __init__(self, line: int) -> None:
-        super().__init__(f"anchor or alias at line {line}")
-        self.line = line
-
-
-class _BaselineLoader(yaml.SafeLoader):
-    """SafeLoader without anchors and aliases: guarddiag writes none, and a few nested aliases
-    expand into billions of values (a "billion laughs" file took minutes and gigabytes)."""
-
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise _AliasRefused(event.start_mark.line + 1)
-        return super().compose_node(parent, index)
 
 
 class _BaselineDumper(yaml.SafeDumper):
@@ -185,24 +169,9 @@ def _int(value: object, where: str, allow_none: bool = False) -> int | None:
 def load(path: Path) -> Baseline:
     """Read and validate a baseline; every problem is one line naming the place."""
     try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_BaselineLoader)
+        doc = read_yaml(path, "baseline", "re-create it with `guarddiag baseline`")
     except FileNotFoundError:
         raise InputError(f"{path}: no baseline; create one with `guarddiag baseline SCRIPT... -o {path}`") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the baseline ({exc.strerror}); give a baseline file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); re-create it with `guarddiag baseline`") from None
-    except _AliasRefused as exc:
-        raise InputError(
-            f"{path}: line {exc.line}: YAML anchors and aliases (&, *) are not allowed in a baseline (guarddiag writes none); "
-            "re-create it with `guarddiag baseline`"
-        ) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}); fix it or re-create it") from None
-    except (ValueError, OverflowError) as exc:  # a value YAML reads but Python cannot hold (a 5000-digit number, 2024-13-45)
-        raise InputError(f"{path}: not a guarddiag baseline ({str(exc).split(';')[0]}); re-create it with `guarddiag baseline`") from None
-    except RecursionError:
-        raise InputError(f"{path}: not a guarddiag baseline (nested too deeply); re-create it with `guarddiag baseline`") from None
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if isinstance(schema, str) and schema.startswith(_SCHEMA_FAMILY) and schema != BASELINE_SCHEMA:
         raise InputError(

@@ -207,7 +207,7 @@ def baseline(
     settings = _settings({"python": python, "jobs": jobs, "timeout": timeout, "baseline": str(out) if out else None})
     runs, _ = collect_runs(items or [], settings, tuple(parse_flag(f) for f in flag or []), sys.stderr.isatty())
     path = settings.root / settings.baseline
-    recorded = record_baseline(runs, settings, path)
+    recorded = record_baseline(runs, settings, path, anew=True)
     n = sum(len(s.functions) for s in recorded.scripts)
     typer.echo(f"wrote {path}: {len(recorded.scripts)} scripts, {n} functions, {sum(r.recompiles for r in runs.values())} recompiles")
 

@@ -82,8 +82,12 @@ def collect_runs(
     return runs, budgets
 
 
-def record_baseline(runs: dict[str, Run], settings: Settings, out: Path) -> baseline_io.Baseline:
-    """Write a baseline of these runs, refusing when a script failed (its counts are partial)."""
+def record_baseline(runs: dict[str, Run], settings: Settings, out: Path, anew: bool = False) -> baseline_io.Baseline:
+    """Write a baseline of these runs, refusing when a script failed (its counts are partial).
+
+    The baseline already at ``out`` gives its budgets and other scripts. When it cannot be read
+    (corrupt, written by a newer guarddiag), ``anew`` (``guarddiag baseline -o``) replaces it with a
+    warning; else (``check --update``, which must keep budgets) it is refused, naming the way out."""
     failed = [k for k, r in runs.items() if r.status != "ok"]
     if failed:
         raise InputError(
@@ -93,7 +97,15 @@ def record_baseline(runs: dict[str, Run], settings: Settings, out: Path) -> base
         )
     if out.is_dir():
         raise InputError(f"{out}: is a directory; give the baseline file to write (e.g. guarddiag-baseline.yaml)")
-    previous = baseline_io.load(out) if out.exists() else None
+    try:
+        previous = baseline_io.load(out) if out.exists() else None
+    except InputError as exc:
+        if not anew:
+            raise InputError(
+                f"{exc}; or write it anew from these runs with `guarddiag baseline -o {out}` (its budgets are lost)"
+            ) from None
+        _warn(f"warning: {exc}; writing it anew from these runs: the budgets and scripts it had are not kept")
+        previous = None
     new = baseline_io.from_runs(runs, settings.root, previous)
     baseline_io.save(new, out)
     return new

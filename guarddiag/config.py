@@ -12,9 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-import yaml
-
 from guarddiag.errors import InputError
+from guarddiag.yamlfile import read_yaml
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -190,15 +189,9 @@ def read_file_settings(root: Path) -> tuple[dict[str, object], str]:
     path = root / "guarddiag.yaml"
     if path.is_file():
         try:
-            table = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
-        except yaml.YAMLError as exc:
-            raise InputError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}); fix it") from None
-        except (ValueError, OverflowError) as exc:  # a value YAML reads but Python cannot hold (a 5000-digit number)
-            raise InputError(f"{path}: a value guarddiag cannot read ({str(exc).split(';')[0]}); fix it") from None
-        except RecursionError:
-            raise InputError(f"{path}: not valid YAML for guarddiag (nested too deeply); fix it") from None
+            table = read_yaml(path, "settings file", "fix it") or {}
+        except FileNotFoundError:
+            return {}, ""
         if not isinstance(table, Mapping):
             raise InputError(f"{path}: must be a mapping of settings")
         return _from_table(table, str(path)), str(path)

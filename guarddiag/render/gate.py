@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from itertools import groupby
 
@@ -70,6 +71,15 @@ def render_markdown(result: GateResult) -> str:
     return "\n".join(out) + "\n"
 
 
+# Characters XML 1.0 cannot hold even escaped (C0 controls but tab, LF and CR; surrogates; U+FFFE/FFFF).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    """``text`` with what XML cannot hold written as ``\\xNN`` (a function name with control characters)."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
+
+
 def render_junit(result: GateResult) -> str:
     """JUnit XML: a test suite per script, a test case per function (and one for the script's run)."""
     suites = ET.Element("testsuites", name="guarddiag")
@@ -98,6 +108,10 @@ def render_junit(result: GateResult) -> str:
         total_failures += failures
     suites.set("tests", str(sum(int(s.get("tests", "0")) for s in suites)))
     suites.set("failures", str(total_failures))
+    for element in suites.iter():
+        element.attrib = {k: _xml(v) for k, v in element.attrib.items()}
+        if element.text:
+            element.text = _xml(element.text)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 

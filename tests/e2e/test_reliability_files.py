@@ -233,17 +233,20 @@ def test_baselines_guarddiag_writes_have_no_anchors(workdir):
         (None, None, {"GUARDDIAG_MAX_RECOMPILES": "-1"}, "GUARDDIAG_MAX_RECOMPILES: 'max_recompiles' must be 0 or more, not '-1'"),
         (None, None, {"GUARDDIAG_TIMEOUT": "nan"}, "GUARDDIAG_TIMEOUT: 'timeout' must be a float, not 'nan'"),
         ("guarddiag.yaml", "timeout: -5\n", {}, "'timeout' must be a number of seconds above 0, not -5"),
+        # 1 KB of nested aliases: a 39 MB "one line" error or 3 GB and 139 s before they were refused
+        ("guarddiag.yaml", _billion_laughs().replace("schema: guarddiag.baseline/1\n", ""), {},
+         "line 1: YAML anchors and aliases (&, *) are not allowed in a settings file"),
     ],
     ids=["yaml-not-utf8", "toml-nested-5000", "toml-1.5e400", "toml-fraction", "toml-negative", "toml-jobs-0", "env-negative",
-         "env-nan", "yaml-negative-timeout"],
+         "env-nan", "yaml-negative-timeout", "yaml-billion-laughs"],
 )
 def test_bad_settings_are_one_line(workdir, file, content, env, expect):
     _record(workdir)
     if file:
         (workdir / file).write_bytes(content if isinstance(content, bytes) else content.encode())
-    proc = run_guarddiag("check", "good.json", "--max-recompiles", "9", cwd=workdir, env=env)
+    proc = run_guarddiag("check", "good.json", "--max-recompiles", "9", cwd=workdir, env=env, timeout=60)
     assert proc.returncode == 2, proc.stderr
-    assert expect in _line(proc.stderr)
+    assert expect in _line(proc.stderr) and len(proc.stderr) < 2000
 
 
 def test_a_negative_budget_is_refused_from_the_environment_as_from_the_command_line(workdir):
@@ -292,3 +295,21 @@ def test_a_crashed_script_in_check_is_exit_3_with_one_line(workdir):
     proc = run_guarddiag("check", "model.py", cwd=workdir)
     assert proc.returncode == 3
     assert "model.py: the script failed (exit status 1)" in _line(proc.stderr)
+
+
+@pytest.mark.parametrize(
+    "content", ["schema: guarddiag.baseline/9\nscripts: []\n", "scripts: [: oops\n"], ids=["newer-schema", "not-yaml"]
+)
+def test_an_unreadable_baseline_is_replaced_by_baseline_and_refused_by_update(workdir, content):
+    """`guarddiag baseline -o` writes it anew (the advice every baseline error gives); `check --update`, which
+    keeps budgets from the old file, refuses and names that way out."""
+    _record(workdir)
+    path = workdir / "guarddiag-baseline.yaml"
+    path.write_text(content)
+    proc = run_guarddiag("check", "good.json", "--update", cwd=workdir)
+    assert proc.returncode == 2 and "write it anew from these runs with `guarddiag baseline -o" in _line(proc.stderr)
+    assert path.read_text() == content
+    proc = run_guarddiag("baseline", "good.json", "-o", str(path), cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "writing it anew from these runs" in _line(proc.stderr)
+    assert run_guarddiag("check", "good.json", cwd=workdir).returncode == 0

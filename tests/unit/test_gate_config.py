@@ -188,3 +188,20 @@ def test_a_new_function_that_hits_the_limit_fails_by_default(tmp_path: Path):
     # the same run against a baseline that recorded the hit passes
     recorded = baseline_io.from_runs({"r.py": limited}, tmp_path)
     assert evaluate({"r.py": limited}, recorded, settings).exit_code == OK
+
+
+def test_junit_is_valid_xml_when_a_function_name_has_control_characters(tmp_path: Path):
+    """A frame name or reason from a log can hold any character; XML 1.0 cannot hold C0 controls even escaped."""
+    import xml.etree.ElementTree as ET
+
+    from guarddiag.render.gate import render_junit
+
+    run = _run("torch-2.13.0/module_int_attribute.log")
+    (forward,) = run.functions
+    odd = replace(run, functions=(replace(forward, name="for\x01ward\x1b[0m\x7f", file=forward.file + "\x00"),))
+    result = evaluate({"m\x02.py": odd}, None, Settings(root=tmp_path, max_recompiles=0))
+    text = render_junit(result)
+    root = ET.fromstring(text.encode())  # raises on invalid XML
+    names = [case.get("name") for case in root.iter("testcase")]
+    assert any(n.startswith("for\\x01ward\\x1b[0m\x7f (") for n in names), names
+    assert any(f.get("message", "").startswith("for\\x01ward") for f in root.iter("failure"))
