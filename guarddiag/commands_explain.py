@@ -38,7 +38,11 @@ def explain_path(path: Path, full: bool, python: str = sys.executable) -> tuple[
         run = load_run(path)
         if not run.log_path or run.log_path == "-":
             raise InputError(f"{path}: this run record names no log file; explain the log or the script instead")
-        return _from_log(Path(run.log_path), run.torch_version, full), [f"torch log: {run.log_path}"]
+        log = Path(run.log_path)
+        if log.exists() and not log.is_dir() and not log.is_file():
+            # A record can name anything; reading a FIFO or a device it names would block or never end.
+            raise InputError(f"{path}: the log it names ({log}) is not a regular file; explain the log or the script instead")
+        return _from_log(log, run.torch_version, full), [f"torch log: {run.log_path}"]
     return _from_log(path, None, full), []
 
 

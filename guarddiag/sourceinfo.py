@@ -7,6 +7,8 @@ or a closure variable is not in the log, but is in the user's file when it is at
 from __future__ import annotations
 
 import functools
+import os
+import stat
 import symtable
 from collections.abc import Mapping
 
@@ -15,12 +17,36 @@ ARGUMENT, CLOSURE, LOCAL = "argument", "closure variable", "local"
 _MAX_DECORATOR_LINES = 20
 
 
+# A log names the files it was compiled from, and a log can name anything (``/dev/zero:30``, a FIFO):
+# only a regular file of a source file's size is read.
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+
+
+def read_source(path: str) -> str | None:
+    """The text of a regular file of at most MAX_SOURCE_BYTES, else None (devices, FIFOs, huge files never block)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES:
+            return None
+        data = fh.read(MAX_SOURCE_BYTES + 1)
+    try:
+        return data.decode("utf-8") if len(data) <= MAX_SOURCE_BYTES else None
+    except UnicodeDecodeError:
+        return None
+
+
 @functools.lru_cache(maxsize=64)
 def _tables(path: str) -> tuple[symtable.SymbolTable, ...]:
+    text = read_source(path)
+    if text is None:
+        return ()
     try:
-        with open(path, encoding="utf-8") as fh:
-            top = symtable.symtable(fh.read(), path, "exec")
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        top = symtable.symtable(text, path, "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     found, todo = [], [top]
     while todo:

@@ -313,3 +313,32 @@ def test_an_unreadable_baseline_is_replaced_by_baseline_and_refused_by_update(wo
     assert proc.returncode == 0, proc.stderr
     assert "writing it anew from these runs" in _line(proc.stderr)
     assert run_guarddiag("check", "good.json", cwd=workdir).returncode == 0
+
+
+# --- logs and records that name devices and FIFOs ------------------------------------------------
+
+
+def test_a_log_naming_a_device_or_fifo_as_source_file_is_parsed_without_reading_it(workdir):
+    """Source lines are read from the files a log names (argument or local?): a device or a FIFO there
+    made `parse` hang or eat all memory. Only regular files are read."""
+    fifo = workdir / "pipe.py"
+    os.mkfifo(fifo)
+    text = (LOGS / "torch-2.13.0" / "module_int_attribute.log").read_text()
+    for target in ("/dev/zero", str(fifo)):
+        log = workdir / "odd.log"
+        log.write_text(text.replace("/home/user/project/scenarios/module_int_attribute.py", target))
+        proc = run_guarddiag("parse", str(log), cwd=workdir, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        assert "6 compiles, 5 recompiles" in proc.stdout
+
+
+def test_a_record_naming_a_fifo_as_its_log_is_refused_by_explain(workdir):
+    fifo = workdir / "torch.log"
+    os.mkfifo(fifo)
+    record = _record(workdir)
+    data = json.loads(record.read_text())
+    data["log_path"] = str(fifo)
+    record.write_text(json.dumps(data))
+    proc = run_guarddiag("explain", str(record), cwd=workdir, timeout=30)
+    assert proc.returncode == 2
+    assert "is not a regular file; explain the log or the script instead" in _line(proc.stderr)
