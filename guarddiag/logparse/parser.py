@@ -416,7 +416,7 @@ def _recompile_from_tuple(cid: str | None, body: str, counters: ParseCounters, l
     """``('Recompiling function f in x.py:10', "triggered by the following guard failure: L['n'] == 1")``."""
     try:
         parts = ast.literal_eval(body.strip())
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):  # a hostile or torn line
         counters.unknown(line)
         return []
     m = _RECOMPILING.match(str(parts[0]).strip()) if isinstance(parts, tuple) and parts else None
@@ -424,7 +424,7 @@ def _recompile_from_tuple(cid: str | None, body: str, counters: ParseCounters, l
         counters.unknown(line)
         return []
     failures = tuple(
-        GuardFailure(None, str(p).split(":", 1)[1].strip() if str(p).startswith("triggered by") else str(p).strip())
+        GuardFailure(None, str(p).partition(":")[2].strip() if str(p).startswith("triggered by") else str(p).strip())
         for p in parts[1:]
     )
     return [RecompileAnnounced(cid, m["name"], m["file"], int(m["line"]), failures)]

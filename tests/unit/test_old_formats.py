@@ -131,3 +131,24 @@ def test_interleaved_ranks_pair_recompile_messages_within_their_rank(with_dynamo
         "rank0": ["value"],
         "rank1": ["tensor"],
     }
+
+
+@pytest.mark.parametrize(
+    ("body", "readable"),
+    [
+        ("('Recompiling function f in /x.py:1', 'triggered by nothing')", True),  # no colon after "triggered by"
+        ("('Recompiling function f in /x.py:1', '" + "x" * 2_000_000 + "')", True),  # one 2 MB element
+        ("('Recompiling function f in /x.py:1', " + "(" * 50_000 + ")" * 50_000 + ")", False),  # past the recursion limit
+        ("('Recompiling function f in /x.py:1', [" + "[" * 200_000 + "]" * 200_000 + "])", False),
+        ("('Recompiling function f in /x.py:1', " + "-" * 100_000 + "1)", False),  # MemoryError in the parser
+        ("('Recompiling function f in /x.py:1', " + "+".join(["1"] * 100_000) + ")", False),  # RecursionError
+    ],
+    ids=["no-colon", "2mb-element", "nested-50k", "nested-200k", "100k-minus", "100k-plus"],
+)
+def test_hostile_torch_2_1_tuple_lines_never_raise(body: str, readable: bool):
+    """IndexError, RecursionError and MemoryError came out of guarddiag's parser on these lines."""
+    line = "[2023-11-06 14:54:08,549] [0/1] torch._dynamo.guards.__recompiles: [DEBUG] " + body
+    functions, stats = build_from_lines([line], roles=lambda *_: {})
+    assert stats.torch_lines == 1 and stats.unrecognized == (0 if readable else 1)
+    (f,) = functions
+    assert f.name == ("f" if readable else "") and f.compiles == 2
