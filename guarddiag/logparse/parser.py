@@ -31,7 +31,8 @@ MAX_SAMPLES = 5
 
 # torch._dynamo.reset() logs this (dynamo channel, INFO) before compile ids restart at [0/0].
 _RESET = "torch._dynamo.reset"
-_START_TRACING = re.compile(r"(?:Step 1: )?torchdynamo start tracing (?P<name><[^>]+>|\S+)(?: (?P<file>.+?):(?P<line>\d+))?\s*$")
+_START_TRACING = re.compile(r"torchdynamo start tracing (?P<name><[^>]+>|\S+)(?: (?P<file>.+?):(?P<line>\d+))?\s*$")
+_START_TRACING_TEXT = "torchdynamo start tracing "
 # torch 2.1 logs the recompile message as the repr of a tuple of its lines.
 _RECOMPILING_TUPLE = re.compile(r"""^\(['"]Recompiling function """)
 _RECOMPILING = re.compile(r"^Recompiling function (?P<name><[^>]+>|\S+) in (?P<file>.+?):(?P<line>\d+)\s*$")
@@ -41,7 +42,7 @@ _LIMIT_REASON = re.compile(r"^\s*(?:last reason|reasons):\s*(?:reasons:\s*)?(?P<
 _LIMIT_TRAILER = re.compile(r"^\s*(?:to log all recompilation|to diagnose recompilation|user stack trace:)", re.IGNORECASE)
 _FAILURE = re.compile(r"^\s*- (?:(?P<ce>!?\d+(?:/\d+)+(?:_\d+)?): )?(?P<text>.*)$")
 _GRAPH_BREAK = re.compile(r"^Graph break")
-_GB_LOCATION = re.compile(r" at (?P<loc>\S.*?:\d+)")
+_LINE_NUMBER = re.compile(r":\d+")
 _GB_REASON = re.compile(r"^\s*(?:Graph Break Reason|Reason): (?P<reason>.*)$")
 # Bare continuation lines of a guard listing in torch 2.0/2.1 logs.
 _BARE_GUARD = re.compile(
@@ -167,8 +168,7 @@ class _LimitBlock(_Block):
 class _GraphBreakBlock(_Block):
     def __init__(self, cid: str | None, body: str) -> None:
         self.cid = cid
-        loc = _GB_LOCATION.search(body)
-        self.location = loc["loc"] if loc else ""
+        self.location = _graph_break_location(body)
         old = re.match(r"^Graph break: (?P<reason>.+?) from user code at", body)
         self.reason = old["reason"] if old else ""
 
@@ -335,7 +335,7 @@ class LogParser:
         rank = framed.rank
         gen = self._generation.get(rank, 0)
         self._gen_used.add(rank)
-        if "start tracing" in framed.body and _START_TRACING.search(framed.body):
+        if "start tracing" in framed.body and start_tracing(framed.body):
             here = _ranked(rank, _with_generation(framed.compile_id or "", gen)) or ""
             # A compile id that already started tracing, or (first attempt) already installed guards,
             # starts again only after torch._dynamo.reset(): its ids restart at [0/0].
@@ -401,7 +401,7 @@ class LogParser:
             if m is not None:
                 block = _LimitBlock(cid, m)
         if block is None:
-            m = _START_TRACING.search(body)
+            m = start_tracing(body)
             if m is not None:
                 return [FrameNamed(cid, m["name"], m["file"] or "", int(m["line"]) if m["line"] else None)]
             if f.artifact in OWN_ARTIFACTS:
@@ -410,6 +410,26 @@ class LogParser:
         self._open[key] = block
         self._last = block
         return []
+
+
+def start_tracing(body: str) -> re.Match[str] | None:
+    """``[Step 1: ]torchdynamo start tracing NAME FILE:LINE`` at the end of ``body``. Only its last
+    occurrence is tried: a search from every occurrence took time quadratic in a line that repeats it."""
+    at = body.rfind(_START_TRACING_TEXT)
+    return _START_TRACING.match(body, at) if at >= 0 else None
+
+
+def _graph_break_location(body: str) -> str:
+    """``FILE:LINE`` after the first `` at `` followed by a word, up to the first ``:digits`` after it
+    (what ``re.search(r" at (\\S.*?:\\d+)")`` finds, in linear time: that search was quadratic in a line
+    repeating `` at a``)."""
+    at = body.find(" at ")
+    while at >= 0 and (at + 4 >= len(body) or body[at + 4].isspace()):
+        at = body.find(" at ", at + 1)
+    if at < 0:
+        return ""
+    end = _LINE_NUMBER.search(body, at + 5)
+    return body[at + 4 : end.end()] if end else ""
 
 
 def _recompile_from_tuple(cid: str | None, body: str, counters: ParseCounters, line: str) -> list[Event]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 import tracemalloc
 
 from hypothesis import HealthCheck, given, settings
@@ -156,3 +157,106 @@ def test_memory_does_not_grow_with_the_log():
     # a small record per compile, never the listings themselves.
     assert _peak(repeated(20, True)) < one + compiles * 4096
     assert _peak(repeated(20, False)) < one + compiles * 4096
+
+
+# Pastes: what a browser, a terminal or a Markdown editor does to a real log must not change
+# which recompile messages, functions and reasons are recognised.
+
+
+def _recognised(lines: list[str]) -> dict:
+    from guarddiag.logparse.events import LimitWarning, RecompileAnnounced
+    from tests.unit.test_paste import read_events
+
+    events = read_events(lines)
+    return {
+        "recompiles": [
+            (e.name, e.file, e.line, tuple(" ".join(f.text.split()) for f in e.failures))
+            for e in events
+            if isinstance(e, RecompileAnnounced)
+        ],
+        "limit_hits": [(e.name, e.file, e.line, " ".join(e.last_reason.split())) for e in events if isinstance(e, LimitWarning)],
+    }
+
+
+def _text_lines(path) -> list[str]:
+    return path.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
+def _as_file(lines: list[str]) -> list[str]:
+    return [line + "\n" for line in lines]
+
+
+def _quote(lines, _draw):
+    return ["> " + line for line in lines]
+
+
+def _indent(lines, draw):
+    pad = " " * draw(st.sampled_from([2, 4, 8]))
+    return [pad + line if line else line for line in lines]
+
+
+def _escape(lines, _draw):
+    import html
+
+    return [html.escape(line, quote=True) for line in lines]
+
+
+@given(st.sampled_from(ANNOUNCING), st.lists(st.sampled_from([_quote, _indent, _escape]), min_size=1, max_size=3), st.data())
+def test_quoting_indenting_and_escaping_a_log_or_paste_keeps_what_is_recognised(path, mangles, data):
+    lines = _text_lines(path)
+    mangled = lines
+    for mangle in mangles:
+        mangled = mangle(mangled, data.draw)
+    assert _recognised(_as_file(mangled)) == _recognised(_as_file(lines))
+
+
+@given(st.sampled_from(ANNOUNCING), st.data())
+def test_wrapping_at_a_terminal_width_keeps_what_is_recognised(path, data):
+    """A terminal cuts every line at its width; the width is only known when two lines were cut."""
+    lines = _text_lines(path)
+    lengths = sorted((len(line) for line in lines), reverse=True)
+    if len(lengths) < 2 or lengths[1] <= 41:
+        return
+    width = data.draw(st.integers(40, min(lengths[1] - 1, 240)))
+    wrapped = [line[i : i + width] for line in lines for i in range(0, max(len(line), 1), width)]
+    assert _recognised(_as_file(wrapped)) == _recognised(_as_file(lines))
+
+
+@given(st.sampled_from(ANNOUNCING))
+def test_flattening_a_log_into_one_line_keeps_what_is_recognised(path):
+    """A web form joins every line with a space: a real log still reads as the same recompiles."""
+    lines = _text_lines(path)
+    assert _recognised([" ".join(lines) + "\n"]) == _recognised(_as_file(lines))
+
+
+# --- long lines: time linear in the line -----------------------------------------------------------
+# Lines a hostile tester built: each took one regex seconds to minutes (a search retried from every
+# occurrence of its start). Parsing 4x the line must cost about 4x, not 16x: a ratio of best-of-3 times,
+# so a busy machine slows both sides alike.
+_GLOG = "V1130 07:22:30.181000 2270 torch/_dynamo/symbolic_convert.py:5396] [0/0] "
+_GLOG_GUARDS = "V1130 07:22:30.181000 2270 torch/_dynamo/guards.py:5396] [0/0] [__guards] "
+_FLAT = "[2026-11-30 09:30:52,452] [0/0] torch._dynamo.guards.__guards: [DEBUG] "
+_LONG_LINES = {
+    "graph break repeating ' at a'": lambda n: [_GLOG + "[__graph_breaks] Graph break in user code at" + " at a" * n],
+    "flat guard, comment one long token": lambda n: [_FLAT + "GUARDS:", _FLAT + "L['x'] == 1   # " + "a" * (5 * n)],
+    "flat guard, long run of spaces": lambda n: [_FLAT + "GUARDS:", _FLAT + "L['x'] == 1" + " " * (5 * n) + "x"],
+    "start tracing repeated": lambda n: [_GLOG + "Step 1: torchdynamo start tracing f" + " torchdynamo start tracing f x" * n],
+    "tree guard, long comment": lambda n: [_GLOG_GUARDS + "GUARDS:", _GLOG_GUARDS + "| +- EQUALS_MATCH: L['x'] == 1   # " + "a:1 in " * n],
+}
+
+
+def _best_of_3(lines: list[str]) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        _parse(lines)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@settings(max_examples=len(_LONG_LINES) * 2, deadline=None)
+@given(st.sampled_from(sorted(_LONG_LINES)), st.sampled_from([4000, 6000]))
+def test_long_lines_parse_in_time_linear_in_their_length(kind, n):
+    make = _LONG_LINES[kind]
+    small, large = _best_of_3(make(n)), _best_of_3(make(4 * n))
+    assert large < 8 * small + 0.05, f"{kind}: {n} repeats {small:.4f} s, {4 * n} repeats {large:.4f} s"
