@@ -147,6 +147,8 @@ class ParseStats:
     unrecognized: int = 0
     unrecognized_samples: tuple[str, ...] = ()
     unidentified_frames: tuple[str, ...] = ()
+    # Read as a paste (no framed torch line): how many torch messages were recognised; None for a log.
+    paste_messages: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,23 @@
-"""``guarddiag parse``: a run record from a log captured elsewhere (CI log, torchrun, a paste)."""
+"""``guarddiag parse``: a run record from a log captured elsewhere (CI log, torchrun, a paste).
+
+A file with no framed torch line is read as a paste (:mod:`guarddiag.logparse.paste`): torch's
+messages found by their text. Both readers see the lines in one pass: the paste reader only until
+the first framed torch line, after which the log is a log and the paste reader is dropped.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from guarddiag.build import build_from_lines
+from guarddiag.build import RolesLookup, RunBuilder, build_from_lines
 from guarddiag.errors import InputError
-from guarddiag.model import Run
+from guarddiag.logparse.paste import WINDOW, PasteReader, framed_part, mangled_line
+from guarddiag.model import FunctionSummary, ParseStats, Run
+from guarddiag.sourceinfo import local_roles
 
 
 def parse_log(path: str) -> Run:
@@ -28,14 +35,84 @@ def parse_logs(paths: Sequence[str]) -> Run:
             raise InputError(f"{path}: is a directory; give a log file, or - to read standard input")
     with contextlib.ExitStack() as stack:
         streams = [(path, _open(path, stack)) for path in paths]
-        functions, stats = build_from_lines(_lines(streams))
+        functions, stats = read_log(_lines(streams))
     where = "standard input" if list(paths) == ["-"] else ", ".join(paths)
-    if stats.torch_lines == 0:
+    if stats.torch_lines == 0 and not stats.paste_messages:
         raise InputError(
-            f"{where}: no torch log lines in {stats.lines} lines read; capture the log with "
+            f"{where}: no torch log lines and no torch messages in {stats.lines} lines read; capture the log with "
             "TORCH_LOGS=dynamo,guards,recompiles,graph_breaks (or use `guarddiag run`)"
         )
     return Run(functions=functions, parse=stats, source="parse", log_path=paths[0] if len(paths) == 1 else ", ".join(paths))
+
+
+def read_log(lines: Iterable[str], roles: RolesLookup = local_roles) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
+    """The functions and parse stats of a log, or of a paste when no line is a framed torch line."""
+    paste = _PasteWatch(roles)
+    functions, stats = build_from_lines(paste.tee(lines), roles)
+    if paste.reader is None:
+        return functions, stats
+    return paste.result(stats.lines)
+
+
+class _PasteWatch:
+    """Reads the lines as a paste too, until they show they are a log.
+
+    A log is a file with a framed torch line, unless its first ``WINDOW`` lines show a log that went
+    through a browser or a terminal: a framed line holding another torch prefix (flattened), HTML
+    escapes in a framed line, or a wrap width with a quarter of the lines unframed (cut at a
+    terminal width). Then it is read as a paste.
+    The paste reader sees at most the first ``WINDOW`` lines of a log, never the rest."""
+
+    def __init__(self, roles: RolesLookup) -> None:
+        self.reader: PasteReader | None = PasteReader()
+        self._builder = RunBuilder(roles)
+
+    def tee(self, lines: Iterable[str]) -> Iterator[str]:
+        """The lines for the log parser. A line with other output before its torch prefix (a
+        progress bar, a prompt) loses that output when it is the first framed line."""
+        it = iter(lines)
+        seen = framed = 0
+        mangled = False
+        for line in it:
+            seen += 1
+            part = framed_part(line)
+            mangled = mangled or mangled_line(line, part is not None)
+            self._feed(line)
+            if part is not None:
+                line, framed = (part if not framed else line), framed + 1
+            yield line
+            if framed and seen >= WINDOW:
+                break
+        if framed and not mangled and not self._wrapped(seen, framed):
+            self.reader = None
+            yield from it
+            return
+        for line in it:
+            if not framed and framed_part(line) is not None:
+                self.reader = None  # a log after all: its first framed line comes late
+                yield line
+                yield from it
+                return
+            self._feed(line)
+            yield line
+
+    def _feed(self, line: str) -> None:
+        assert self.reader is not None
+        for event in self.reader.feed(line):
+            self._builder.add(event)
+
+    def _wrapped(self, seen: int, framed: int) -> bool:
+        """A log cut at a terminal width: its lines have a wrap width, and a quarter of them no frame."""
+        assert self.reader is not None
+        return self.reader.wrap_width() > 0 and (seen - framed) * 4 >= seen
+
+    def result(self, lines: int) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
+        """What the paste shows, once every line was read."""
+        assert self.reader is not None
+        for event in self.reader.finish():
+            self._builder.add(event)
+        functions, _ = self._builder.functions()
+        return functions, ParseStats(lines=lines, paste_messages=self.reader.messages)
 
 
 def _open(path: str, stack: contextlib.ExitStack) -> TextIO:

@@ -65,6 +65,8 @@ def run_to_dict(run: Run) -> dict[str, object]:
             "unrecognized": run.parse.unrecognized,
             "unrecognized_samples": list(run.parse.unrecognized_samples),
             "unidentified_frames": list(run.parse.unidentified_frames),
+            # Only a paste has it: a framed log's record is unchanged.
+            **({"paste_messages": run.parse.paste_messages} if run.parse.paste_messages is not None else {}),
         },
     }
 
@@ -167,6 +169,7 @@ def _run(data: dict) -> Run:
             _whole(p.get("unrecognized", 0), "parse.unrecognized") or 0,
             _strings(p.get("unrecognized_samples", []), "parse.unrecognized_samples"),
             _strings(p.get("unidentified_frames", []), "parse.unidentified_frames"),
+            _whole(p.get("paste_messages"), "parse.paste_messages", optional=True),
         ),
         torch_version=_str(data.get("torch_version"), "torch_version", optional=True),
         exit_code=_whole(data.get("exit_code"), "exit_code", optional=True),

@@ -7,6 +7,7 @@ from tabulate import tabulate
 from guarddiag.model import Run
 from guarddiag.render.summary import (
     cause_groups,
+    compiles_cell,
     failed_sentence,
     function_label,
     headline,
@@ -25,7 +26,7 @@ def render(run: Run) -> str:
     notes = [_NOTE_FORMATS[kind].format(text) for kind, text in run_notes(run)]
     out += [*notes, ""] if notes else []
     rows = [
-        [f"`{function_label(f)}`", f.compiles, f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks)]
+        [f"`{function_label(f)}`", compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks)]
         for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))
     ]
     out.append(tabulate(rows, headers=["function", "compiles", "recompiles", "limit hit", "graph breaks"], tablefmt="github"))

@@ -19,6 +19,7 @@ from guarddiag.model import (
 __all__ = [
     "CauseGroup",
     "cause_groups",
+    "compiles_cell",
     "failed_sentence",
     "function_label",
     "headline",
@@ -43,7 +44,12 @@ _FAILED = {
 
 
 def headline(run: Run) -> str:
-    """One line: totals and where they came from."""
+    """One line: totals and where they came from (for a paste, only what it shows)."""
+    if run.parse.paste_messages is not None:
+        return (
+            f"read as a paste: {run.parse.paste_messages} messages recognised ({run.recompiles} recompiles, "
+            f"{run.limit_hits} recompile-limit hits in {len(run.functions)} functions); counts cover only what was pasted"
+        )
     torch = f"torch {run.torch_version}" if run.torch_version else "torch version unknown"
     return (
         f"{len(run.functions)} compiled functions, {run.compiles} compiles, {run.recompiles} recompiles, "
@@ -83,9 +89,14 @@ def parse_note(run: Run) -> str | None:
             f"{len(run.parse.unidentified_frames)} frames not named in the log "
             "(enable TORCH_LOGS=dynamo when capturing)"
         )
-    if run.parse.torch_lines == 0:
+    if run.parse.torch_lines == 0 and run.parse.paste_messages is None:
         notes.append("no torch log lines found: was the log captured with TORCH_LOGS=guards,recompiles,dynamo?")
     return "; ".join(notes) or None
+
+
+def compiles_cell(run: Run, f: FunctionSummary) -> int | str:
+    """A function's compiles for a table; blank for a paste, which shows recompiles but not how often it compiled."""
+    return "" if run.parse.paste_messages is not None else f.compiles
 
 
 def limit_sentence(hit: LimitHit) -> str:

@@ -6,6 +6,7 @@ from guarddiag.model import Run
 from guarddiag.render.columns import simple_table
 from guarddiag.render.summary import (
     cause_groups,
+    compiles_cell,
     failed_sentence,
     function_label,
     headline,
@@ -21,7 +22,7 @@ def render(run: Run) -> str:
     out = [headline(run)]
     out += [f"{text}; counts cover what ran before that" if kind == "outcome" else f"{kind}: {text}" for kind, text in run_notes(run)]
     rows = [
-        [function_label(f), f.compiles, f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""]
+        [function_label(f), compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""]
         for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))
     ]
     if rows:

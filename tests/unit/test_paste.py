@@ -1,0 +1,193 @@
+"""Pastes: every excerpt of tests/fixtures/pasted/ reads as its hand-made index says, and the paste
+reader's pieces (splitting, prefixes, re-joining, profiler tables) on small cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from guarddiag.logparse.events import Event, LimitWarning, RecompileAnnounced
+from guarddiag.logparse.parser import LogParser
+from guarddiag.logparse.paste import PasteReader, split_messages, strip_prefix
+from guarddiag.parse import parse_logs, read_log
+from guarddiag.render.table import render
+from guarddiag.store import run_to_dict
+
+PASTED = Path(__file__).resolve().parents[1] / "fixtures" / "pasted"
+INDEX = yaml.safe_load((PASTED / "index.yaml").read_text(encoding="utf-8"))
+KINDS = {
+    "framed", "bare", "cut_prefix", "quoted", "indented", "table", "wrapped", "flattened", "mixed_output",
+    "html_escaped", "legacy", "profiler", "limit_reason", "error_trace", "single_failure",
+}
+NO_ROLES = lambda *_: {}  # noqa: E731 - the pastes name files that are not here
+
+
+def recognised(events: list[Event]) -> dict:
+    """What a reader shows of a paste: recompile messages (function, reasons), limit warnings (function, reason shown)."""
+    return {
+        "recompiles": [(e.name or None, len(e.failures)) for e in events if isinstance(e, RecompileAnnounced)],
+        "limit_hits": [(e.name or None, bool(e.last_reason)) for e in events if isinstance(e, LimitWarning)],
+    }
+
+
+def read_events(lines: list[str]) -> list[Event]:
+    """The events guarddiag reads from these lines: the log parser's for a log, the paste reader's for a paste."""
+    functions, stats = read_log(lines, NO_ROLES)
+    if stats.paste_messages is None:
+        return list(LogParser().parse(_repaired(lines)))
+    reader = PasteReader()
+    return [e for line in lines for e in reader.feed(line)] + reader.finish()
+
+
+def _repaired(lines: list[str]) -> list[str]:
+    from guarddiag.logparse.paste import framed_part
+
+    out, seen = [], False
+    for line in lines:
+        part = framed_part(line) if not seen else None
+        seen = seen or part is not None
+        out.append(part or line)
+    return out
+
+
+def expected(entry: dict) -> dict:
+    return {
+        "recompiles": [(r["function"], r["reasons"]) for r in entry["recompiles"]],
+        "limit_hits": [(h["function"], h["reason"]) for h in entry["limit_hits"]],
+    }
+
+
+def test_the_index_lists_every_excerpt_with_its_source_and_kinds():
+    files = sorted(p.name for p in PASTED.glob("*.txt"))
+    assert sorted(e["file"] for e in INDEX) == files
+    for entry in INDEX:
+        assert entry.get("source") or entry.get("derived_from"), entry["file"]
+        if entry.get("derived_from"):
+            assert (PASTED / entry["derived_from"]).exists() and "derived" in entry["file"]
+        assert set(entry["kinds"]) <= KINDS, entry["file"]
+    assert {k for e in INDEX for k in e["kinds"]} == KINDS, "every kind of paste is in the corpus"
+
+
+@pytest.mark.parametrize("entry", INDEX, ids=[e["file"] for e in INDEX])
+def test_every_excerpt_reads_as_its_index_says(entry):
+    lines = (PASTED / entry["file"]).read_text(encoding="utf-8").splitlines(keepends=True)
+    assert recognised(read_events(lines)) == expected(entry)
+    run = parse_logs([str(PASTED / entry["file"])])
+    named = {r["function"] for r in entry["recompiles"] + entry["limit_hits"] if r["function"]}
+    assert named <= {f.name for f in run.functions}
+    assert sum(len(f.limit_hits) for f in run.functions) == len(entry["limit_hits"])
+
+
+def _paste(text: str) -> list[Event]:
+    reader = PasteReader()
+    return [e for line in text.splitlines(keepends=True) for e in reader.feed(line)] + reader.finish()
+
+
+def test_a_bare_paste_reports_what_it_shows_and_says_so(tmp_path):
+    paste = tmp_path / "paste.txt"
+    paste.write_text(
+        "Recompiling function forward in /content/model.py:12\n"
+        "    triggered by the following guard failure(s):\n"
+        "    - 0/1: L['n'] == 3  # return x * n  # content/model.py:14 in forward\n"
+        "    - 0/0: L['n'] == 2  # return x * n  # content/model.py:14 in forward\n",
+        encoding="utf-8",
+    )
+    run = parse_logs([str(paste)])
+    assert run.parse.paste_messages == 1
+    (f,) = run.functions
+    assert (f.name, f.file, f.line, f.recompiles) == ("forward", "/content/model.py", 12, 1)
+    assert [c.cache_entry for c in f.recompile_events[0].causes] == ["0/1", "0/0"]
+    text = render(run)
+    assert text.splitlines()[0] == (
+        "read as a paste: 1 messages recognised (1 recompiles, 0 recompile-limit hits in 1 functions); "
+        "counts cover only what was pasted"
+    )
+    assert run_to_dict(run)["parse"]["paste_messages"] == 1
+
+
+def test_a_framed_log_keeps_its_record_unchanged():
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "torch-2.13.0" / "module_int_attribute.log"
+    run = parse_logs([str(log)])
+    assert run.parse.paste_messages is None
+    assert "paste_messages" not in run_to_dict(run)["parse"]
+
+
+def test_a_flattened_block_splits_into_its_messages():
+    line = (
+        "Recompiling function step in /w/train.py:3 triggered by the following guard failure(s): - 0/0: L['n'] == 3 "
+        "# return x * n # w/train.py:4 in step Recompiling function step in /w/train.py:3 triggered by the following "
+        "guard failure(s): - 0/1: L['n'] == 4 - 0/0: L['n'] == 3"
+    )
+    assert list(split_messages(line)) == [
+        "Recompiling function step in /w/train.py:3",
+        "triggered by the following guard failure(s):",
+        "- 0/0: L['n'] == 3 # return x * n # w/train.py:4 in step",
+        "Recompiling function step in /w/train.py:3",
+        "triggered by the following guard failure(s):",
+        "- 0/1: L['n'] == 4",
+        "- 0/0: L['n'] == 3",
+    ]
+    events = _paste(line)
+    assert recognised(events)["recompiles"] == [("step", 1), ("step", 2)]
+    assert events[0].failures[0].text == "L['n'] == 3  # return x * n # w/train.py:4 in step"
+
+
+def test_a_long_flattened_line_is_read_in_linear_time():
+    import time
+
+    block = "Recompiling function f in /x.py:1 triggered by the following guard failure(s): - 0/0: L['n'] == 3 "
+    start = time.perf_counter()
+    events = _paste(block * 20_000)
+    assert len(events) == 20_000 and time.perf_counter() - start < 20
+
+
+@pytest.mark.parametrize(
+    ("piece", "rank", "body"),
+    [
+        ("W [0/8] torch._dynamo hit config.recompile_limit (8)", None, "torch._dynamo hit config.recompile_limit (8)"),
+        ("V0703 10:34:13.273000 torch/_dynamo/guards.py:2590] [0/1] [__recompiles] Recompiling", None, "Recompiling"),
+        (".../torch/_dynamo/guards.py:2772] [16/8] [__recompiles_verbose]     - 16/7: x", None, "- 16/7: x"),
+        ("[rank1]: torch._dynamo hit config.cache_size_limit (8)", 1, "torch._dynamo hit config.cache_size_limit (8)"),
+        ("2024-05-02 10:11:12,345 [0/1] Recompiling function f in x.py:1", None, "Recompiling function f in x.py:1"),
+        ("DEBUG:torch._dynamo.guards.__recompiles:Recompiling function f", None, "Recompiling function f"),
+        ("- 0/0: n == 1", None, "- 0/0: n == 1"),
+    ],
+)
+def test_what_is_left_of_a_prefix_is_taken_off(piece, rank, body):
+    assert strip_prefix(piece) == (rank, body)
+
+
+def test_a_line_wrapped_at_the_terminal_width_is_joined_again():
+    text = (
+        "Recompiling function forward in /home/user/project/models/transformer_block.py:12\n"
+        "    triggered by the following guard failure(s):\n"
+        "    - 0/0: tensor 'x' size mismatch at index 0. expected 3, actual 4\n"
+    )
+    wrapped = "".join(line[i : i + 41] + "\n" for line in text.splitlines() for i in range(0, len(line), 41))
+    assert recognised(_paste(wrapped)) == recognised(_paste(text)) == {"recompiles": [("forward", 1)], "limit_hits": []}
+
+
+def test_a_profiler_table_counts_each_recompile_with_its_reason():
+    table = (
+        "Function                   Recompiles  Recompile Reasons\n"
+        "-----------------------  ------------  ------------------------------\n"
+        "'forward' (model.py:20)             3  GuardFail(reason=\"L['x'] == 1\", orig_code=<code object forward>)\n"
+        "                                      GuardFail(reason=\"L['x'] == 2\", orig_code=<code object forward>)\n"
+        "'step' (train.py:7)                 1  tensor 'x' size mismatch at index 0. expected 3, actual 4\n"
+        "\n"
+        "Set torch._dynamo.config.cache_size_limit to 3 to avoid being cache limited.\n"
+    )
+    events = _paste(table)
+    assert recognised(events)["recompiles"] == [("forward", 1), ("forward", 1), ("forward", 0), ("step", 1)]
+    assert events[1].failures[0].text == "L['x'] == 2"
+
+
+def test_text_without_torch_messages_is_still_refused(tmp_path):
+    from guarddiag.errors import InputError
+
+    other = tmp_path / "notes.txt"
+    other.write_text("- a list item\nRecompiling is slow\nfunction: 'x'\n", encoding="utf-8")
+    with pytest.raises(InputError, match="no torch log lines and no torch messages"):
+        parse_logs([str(other)])
