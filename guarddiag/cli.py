@@ -74,10 +74,10 @@ def run(
 ) -> None:
     """Run SCRIPT under torch.compile logging and report its compiles and recompiles per function."""
     from guarddiag.model import script_outcome
-    from guarddiag.runner import RunRequest, execute, parse_flag
+    from guarddiag.runner import RunRequest, execute
 
     _check_format(fmt)
-    flags = tuple(parse_flag(f) for f in flag or [])
+    flags = _flag_options(flag, python)
     request = RunRequest(script=script, args=tuple(args or ()), python=python, flags=flags, timeout=timeout)
     result = execute(request)
     # A failed script is the bigger news: --strict's complaint about unknown lines waits for a clean run.
@@ -177,6 +177,28 @@ def flags(
     typer.echo(flags_table(load_catalog(python), pattern, show_all, fmt))
 
 
+def _flag_options(texts: list[str] | None, python: str) -> tuple[tuple[str, str], ...]:
+    """``--flag NAME=VALUE`` options. A NAME without a value is looked up in the target torch's flag
+    catalog, so the error can name the flag meant (``allow_unspec_int_on_nn_modul``: did you mean ...)."""
+    from guarddiag.runner import parse_flag
+
+    flags = []
+    for text in texts or []:
+        try:
+            flags.append(parse_flag(text))
+        except InputError:
+            if "=" in text or not text.strip().isidentifier() and "." not in text:
+                raise
+            from guarddiag.flags import load_catalog
+
+            flag = load_catalog(python).resolve(text.strip())  # an unknown name: the closest ones
+            example = ("false" if flag.value else "true") if flag.is_bool else "VALUE"
+            raise InputError(
+                f"--flag {text}: no value; give NAME=VALUE, e.g. --flag {flag.name}={example} (now {flag.value!r})"
+            ) from None
+    return tuple(flags)
+
+
 def _settings(cli: dict[str, object]) -> Settings:
     from guarddiag.config import load_settings
 
@@ -202,10 +224,9 @@ def baseline(
 ) -> None:
     """Record recompiles per script and function into a YAML baseline to commit."""
     from guarddiag.commands_check import collect_runs, record_baseline
-    from guarddiag.runner import parse_flag
 
     settings = _settings({"python": python, "jobs": jobs, "timeout": timeout, "baseline": str(out) if out else None})
-    runs, _ = collect_runs(items or [], settings, tuple(parse_flag(f) for f in flag or []), sys.stderr.isatty())
+    runs, _ = collect_runs(items or [], settings, _flag_options(flag, settings.python), sys.stderr.isatty())
     path = settings.root / settings.baseline
     recorded = record_baseline(runs, settings, path, anew=True)
     n = sum(len(s.functions) for s in recorded.scripts)
@@ -234,7 +255,6 @@ def check(
 ) -> None:
     """Fail (exit 5) when recompiles regress against the baseline or thresholds; exit 3 when a script failed."""
     from guarddiag.commands_check import collect_runs, record_baseline, run_check
-    from guarddiag.runner import parse_flag
 
     settings = _settings(
         {
@@ -247,7 +267,7 @@ def check(
             "timeout": timeout,
         }
     )
-    runs, budgets = collect_runs(items or [], settings, tuple(parse_flag(f) for f in flag or []), sys.stderr.isatty())
+    runs, budgets = collect_runs(items or [], settings, _flag_options(flag, settings.python), sys.stderr.isatty())
     if update:
         path = settings.root / settings.baseline
         record_baseline(runs, settings, path)

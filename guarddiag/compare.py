@@ -78,6 +78,8 @@ def plan_compare(catalog: Catalog, specs: list[str], combined: bool, pythons: li
             )
             continue
         for value in _values_for(target, [v.strip() for v in values.split(",") if v.strip()]):
+            if (flag.name, value) in chosen:
+                continue  # the same --flag given twice is one configuration to run
             chosen.append((flag.name, value))
             variants.append(Variant(f"{flag.name}={value}", python, ((flag.name, value),)))
     if combined and len(chosen) > 1:
@@ -88,7 +90,7 @@ def plan_compare(catalog: Catalog, specs: list[str], combined: bool, pythons: li
     if len(pythons) == 2:
         baseline = Variant(f"python {pythons[0]}", pythons[0])
         variants = [Variant(f"python {pythons[1]}", pythons[1])]
-    return ComparePlan(baseline, tuple(variants), tuple(no_ops))
+    return ComparePlan(baseline, tuple(variants), tuple(dict.fromkeys(no_ops)))
 
 
 @dataclass(frozen=True)

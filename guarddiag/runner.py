@@ -179,7 +179,9 @@ def execute(request: RunRequest) -> Run:
             "import": "fix what torch names (e.g. TORCH_LOGS) or pick another --python",
         }.get(error.get("kind"), "install torch there or pick another --python")
         where = f" [{request.label}]" if request.label else ""
-        raise InputError(f"{error['message']}{hint}{where}; {what}; nothing was run (log folder: {run_dir})")
+        # Nothing ran: the folder holds only the request and an empty log. Leave no trace of it.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise InputError(f"{error['message']}{hint}{where}; {what}; nothing was run")
     if status in ("ok", "failed") and meta.get("phase") != "script":
         # /bin/echo, /bin/false, a Python too old to read the bootstrap: the script never started.
         raise InputError(

@@ -80,7 +80,7 @@ def test_flag_value_outside_its_literal_choices_is_refused_before_running(workdi
     line = _line(proc.stderr)
     assert "flag 'automatic_dynamic_shapes_mark_as' takes one of 'dynamic', 'unbacked', not 'bogus'" in line
     assert "nothing was run" in line
-    assert not list((workdir / ".guarddiag" / "runs").glob("*/run.json"))
+    assert not list((workdir / ".guarddiag" / "runs").glob("*"))  # no empty run folder left behind
 
 
 @pytest.mark.torch
@@ -621,3 +621,19 @@ def test_strict_does_not_hide_a_failed_script(workdir):
     (workdir / "s.py").write_text(COMPILE + "\nraise SystemExit(7)\n")
     proc = run_guarddiag("run", "s.py", "--strict", cwd=workdir)
     assert proc.returncode == 3 and "the script failed (exit status 7)" in _line(proc.stderr)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    ("given", "expect"),
+    [
+        ("allow_unspec_int_on_nn_modul", "did you mean: allow_unspec_int_on_nn_module?"),
+        ("allow_unspec_int_on_nn_module", "no value; give NAME=VALUE, e.g. --flag allow_unspec_int_on_nn_module=true"),
+    ],
+    ids=["misspelt", "known"],
+)
+def test_a_flag_without_a_value_names_the_flag_meant(workdir, given, expect):
+    (workdir / "s.py").write_text("print('never runs')\n")
+    proc = run_guarddiag("run", "s.py", "--flag", given, cwd=workdir)
+    assert proc.returncode == 2 and expect in _line(proc.stderr)
+    assert "never runs" not in proc.stdout

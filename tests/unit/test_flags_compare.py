@@ -194,3 +194,15 @@ def test_an_exception_names_a_flag_by_name_env_var_or_value():
 def test_compare_tries_every_other_choice_of_a_literal_flag():
     plan = plan_compare(_catalog("2.13.0"), ["automatic_dynamic_shapes_mark_as"], False, ["py"])
     assert [v.label for v in plan.variants] == ["automatic_dynamic_shapes_mark_as=unbacked"]
+
+
+def test_the_same_flag_given_twice_is_one_configuration():
+    plan = plan_compare(
+        _catalog("2.13.0"),
+        ["specialize_float", "specialize_float", "recompile_limit=4,16", "recompile_limit=16", "inline_inbuilt_nn_modules",
+         "inline_inbuilt_nn_modules"],
+        False,
+        ["py"],
+    )
+    assert [v.label for v in plan.variants] == ["specialize_float=true", "recompile_limit=4", "recompile_limit=16"]
+    assert len(plan.no_ops) == 1
