@@ -333,15 +333,41 @@ def _stop(trees: dict[subprocess.Popen, list[int]], sig: int, grace: float) -> N
     outlives its run. SIGINT first (a script's KeyboardInterrupt handlers run), SIGTERM halfway: a
     process started with SIGINT ignored (a shell's background job, some CI runners) still stops."""
     stages = [(sig, grace / 2), (signal.SIGTERM, grace / 2)] if sig != signal.SIGTERM else [(sig, grace)]
-    for stage_sig, wait_s in stages:
+    # Ctrl-C at a terminal already reached every process of our process group: a second SIGINT would
+    # interrupt the script's own KeyboardInterrupt handling (saving a checkpoint). Only the processes
+    # that left the group (a new session, a job of their own) are sent it.
+    already = os.getpgrp() if sig == signal.SIGINT and _terminal_interrupt() else None
+    for stage, (stage_sig, wait_s) in enumerate(stages):
+        skip = already if stage == 0 else None
         for proc, tree in trees.items():
-            if proc.poll() is None:
+            if proc.poll() is None and not _in_group(proc.pid, skip):
                 proc.send_signal(stage_sig)
-            _signal_all([pid for pid in tree if _alive(pid)], stage_sig)
+            _signal_all([pid for pid in tree if _alive(pid) and not _in_group(pid, skip)], stage_sig)
         end = time.monotonic() + wait_s
         while time.monotonic() < end and any(proc.poll() is None for proc in trees):
             time.sleep(0.05)
     _kill(trees, settle=min(grace, 2.0))
+
+
+def _terminal_interrupt() -> bool:
+    """Whether a SIGINT to guarddiag came from its terminal: guarddiag is in the terminal's foreground
+    process group, to which the terminal sends Ctrl-C (shells run a pipeline's processes there)."""
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _in_group(pid: int, group: int | None) -> bool:
+    if group is None:
+        return False
+    try:
+        return os.getpgid(pid) == group
+    except OSError:
+        return False
 
 
 def _kill(trees: dict[subprocess.Popen, list[int]], settle: float = 0.0) -> None:

@@ -637,3 +637,52 @@ def test_a_flag_without_a_value_names_the_flag_meant(workdir, given, expect):
     proc = run_guarddiag("run", "s.py", "--flag", given, cwd=workdir)
     assert proc.returncode == 2 and expect in _line(proc.stderr)
     assert "never runs" not in proc.stdout
+
+
+CHECKPOINT = textwrap.dedent(
+    """
+    import time
+    print("ready", flush=True)
+    try:
+        time.sleep(120)
+    except KeyboardInterrupt:
+        time.sleep(1.5)  # saving a checkpoint: a second SIGINT here would cut it short
+        with open("saved", "w") as fh:
+            fh.write("ok")
+        raise
+    """
+)
+
+
+@pytest.mark.torch
+def test_one_ctrl_c_at_a_terminal_reaches_the_script_once(workdir):
+    """At a terminal, Ctrl-C signals the whole foreground process group: the script got it already, and
+    guarddiag must not send it a second one that interrupts its own cleanup (python script.py does not)."""
+    import pty
+
+    (workdir / "ckpt.py").write_text(CHECKPOINT)
+    pid, master = pty.fork()
+    if pid == 0:  # the child: a session of its own, the pty its controlling terminal, in the foreground
+        os.chdir(workdir)
+        os.execv(guarddiag_cmd()[0], [guarddiag_cmd()[0], "run", "ckpt.py"])
+    output = b""
+    try:
+        end = time.monotonic() + 120
+        while b"ready" not in output and time.monotonic() < end:
+            output += os.read(master, 4096)
+        assert b"ready" in output, output
+        os.write(master, b"\x03")  # Ctrl-C, as typed
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(master)
+    assert os.waitstatus_to_exitcode(status) == 130, output
+    assert (workdir / "saved").read_text() == "ok", output.decode(errors="replace")[-2000:]
