@@ -144,9 +144,13 @@ def execute(request: RunRequest) -> Run:
     spec_path.write_text(json.dumps(spec, indent=2), encoding="utf-8")
     env = _without_outer_run(dict(os.environ))
     env.update(request.env)
+    # Every process of the run carries its folder in the environment it was started with (forks too:
+    # /proc/PID/environ shows that, not later changes): how orphans adopted by guarddiag are told apart.
+    env[_process.RUN_MARK] = str(log_path.resolve().parent)
     env["TORCH_LOGS"] = merge_torch_logs(env.get("TORCH_LOGS"))
     # torch's log lines go to guarddiag's file, not the user's terminal: keep them in the format it reads.
     env.pop("TORCH_LOGS_FORMAT", None)
+    become_subreaper()
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         streams = {}
@@ -164,11 +168,13 @@ def execute(request: RunRequest) -> Run:
             ) from None
         with _LIVE_LOCK:
             _LIVE.add(child)
+            _RUN_DIRS[child.pid] = env[_process.RUN_MARK]
         try:
             status, code = _wait(child, request.timeout)
         finally:
             with _LIVE_LOCK:
                 _LIVE.discard(child)
+                _RUN_DIRS.pop(child.pid, None)
     duration = time.monotonic() - started
     meta = _read_meta(meta_path)
     error = meta.get("error")
@@ -291,15 +297,17 @@ def _stop_all_live(grace: float = 10) -> None:
     _STOPPING.set()
     with _LIVE_LOCK:
         children = list(_LIVE)
-    trees = {proc: _descendants(proc.pid) for proc in children}
+    trees = {proc: _tree(proc) for proc in children}
     try:
         _stop(trees, signal.SIGINT, grace)
     except KeyboardInterrupt:
         _kill(trees)
 
 
-# Children running now (compare and check run several from threads), for stopping them all on Ctrl-C.
+# Children running now (compare and check run several from threads), for stopping them all on Ctrl-C,
+# and the run folder of each (child pid -> folder), which every process of that run has in its environment.
 _LIVE: set[subprocess.Popen] = set()
+_RUN_DIRS: dict[int, str] = {}
 _LIVE_LOCK = threading.Lock()
 _STOPPING = threading.Event()
 
@@ -309,11 +317,11 @@ def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:
     try:
         code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _stop({proc: _descendants(proc.pid)}, signal.SIGTERM, grace=5)
+        _stop({proc: _tree(proc)}, signal.SIGTERM, grace=5)
         return "timeout", proc.returncode
     except KeyboardInterrupt:
         # The terminal sent SIGINT to the child too; give it a moment to finish writing its log.
-        trees = {proc: _descendants(proc.pid)}
+        trees = {proc: _tree(proc)}
         try:
             _stop(trees, signal.SIGINT, grace=10)
         except KeyboardInterrupt:
@@ -347,6 +355,36 @@ def _stop(trees: dict[subprocess.Popen, list[int]], sig: int, grace: float) -> N
         while time.monotonic() < end and any(proc.poll() is None for proc in trees):
             time.sleep(0.05)
     _kill(trees, settle=min(grace, 2.0))
+
+
+def _tree(proc: subprocess.Popen) -> list[int]:
+    """Every process the run started: those below the child, and those whose parent exited (a
+    double-forked daemon) and that guarddiag, a child subreaper, adopted: known by their run folder."""
+    found = _descendants(proc.pid)
+    run_dir = _RUN_DIRS.get(proc.pid)
+    if run_dir:
+        mark = f"{_process.RUN_MARK}={run_dir}".encode()
+        found += [pid for pid in _descendants(os.getpid()) if pid != proc.pid and pid not in found and _has_env(pid, mark)]
+    return found
+
+
+def _has_env(pid: int, entry: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return entry in fh.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def become_subreaper() -> None:
+    """Orphans of the processes guarddiag starts are re-parented to guarddiag instead of init (Linux
+    PR_SET_CHILD_SUBREAPER), so that a daemon a script double-forks can still be found and stopped."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
 def _terminal_interrupt() -> bool:

@@ -686,3 +686,33 @@ def test_one_ctrl_c_at_a_terminal_reaches_the_script_once(workdir):
         os.close(master)
     assert os.waitstatus_to_exitcode(status) == 130, output
     assert (workdir / "saved").read_text() == "ok", output.decode(errors="replace")[-2000:]
+
+
+DAEMON = textwrap.dedent(
+    """
+    import os, sys, time
+    if os.fork() == 0:  # the classic double fork: setsid, fork again, the middle process exits
+        os.setsid()
+        if os.fork() == 0:
+            with open("daemon.pid", "w") as fh:
+                fh.write(str(os.getpid()))
+            time.sleep(120)  # holds the inherited stdout open
+            os._exit(0)
+        os._exit(0)
+    time.sleep(120)
+    """
+)
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child subreaper is a Linux feature")
+def test_timeout_stops_a_double_forked_daemon_that_holds_the_pipe(workdir):
+    """`guarddiag run x --timeout 5 | cat` took 130 s: the daemon left the process tree (its parent exited)
+    and kept the pipe open. guarddiag is a child subreaper: the orphan is re-parented to it and stopped."""
+    (workdir / "daemon.py").write_text(DAEMON)
+    started = time.monotonic()
+    proc = subprocess.run([*guarddiag_cmd(), "run", "daemon.py", "--timeout", "8"], cwd=workdir, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=100)
+    assert proc.returncode == 3 and "timed out" in _line(proc.stderr.decode())
+    assert time.monotonic() - started < 60
+    assert _gone(int((workdir / "daemon.pid").read_text()))
