@@ -711,8 +711,7 @@ def test_timeout_stops_a_double_forked_daemon_that_holds_the_pipe(workdir):
     and kept the pipe open. guarddiag is a child subreaper: the orphan is re-parented to it and stopped."""
     (workdir / "daemon.py").write_text(DAEMON)
     started = time.monotonic()
-    proc = subprocess.run([*guarddiag_cmd(), "run", "daemon.py", "--timeout", "8"], cwd=workdir, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=100)
+    proc = subprocess.run([*guarddiag_cmd(), "run", "daemon.py", "--timeout", "8"], cwd=workdir, capture_output=True, timeout=100)
     assert proc.returncode == 3 and "timed out" in _line(proc.stderr.decode())
     assert time.monotonic() - started < 60
     assert _gone(int((workdir / "daemon.pid").read_text()))
