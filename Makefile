@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test test-fast fuzz bench lint record-fixtures clean
+.PHONY: help venv demo test test-fast fuzz bench bench-explain lint record-fixtures clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -42,6 +42,11 @@ bench: venv  ## Benchmarks of issue 7 (parse, tlparse, run overhead, compare); a
 	# Measure guarddiag as pip installs it: byte-compiled (PYTHONDONTWRITEBYTECODE may be set here).
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python bench/run_bench.py $(BENCH_ARGS)
+
+bench-explain: venv  ## explain scaling over model size (issue 18); appends to bench/results.md
+	$(BIN)/python bench/make_explain_logs.py
+	$(BIN)/python -m compileall -q guarddiag
+	$(BIN)/python bench/explain_scaling.py $(BENCH_ARGS)
 
 lint: venv  ## ruff over the package and tests
 	$(BIN)/ruff check guarddiag tests

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from guarddiag.build import RunBuilder
 from guarddiag.causes import readable_source
@@ -154,25 +156,15 @@ def read_guard(g: Guard) -> _Fact | None:
         return _Fact("", "ambient", "saved-tensor hooks")
     if not expr or _CODE_LINE.match(expr):
         return None
-    readers = (
-        (_TENSOR, _tensor_fact),
-        (_ID, lambda m: _Fact(m["src"], "identity", m["id"], {"type": m["type"] or ""})),
-        (_TYPE, lambda m: _Fact(m["src"], "type", m["id"], {"type": m["type"] or ""})),
-        (_KEY_AT, lambda m: _Fact(m["src"] or m["src2"], "key", m["key"], {"index": m["i"]})),
-        (_KEY_SET, lambda m: _Fact(m["src"] or m["src2"], "keys", m["keys"] if m["keys"] is not None else m["keys2"])),
-        (_LEN, lambda m: _Fact(m["src"], "length", m["n"], {"dict": "1" if g.kind == "DICT_LENGTH" else ""})),
-        (_CONTAINS, lambda m: _Fact(m["src"], "contains", m["key"], {"negated": "1" if m["neg"] else ""})),
-        (_MARKING, lambda m: _Fact(m["src"], "marking")),
-        (_ISNAN, lambda m: _Fact(m["src"], "dynamic_scalar")),
-        (_SCALAR_RANGE, lambda m: _Fact(m["src"] or m["src2"], "dynamic_scalar")),
-    )
-    size = _SIZE_TERM.search(expr)
-    if size is not None and not expr.startswith(("check_tensor(", "hasattr(")):
-        return _Fact(size["src"], "shape", expr)
-    for pattern, make in readers:
+    # A size term always holds ".size()[" or ".stride()[": most guards need no search for one.
+    if (".size()[" in expr or ".stride()[" in expr) and not expr.startswith(("check_tensor(", "hasattr(")):
+        size = _SIZE_TERM.search(expr)
+        if size is not None:
+            return _Fact(size["src"], "shape", expr)
+    for pattern, make in _READERS:
         m = pattern.match(expr)
         if m is not None:
-            return make(m)
+            return make(m, g)
     m = _VALUE.match(expr)
     if m is not None and m["val"].startswith(("G[", "L[")):
         return None  # two names for one object (``G['F'] is G['__import_...'].F``): nothing a user changes
@@ -181,13 +173,28 @@ def read_guard(g: Guard) -> _Fact | None:
     return _Fact(g.source, "other", expr) if g.source else None
 
 
-def _tensor_fact(m: re.Match[str]) -> _Fact:
+def _tensor_fact(m: re.Match[str], g: Guard) -> _Fact:
     return _Fact(
         m["src"],
         "tensor",
         f"{m['dtype']} {m['size']} {m['rg']} {m['device']}",
         {"cls": m["cls"], "dtype": m["dtype"].removeprefix("torch."), "size": m["size"], "requires_grad": m["rg"], "device": m["device"]},
     )
+
+
+# Tried in order, the first that matches reads the guard.
+_READERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], Guard], _Fact]], ...] = (
+    (_TENSOR, _tensor_fact),
+    (_ID, lambda m, g: _Fact(m["src"], "identity", m["id"], {"type": m["type"] or ""})),
+    (_TYPE, lambda m, g: _Fact(m["src"], "type", m["id"], {"type": m["type"] or ""})),
+    (_KEY_AT, lambda m, g: _Fact(m["src"] or m["src2"], "key", m["key"], {"index": m["i"]})),
+    (_KEY_SET, lambda m, g: _Fact(m["src"] or m["src2"], "keys", m["keys"] if m["keys"] is not None else m["keys2"])),
+    (_LEN, lambda m, g: _Fact(m["src"], "length", m["n"], {"dict": "1" if g.kind == "DICT_LENGTH" else ""})),
+    (_CONTAINS, lambda m, g: _Fact(m["src"], "contains", m["key"], {"negated": "1" if m["neg"] else ""})),
+    (_MARKING, lambda m, g: _Fact(m["src"], "marking")),
+    (_ISNAN, lambda m, g: _Fact(m["src"], "dynamic_scalar")),
+    (_SCALAR_RANGE, lambda m, g: _Fact(m["src"] or m["src2"], "dynamic_scalar")),
+)
 
 
 def _ambient_value(g: Guard) -> str:
@@ -256,29 +263,160 @@ class _Node:
         return [f for f in self.facts if f.how == how]
 
 
-def _nodes(guards: Iterable[Guard]) -> tuple[dict[str, _Node], list[str]]:
+_KEY_STEP = re.compile(r"\[('[^']*'|\d+)\]")
+
+
+class _Index:
+    """The nodes of one listing and what a row asks about the others, each map built once.
+
+    A row must not scan every other source (``s.startswith(src + "[")`` for each object is
+    quadratic in the listing: issue 18). Each map below is built on first use in one pass over the
+    sources, keyed by every prefix a question can name, so a row's question is a lookup. While
+    ``asked`` is a list, every question and its answer are noted in it: a row remembered by
+    :class:`_Memo` is reused only where the same questions get the same answers.
+    """
+
+    def __init__(self, nodes: Mapping[str, _Node]) -> None:
+        self.nodes = nodes
+        self.asked: list[tuple[str, str, object]] | None = None
+        self._keys_under: dict[str, set[str]] | None = None
+        self._bool_ids: set[str] | None = None
+        self._identity_parents: set[str] | None = None
+
+    def keys_under(self, src: str) -> AbstractSet[str]:
+        """The keys other sources read right under the node ``src``: ``'a'`` for ``src['a']`` and ``src['a'].b``."""
+        if self._keys_under is None:
+            index: dict[str, set[str]] = {}
+            for s in self.nodes:
+                # s.startswith(src + "[") holds exactly when s has a "[" at len(src) and s[:len(src)] == src.
+                p = s.find("[")
+                while p != -1:
+                    m = _KEY_STEP.match(s, p)
+                    if m is not None:
+                        index.setdefault(s[:p], set()).add(m.group(1))
+                    p = s.find("[", p + 1)
+            self._keys_under = index
+        return self._note("keys_under", src, self._keys_under.get(src, _NO_KEYS))
+
+    def bool_ids(self) -> set[str]:
+        """The ids the ``.training`` identity guards pin: True/False on torch that prints no type."""
+        if self._bool_ids is None:
+            self._bool_ids = {f.value for s, n in self.nodes.items() if s.endswith(".training") for f in n.of("identity")}
+        return self._note("bool_ids", "", self._bool_ids)
+
+    def has_identity_child(self, src: str) -> bool:
+        """Whether a global source ``src + "." + ...`` is checked by id(); ``src`` starts with ``G[``."""
+        if self._identity_parents is None:
+            parents: set[str] = set()
+            for s, n in self.nodes.items():
+                if s.startswith("G[") and n.of("identity"):
+                    p = s.find(".")
+                    while p != -1:
+                        parents.add(s[:p])
+                        p = s.find(".", p + 1)
+            self._identity_parents = parents
+        return self._note("has_identity_child", src, src in self._identity_parents)
+
+    def answers(self, asked: Iterable[tuple[str, str, object]]) -> bool:
+        """Whether this listing answers each noted question as noted."""
+        for question, src, answer in asked:
+            now = self.bool_ids() if question == "bool_ids" else getattr(self, question)(src)
+            if now != answer:
+                return False
+        return True
+
+    def _note(self, question: str, src: str, answer: _T) -> _T:
+        if self.asked is not None:
+            self.asked.append((question, src, answer))
+        return answer
+
+
+_T = TypeVar("_T")
+_NO_KEYS: frozenset[str] = frozenset()
+
+
+class _Memo:
+    """What one function's listings have in common, worked out once.
+
+    Each cache entry of a function lists its guards anew, and entry after entry they are mostly the
+    same: each guard is read (:func:`read_guard`) once per function, and each object's row written
+    once for the same facts and the same answers from :class:`_Index`. A hit gives exactly what
+    the work would have given: guards are keyed by all that is read of them, rows by their
+    source, their facts (the very objects, which ``steps`` keeps alive) and ``roles``.
+    """
+
+    def __init__(self) -> None:
+        self.steps: dict[tuple[str, str, str], tuple[str, _Fact | str] | None] = {}
+        self.families: dict[str, tuple[str, str] | None] = {}
+        self.rows: dict[tuple[str, tuple[int, ...]], tuple[GuardedObject | None, tuple[tuple[str, str, object], ...]]] = {}
+        self.roles: Mapping[str, str] | None = None
+
+    def row(self, node: _Node, index: _Index, roles: Mapping[str, str]) -> GuardedObject | None:
+        """The row of ``node`` (``None``: it has none), reused from an earlier listing where it cannot differ."""
+        if roles is not self.roles:
+            self.rows.clear()
+            self.roles = roles
+        key = (node.src, tuple(map(id, node.facts)))
+        known = self.rows.get(key)
+        if known is not None and index.answers(known[1]):
+            return known[0]
+        index.asked = []
+        try:
+            row = _row(node, index, roles)
+            asked = tuple(index.asked)
+        finally:
+            index.asked = None
+        self.rows[key] = (row, asked)
+        return row
+
+    def family(self, src: str) -> tuple[str, str] | None:
+        if src in self.families:
+            return self.families[src]
+        fam = self.families[src] = _family(src)
+        return fam
+
+
+def _nodes(guards: Iterable[Guard], memo: _Memo | None = None) -> tuple[dict[str, _Node], list[str]]:
     """Facts by source (module internals folded into their owner), and the ambient names in order."""
+    steps = memo.steps if memo is not None else {}
     nodes: dict[str, _Node] = {}
     ambient: list[str] = []
     for g in guards:
-        fact = read_guard(g)
-        if fact is None:
+        key = (g.kind, g.expr, g.source)  # all that read_guard reads of a guard
+        if key in steps:
+            step = steps[key]
+        else:
+            step = steps[key] = _step(g)
+        if step is None:
             continue
-        if fact.how == "ambient" or _INTERNAL_GLOBAL.match(fact.source or "x") and not _BUILTIN.match(fact.source):
-            name = fact.value if fact.how == "ambient" else _internal_name(fact.source)
-            if name and name not in ambient:
-                ambient.append(name)
+        src, what = step
+        if isinstance(what, str):
+            if what and what not in ambient:
+                ambient.append(what)
             continue
-        src = fact.source
-        if fact.how == "type" and _MODULE_INTERNALS.search(src):
-            continue  # the dicts inside an nn.Module: implementation detail, never a user's change
-        if fact.how == "contains" and src.endswith(".__dict__"):
-            src = src.removesuffix(".__dict__")
-        if fact.how in ("key", "keys") and src.endswith("._modules"):
-            src = src.removesuffix("._modules")
-            fact = _Fact(src, "submodule_" + fact.how, fact.value, fact.extra)
-        nodes.setdefault(src, _Node(src)).facts.append(fact)
+        node = nodes.get(src)
+        if node is None:
+            node = nodes[src] = _Node(src)
+        node.facts.append(what)
     return nodes, ambient
+
+
+def _step(g: Guard) -> tuple[str, _Fact | str] | None:
+    """Where a guard goes: ``None`` (nowhere), ``("", name)`` (an ambient name) or ``(source, fact)``."""
+    fact = read_guard(g)
+    if fact is None:
+        return None
+    if fact.how == "ambient" or _INTERNAL_GLOBAL.match(fact.source or "x") and not _BUILTIN.match(fact.source):
+        return "", fact.value if fact.how == "ambient" else _internal_name(fact.source)
+    src = fact.source
+    if fact.how == "type" and _MODULE_INTERNALS.search(src):
+        return None  # the dicts inside an nn.Module: implementation detail, never a user's change
+    if fact.how == "contains" and src.endswith(".__dict__"):
+        src = src.removesuffix(".__dict__")
+    if fact.how in ("key", "keys") and src.endswith("._modules"):
+        src = src.removesuffix("._modules")
+        fact = _Fact(src, "submodule_" + fact.how, fact.value, fact.extra)
+    return src, fact
 
 
 def _internal_name(src: str) -> str:
@@ -310,23 +448,28 @@ def _family(src: str) -> tuple[str, str] | None:
     return None
 
 
-def objects_of(guards: Iterable[Guard], roles: Mapping[str, str], full: bool = False) -> tuple[tuple[GuardedObject, ...], str]:
-    """The guard model of one listing: one row per object (families collapsed unless ``full``), and the ambient line."""
-    nodes, ambient = _nodes(guards)
+def objects_of(
+    guards: Iterable[Guard], roles: Mapping[str, str], full: bool = False, memo: _Memo | None = None
+) -> tuple[tuple[GuardedObject, ...], str]:
+    """The guard model of one listing: one row per object (families collapsed unless ``full``), and the ambient line.
+
+    ``memo``: shared by the listings of one function (same ``roles``), so that they are read once.
+    """
+    memo = memo if memo is not None else _Memo()
+    nodes, ambient = _nodes(guards, memo)
     _attach_shapes(nodes)
     rows: list[GuardedObject] = []
     families: dict[tuple[str, str], list[GuardedObject]] = {}
     callables: list[GuardedObject] = []
+    index = _Index(nodes)
     for src, node in nodes.items():
-        if node.of("shape") and not node.of("tensor"):
-            continue  # folded into its tensor by _attach_shapes
-        row = _describe(node, nodes, roles)
+        row = memo.row(node, index, roles)
         if row is None:
             continue
         if row.how == "identity (code)":
             callables.append(row)
             continue
-        fam = None if full else _family(src)
+        fam = None if full else memo.family(src)
         if fam is not None:
             families.setdefault(fam, []).append(row)
         else:
@@ -348,7 +491,13 @@ def _row_order(row: GuardedObject) -> tuple[int, str]:
 # --- sentences --------------------------------------------------------------------------------
 
 
-def _describe(node: _Node, nodes: Mapping[str, _Node], roles: Mapping[str, str]) -> GuardedObject | None:
+def _row(node: _Node, index: _Index, roles: Mapping[str, str]) -> GuardedObject | None:
+    if node.of("shape") and not node.of("tensor"):
+        return None  # folded into its tensor by _attach_shapes
+    return _describe(node, index, roles)
+
+
+def _describe(node: _Node, index: _Index, roles: Mapping[str, str]) -> GuardedObject | None:
     src = node.src
     name = user_name(src)
     root_name = _root(src)
@@ -361,12 +510,12 @@ def _describe(node: _Node, nodes: Mapping[str, _Node], roles: Mapping[str, str])
     if value:
         return _value_row(label, name, src, value[0])
     if ident:
-        return _identity_row(label, name, src, ident[0], nodes, role)
+        return _identity_row(label, name, src, ident[0], index, role)
     keys = node.of("key") + node.of("keys") + node.of("length")
     if keys:
         return _content_row(label, name, src, node, typ)
     if typ or node.of("dynamic_scalar"):
-        return _type_row(label, name, src, typ[0] if typ else _Fact(src, "type"), node, nodes, role)
+        return _type_row(label, name, src, typ[0] if typ else _Fact(src, "type"), node, index, role)
     sub = node.of("submodule_key") + node.of("submodule_keys")
     if sub:
         return _content_row(label, name, src, node, typ)
@@ -428,16 +577,36 @@ def _term_text(term: str) -> str:
 
 def _attach_shapes(nodes: dict[str, _Node]) -> None:
     """Shape-env guards (``2 <= L['x'].size()[0]``) belong to the tensors they mention."""
+    # What each owner already holds, as keys: ``fact not in owner.facts`` scans a list that grows
+    # with every relation a tensor takes part in, quadratic for a tensor related to many others.
+    held: dict[int, set[tuple[str, str, str, tuple[tuple[str, str], ...]]]] = {}
+
+    def attach(owner: _Node, fact: _Fact) -> None:
+        keys = held.get(id(owner))
+        if keys is None:
+            keys = held[id(owner)] = {_fact_key(f) for f in owner.facts}
+        key = _fact_key(fact)
+        if key not in keys:
+            keys.add(key)
+            owner.facts.append(fact)
+
     for node in list(nodes.values()):
-        for fact in node.of("shape"):
+        shapes = node.of("shape")
+        for fact in shapes:
             for m in _SIZE_TERM.finditer(fact.value):
                 owner = nodes.get(m["src"])
-                if owner is not None and owner is not node and fact not in owner.facts:
-                    owner.facts.append(fact)
-        if node.of("shape") and not node.of("tensor") and node.src.endswith(".size"):
+                if owner is not None and owner is not node:
+                    attach(owner, fact)
+        if shapes and not node.of("tensor") and node.src.endswith(".size"):
             owner = nodes.get(node.src.removesuffix(".size"))
             if owner is not None:
-                owner.facts.extend(f for f in node.of("shape") if f not in owner.facts)
+                for fact in shapes:
+                    attach(owner, fact)
+
+
+def _fact_key(f: _Fact) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
+    """What makes two facts equal (``==`` on the dataclass), hashable."""
+    return f.source, f.how, f.value, tuple(sorted(f.extra.items()))
 
 
 def _value_row(label: str, name: str, src: str, fact: _Fact) -> GuardedObject:
@@ -450,13 +619,12 @@ def _value_row(label: str, name: str, src: str, fact: _Fact) -> GuardedObject:
     )
 
 
-def _identity_row(label: str, name: str, src: str, fact: _Fact, nodes: Mapping[str, _Node], role: str) -> GuardedObject:
+def _identity_row(label: str, name: str, src: str, fact: _Fact, index: _Index, role: str) -> GuardedObject:
     typ = fact.extra.get("type", "")
     # Old torch prints no type; True/False are singletons whose ids the `.training` guards reveal.
-    bool_ids = {f.value for s, n in nodes.items() if s.endswith(".training") for f in n.of("identity")}
-    if typ in _SINGLETONS or name.endswith(".training") or fact.value in bool_ids:
+    if typ in _SINGLETONS or name.endswith(".training") or fact.value in index.bool_ids():
         return _value_row(label, name, src, _Fact(src, "value", "True/False (checked by id)"))
-    if _is_code(src, typ, nodes):
+    if _is_code(src, typ, index):
         return GuardedObject(label, "identity (code)", "id()", (), (), sources=(src,), pinned=fact.value)
     what = f" ({_short_type(typ)})" if typ and _short_type(typ) != name else ""
     who = f"as {role} `{name}`" if name == _root(src) and role != "global" else f"as `{name}`"
@@ -469,7 +637,7 @@ def _identity_row(label: str, name: str, src: str, fact: _Fact, nodes: Mapping[s
     return GuardedObject(label + what, "identity", "id()", recompile, ok, sources=(src,), pinned=fact.value)
 
 
-def _is_code(src: str, typ: str, nodes: Mapping[str, _Node]) -> bool:
+def _is_code(src: str, typ: str, index: _Index) -> bool:
     """A module or function the code calls (``torch.tanh``), as opposed to a user object checked by id()."""
     if _BUILTIN.match(src) or src.endswith(".__code__"):
         return True
@@ -479,10 +647,10 @@ def _is_code(src: str, typ: str, nodes: Mapping[str, _Node]) -> bool:
         return True
     # Old torch prints no type: a global attribute chain (``G['torch'].tanh``), or a global with such children.
     chained = src.startswith("G[") and not re.fullmatch(r"G\['[^']*'\]", src)
-    return chained or (src.startswith("G[") and any(s.startswith(src + ".") and n.of("identity") for s, n in nodes.items()))
+    return chained or (src.startswith("G[") and index.has_identity_child(src))
 
 
-def _type_row(label: str, name: str, src: str, fact: _Fact, node: _Node, nodes: Mapping[str, _Node], role: str) -> GuardedObject:
+def _type_row(label: str, name: str, src: str, fact: _Fact, node: _Node, index: _Index, role: str) -> GuardedObject:
     typ = _short_type(fact.extra.get("type", "")) or "object"
     who = f"as {role} `{name}`" if name == _root(src) and role != "global" else f"for `{name}`"
     if node.of("dynamic_scalar"):
@@ -501,7 +669,7 @@ def _type_row(label: str, name: str, src: str, fact: _Fact, node: _Node, nodes: 
         shown = ", ".join(f.value for f in sub) if len(sub) <= 6 else f"{sub[0].value} .. {sub[-1].value}"
         recompile.append(f"adding, removing or reordering submodules of `{name}` recompiles: their names ({shown}) are checked")
     ok: list[str] = []
-    read_keys = sorted({_key_of(s, src) for s in nodes if s != src and s.startswith(src + "[")} - {""})
+    read_keys = sorted(index.keys_under(src))
     if typ == "dict" or read_keys:
         if read_keys:
             ok.append(f"adding keys to `{name}`: no recompile, `{name}` is only read at key {', '.join(read_keys)}")
@@ -511,11 +679,6 @@ def _type_row(label: str, name: str, src: str, fact: _Fact, node: _Node, nodes: 
         ok.append(f"replacing `{name}` by another {typ} instance: no recompile, only its type is checked (and what is listed under it)")
     shown = label + (f" ({typ})" if typ != "object" else "")
     return GuardedObject(shown, "type", f"type {typ}", tuple(recompile), tuple(ok), sources=(src,))
-
-
-def _key_of(child: str, parent: str) -> str:
-    m = re.match(r"\[('[^']*'|\d+)\]", child[len(parent) :])
-    return m.group(1) if m else ""
 
 
 def _content_row(label: str, name: str, src: str, node: _Node, typ: list[_Fact]) -> GuardedObject:
@@ -671,8 +834,9 @@ def _explain_function(
     roles = local_roles(f.file, f.name, f.line)
     entries: list[CacheEntry] = []
     first: tuple[GuardedObject, ...] = ()
+    memo = _Memo()
     for number in sorted(listings):
-        objects, ambient = objects_of(listings[number], roles, full)
+        objects, ambient = objects_of(listings[number], roles, full, memo)
         cid = f"{f.frame_ids[0]}/{number}"
         if not entries:
             first = objects
@@ -698,7 +862,8 @@ def _differences(first: tuple[GuardedObject, ...], other: tuple[GuardedObject, .
             out.append(f"also guards {o.name} ({o.detail})")
         elif b.pinned != o.pinned or b.detail != o.detail:
             out.append(f"{o.name}: {_pinned_text(o)}")
-    gone = [o.name for o in first if o.how != "identity (code)" and o.name not in {x.name for x in other}]
+    names = {x.name for x in other}
+    gone = [o.name for o in first if o.how != "identity (code)" and o.name not in names]
     out.extend(f"no longer guards {name}" for name in gone)
     return tuple(out)
 
