@@ -293,6 +293,28 @@ def explain(
 
 
 @app.command()
+def clean(
+    keep: Annotated[int, typer.Option("--keep", min=0, help="Finished run folders to keep, the newest (default 0: none).")] = 0,
+    cache: Annotated[bool, typer.Option("--cache", help="Also remove the flag catalogs cached per torch install.")] = False,
+) -> None:
+    """Remove run folders under .guarddiag/runs (each run keeps the newest 20 itself: GUARDDIAG_KEEP_RUNS)."""
+    import shutil
+
+    from guarddiag.runner import prune_runs
+
+    runs = Path(".guarddiag") / "runs"
+    if keep == 0 and runs.is_dir():
+        removed = [p for p in runs.iterdir() if p.is_dir() and not p.is_symlink()]
+        for folder in removed:
+            shutil.rmtree(folder, ignore_errors=True)
+    else:
+        removed = prune_runs(runs, keep)
+    if cache:
+        shutil.rmtree(Path(".guarddiag") / "cache", ignore_errors=True)
+    typer.echo(f"removed {len(removed)} run folder(s) from {runs}" + ("; and the flag catalog cache" if cache else ""))
+
+
+@app.command()
 def version() -> None:
     """Print guarddiag's version."""
     typer.echo(__version__)

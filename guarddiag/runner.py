@@ -103,6 +103,47 @@ def _check_python(python: str) -> str:
     return found
 
 
+# Finished run folders kept under .guarddiag/runs (the newest); GUARDDIAG_KEEP_RUNS=0 keeps them all.
+KEEP_RUNS = 20
+# A folder without a record (a run still going, or one that crashed) is left alone this long.
+_UNFINISHED_GRACE_S = 24 * 3600
+
+
+def keep_runs() -> int:
+    """How many finished run folders to keep: GUARDDIAG_KEEP_RUNS, else KEEP_RUNS."""
+    raw = os.environ.get("GUARDDIAG_KEEP_RUNS", "")
+    if not raw:
+        return KEEP_RUNS
+    if not raw.isdigit():
+        raise InputError(f"GUARDDIAG_KEEP_RUNS={raw!r}: not a whole number; give how many run folders to keep (0: all)")
+    return int(raw)
+
+
+def prune_runs(runs: Path, keep: int, now: float | None = None) -> list[Path]:
+    """Remove all but the ``keep`` newest finished run folders (those with a run.json) under ``runs``,
+    and unfinished ones older than a day; ``keep`` 0 removes nothing. Returns what was removed."""
+    if keep <= 0 or not runs.is_dir():
+        return []
+    now = time.time() if now is None else now
+    finished, stale = [], []
+    for folder in runs.iterdir():
+        try:
+            if folder.is_symlink() or not folder.is_dir():
+                continue
+            record = folder / "run.json"
+            if record.is_file():
+                finished.append((record.stat().st_mtime, folder))
+            elif now - folder.stat().st_mtime > _UNFINISHED_GRACE_S:
+                stale.append(folder)
+        except OSError:
+            continue
+    finished.sort(reverse=True)
+    removed = [folder for _, folder in finished[keep:]] + stale
+    for folder in removed:
+        shutil.rmtree(folder, ignore_errors=True)
+    return removed
+
+
 def _run_dir(workdir: Path, script: Path) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     base = workdir / "runs" / f"{stamp}-{script.stem}-{os.getpid()}"
@@ -127,6 +168,7 @@ def _run_dir(workdir: Path, script: Path) -> Path:
 
 def execute(request: RunRequest) -> Run:
     """Run the script under torch logging and return its run record (also saved in the run folder)."""
+    keep_runs()  # a bad GUARDDIAG_KEEP_RUNS is an error before anything runs, not after
     if request.timeout is not None and not request.timeout > 0:  # also refuses nan
         raise InputError(f"--timeout {request.timeout}: not a number of seconds above 0; give e.g. --timeout 600")
     check_script(request.script)
@@ -222,6 +264,7 @@ def execute(request: RunRequest) -> Run:
     )
     try:
         save_run(run, run_dir / "run.json")
+        prune_runs(run_dir.parent, keep_runs())
     except OSError as exc:
         raise InputError(
             f"{run_dir}: cannot write the run record ({exc.strerror}); did the script delete or change its run folder?"

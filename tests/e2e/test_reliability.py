@@ -94,7 +94,7 @@ def test_deprecated_flag_under_warnings_as_errors_is_a_flag_error_not_a_script_f
     line = _line(proc.stderr)
     assert "Traceback" not in proc.stderr
     assert line.startswith("guarddiag: torch refused to read --flag inline_inbuilt_nn_modules: FutureWarning: ")
-    assert "is deprecated" in line and line.endswith(")") and "nothing was run" in line
+    assert "is deprecated" in line and line.endswith("; fix or drop the --flag; nothing was run")
 
 
 @pytest.mark.torch
@@ -715,3 +715,22 @@ def test_timeout_stops_a_double_forked_daemon_that_holds_the_pipe(workdir):
     assert proc.returncode == 3 and "timed out" in _line(proc.stderr.decode())
     assert time.monotonic() - started < 60
     assert _gone(int((workdir / "daemon.pid").read_text()))
+
+
+@pytest.mark.torch
+def test_run_folders_are_pruned_to_the_newest_and_clean_removes_them(workdir):
+    runs = workdir / ".guarddiag" / "runs"
+    for i in range(4):
+        (runs / f"old-{i}").mkdir(parents=True)
+        (runs / f"old-{i}" / "run.json").write_text("{}")
+        os.utime(runs / f"old-{i}" / "run.json", (1_000_000 + i, 1_000_000 + i))
+    (workdir / "s.py").write_text("print('hi')\n")
+    proc = run_guarddiag("run", "s.py", cwd=workdir, env={"GUARDDIAG_KEEP_RUNS": "2"})
+    assert proc.returncode == 0, proc.stderr
+    kept = sorted(p.name for p in runs.iterdir())
+    assert len(kept) == 2 and "old-3" in kept and not any(n.startswith("old-") and n != "old-3" for n in kept)
+    proc = run_guarddiag("run", "s.py", cwd=workdir, env={"GUARDDIAG_KEEP_RUNS": "two"})
+    assert proc.returncode == 2 and "GUARDDIAG_KEEP_RUNS='two': not a whole number" in _line(proc.stderr)
+    proc = run_guarddiag("clean", cwd=workdir)
+    assert proc.returncode == 0 and proc.stdout.startswith("removed 2 run folder(s)")
+    assert list(runs.iterdir()) == []

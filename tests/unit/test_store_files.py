@@ -47,3 +47,24 @@ def test_other_numbers_are_refused(tmp_path: Path, value: str):
     (tmp_path / "pyproject.toml").write_text(f"[tool.guarddiag]\nmax_recompiles = {value}\n")
     with pytest.raises(InputError, match="'max_recompiles' must be"):
         load_settings(tmp_path, {}, {})
+
+
+def test_prune_runs_keeps_the_newest_finished_folders_and_leaves_running_ones(tmp_path):
+    """`.guarddiag/runs` grew without bound (51 folders, 15 MB in one afternoon)."""
+    import os
+
+    from guarddiag.runner import prune_runs
+
+    runs = tmp_path / "runs"
+    for i in range(6):
+        folder = runs / f"2026120{i}-run"
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text("{}")
+        os.utime(folder / "run.json", (1_000_000 + i, 1_000_000 + i))
+    (runs / "running").mkdir()  # no record yet: a run in progress (or parallel runs of compare)
+    (runs / "crashed").mkdir()
+    os.utime(runs / "crashed", (1_000, 1_000))  # no record, days old
+    removed = prune_runs(runs, keep=3, now=1_000_000 + 100)
+    assert sorted(p.name for p in runs.iterdir()) == ["20261203-run", "20261204-run", "20261205-run", "running"]
+    assert len(removed) == 4
+    assert prune_runs(runs, keep=0) == [] and len(list(runs.iterdir())) == 4
