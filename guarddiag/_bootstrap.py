@@ -297,9 +297,12 @@ def _refuse(spec, meta, kind: str, message: str, suggestions: list[str] | None =
 
 def _write_meta(spec, meta) -> None:
     tmp = spec["meta_path"] + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(meta, fh)
-    os.replace(tmp, spec["meta_path"])
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(meta, fh)
+        os.replace(tmp, spec["meta_path"])
+    except OSError:
+        pass  # the script removed its run folder: guarddiag reads the log it holds open, and says so
 
 
 def _run_script(script: str, args: list[str]) -> tuple[int, BaseException | None]:

@@ -176,6 +176,9 @@ class Run:
     torch_compiles: int | None = None
     # Python processes the script started with an environment of their own, outside guarddiag's view.
     unobserved: tuple[str, ...] = ()
+    # The script removed its run folder: guarddiag re-created it from the log it held open, and the
+    # torch version and the script's exception (written there at the end) are not known.
+    folder_recreated: bool = False
     schema: str = SCHEMA
 
     @property

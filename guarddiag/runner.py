@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from guarddiag import _bootstrap
 from guarddiag._childsite import _guarddiag_process as _process
@@ -176,6 +177,8 @@ def execute(request: RunRequest) -> Run:
     run_dir = _run_dir(request.workdir, request.script)
     log_path, meta_path, spec_path = run_dir / "torch.log", run_dir / "meta.json", run_dir / "spec.json"
     log_path.touch()
+    ledger_path = run_dir / _bootstrap.LEDGER_NAME
+    ledger_path.touch()
     spec = {
         "script": str(request.script),
         "args": list(request.args),
@@ -195,6 +198,8 @@ def execute(request: RunRequest) -> Run:
     become_subreaper()
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
+        # Held open while the script runs: a script that removes its run folder cannot take the log with it.
+        held = [(path, stack.enter_context(path.open("rb"))) for path in (log_path, ledger_path)]
         streams = {}
         if request.capture_output:
             streams = {
@@ -217,6 +222,7 @@ def execute(request: RunRequest) -> Run:
             with _LIVE_LOCK:
                 _LIVE.discard(child)
                 _RUN_DIRS.pop(child.pid, None)
+        recreated = _recreate_if_removed(run_dir, held)
     duration = time.monotonic() - started
     meta = _read_meta(meta_path)
     error = meta.get("error")
@@ -230,7 +236,7 @@ def execute(request: RunRequest) -> Run:
         # Nothing ran: the folder holds only the request and an empty log. Leave no trace of it.
         shutil.rmtree(run_dir, ignore_errors=True)
         raise InputError(f"{error['message']}{hint}{where}; {what}; nothing was run")
-    if status in ("ok", "failed") and meta.get("phase") != "script":
+    if status in ("ok", "failed") and meta.get("phase") != "script" and not (recreated and _ledger_started(ledger_path)):
         # /bin/echo, /bin/false, a Python too old to read the bootstrap: the script never started.
         raise InputError(
             f"--python {request.python} exited (status {code}) without starting guarddiag's bootstrap; "
@@ -261,6 +267,7 @@ def execute(request: RunRequest) -> Run:
         error=meta.get("exception"),
         error_flags=tuple(meta.get("exception_flags") or ()),
         unobserved=_unobserved(run_dir),
+        folder_recreated=recreated,
     )
     try:
         save_run(run, run_dir / "run.json")
@@ -286,6 +293,31 @@ def _parse_run_logs(run_dir: Path, log_path: Path) -> tuple[tuple[FunctionSummar
         functions += tuple(in_process(f, f"child{number}") for f in child_functions)
         stats = add_stats(stats, child_stats)
     return functions, stats, compiles_in(ledger)
+
+
+def _recreate_if_removed(run_dir: Path, held: list[tuple[Path, BinaryIO]]) -> bool:
+    """When the script removed its run folder (or the files in it), write the held-open files back."""
+    if all(path.exists() for path, _ in held):
+        return False
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        for path, fh in held:
+            if not path.exists():
+                fh.seek(0)
+                with path.open("wb") as out:
+                    shutil.copyfileobj(fh, out)
+    except OSError as exc:
+        raise InputError(f"{run_dir}: the script removed its run folder and it cannot be re-created ({exc.strerror})") from None
+    return True
+
+
+def _ledger_started(path: Path) -> bool:
+    """The bootstrap wrote torch's ledger header before it started the script."""
+    try:
+        with path.open("rb") as fh:
+            return fh.readline().startswith(b'{"ledger"')
+    except OSError:
+        return False
 
 
 def _unobserved(run_dir: Path) -> tuple[str, ...]:

@@ -32,8 +32,12 @@ def _route(internal):
 
     def _init_logs(*args, **kwargs):
         path = os.path.join(_LOG_DIR, f"torch.child-{os.getpid()}.log")
+        try:
+            own = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
+        except OSError:  # the run folder is gone (the script removed it): torch logs where it would
+            return original(*args, **kwargs)
         saved = sys.stderr
-        sys.stderr = own = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
+        sys.stderr = own
         if not _FORKS_ROUTED:
             _FORKS_ROUTED.append(True)
             _guarddiag_process.route_forks(_LOG_DIR, own)

@@ -63,6 +63,12 @@ def run_notes(run: Run) -> list[tuple[str, str]]:
     notes = []
     if run.source == "run" and run.status != "ok":
         notes.append(("outcome", script_outcome(run)))
+    if run.folder_recreated:
+        notes.append((
+            "note",
+            "the script removed its run folder; guarddiag re-created it from the torch log it held open "
+            "(the torch version and the script's exception were written there and are not known)",
+        ))
     gap = capture_gap(run)
     if gap:
         notes.append(("warning", gap))

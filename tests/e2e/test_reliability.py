@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -734,3 +735,18 @@ def test_run_folders_are_pruned_to_the_newest_and_clean_removes_them(workdir):
     proc = run_guarddiag("clean", cwd=workdir)
     assert proc.returncode == 0 and proc.stdout.startswith("removed 2 run folder(s)")
     assert list(runs.iterdir()) == []
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("removes", ["os.environ['GUARDDIAG_CHILD_LOG_DIR']", "'.guarddiag'"], ids=["run-folder", "dot-guarddiag"])
+def test_a_script_that_removes_its_run_folder_is_still_counted(workdir, removes):
+    """The script ran fine: it gets no bootstrap traceback and no "exited without starting" error; guarddiag
+    re-creates the folder from the log it held open, and says what it could not know."""
+    (workdir / "rm.py").write_text(COMPILE + f"\nimport os, shutil\nshutil.rmtree({removes})\nprint('cleaned up')\n")
+    proc = run_guarddiag("run", "rm.py", "--out", "rec.json", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "cleaned up" in proc.stdout
+    assert "the script removed its run folder" in proc.stdout
+    record = json.loads((workdir / "rec.json").read_text())
+    assert record["totals"]["compiles"] == 2 and record["torch_compiles"] == 2 and record["folder_recreated"] is True
+    assert Path(record["log_path"]).is_file()
