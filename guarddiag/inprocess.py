@@ -126,10 +126,16 @@ class _Capture:
             logger.removeFilter(self._intake)
         for qname, forwarder in self._forwarders.items():
             logging.getLogger(qname).removeHandler(forwarder)
+        changed = False
         for qname, (level, propagate) in self._saved_levels.items():
             logger = logging.getLogger(qname)
-            logger.setLevel(level)
+            if logger.level != level:
+                # setLevel would clear the level cache of every logger, once per logger: once is enough.
+                logger.level = level
+                changed = True
             logger.propagate = propagate
+        if changed:
+            logging.Logger.manager._clear_cache()
         # Artifact loggers first created inside the block were configured for the watch's state: redo them.
         for qname in set(internal.log_registry.get_artifact_log_qnames()) - self._artifact_qnames:
             logger = logging.getLogger(qname)
