@@ -284,12 +284,21 @@ def explain(
     fmt: FormatOpt = "table",
     full: Annotated[bool, typer.Option("--full", help="Expand collapsed families and show every cache entry whole.")] = False,
     python: Annotated[str, typer.Option("--python", help="Interpreter to run a script with (needs torch only).")] = sys.executable,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop a script after this many seconds.")] = None,
 ) -> None:
     """What each compiled function's guards check, per cache entry: what change would recompile, and fixes."""
-    from guarddiag.commands_explain import explain_target
+    from guarddiag.commands_explain import explain_command
+    from guarddiag.model import script_outcome
 
     _check_format(fmt)
-    typer.echo(explain_target(target, fmt, full, python))
+    text, failed = explain_command(target, fmt, full, python, timeout)
+    typer.echo(text)
+    if failed is not None:
+        raise GuarddiagError(
+            f"{target}: {script_outcome(failed)}; the model covers what compiled before that, the torch log is in "
+            f"{failed.log_path}",
+            INTERRUPTED if failed.status == "interrupted" else SCRIPT_FAILED,
+        )
 
 
 @app.command()

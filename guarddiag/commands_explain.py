@@ -6,10 +6,10 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from guarddiag.errors import InputError
+from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.explain import Explanation, explain_events
 from guarddiag.logparse.parser import LogParser
-from guarddiag.model import script_outcome
+from guarddiag.model import Run, script_outcome
 from guarddiag.render.explain import FORMATS, render_explanation
 from guarddiag.runner import RunRequest, execute
 from guarddiag.store import load_run
@@ -17,23 +17,41 @@ from guarddiag.store import load_run
 
 def explain_target(target: str, fmt: str, full: bool, python: str = sys.executable) -> str:
     """Explain SCRIPT (``.py``: run it first), a LOGFILE, or a RUN.json (its log is read) in format ``fmt``."""
+    return explain_command(target, fmt, full, python)[0]
+
+
+def explain_command(
+    target: str, fmt: str, full: bool, python: str = sys.executable, timeout: float | None = None
+) -> tuple[str, Run | None]:
+    """The rendered explanation, and the run when TARGET was a script that did not finish cleanly
+    (the command reports it after the explanation, with the exit code of a failed script)."""
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt}: unknown format; use one of {', '.join(FORMATS)}")
-    explanation, notes = explain_path(Path(target), full, python)
+    explanation, notes, run = _explain_path(Path(target), full, python, timeout)
     text = render_explanation(explanation, fmt)
     if notes and fmt in ("table", "markdown"):
         text += "\n" + "\n".join(notes)
-    return text
+    return text, run if run is not None and run.status != "ok" else None
 
 
 def explain_path(path: Path, full: bool, python: str = sys.executable) -> tuple[Explanation, list[str]]:
     """The explanation and notes for the user (where the log is, whether the script failed)."""
+    explanation, notes, _ = _explain_path(path, full, python, None)
+    return explanation, notes
+
+
+def _explain_path(path: Path, full: bool, python: str, timeout: float | None) -> tuple[Explanation, list[str], Run | None]:
     if path.suffix == ".py":
-        run = execute(RunRequest(script=path, python=python, capture_output=True))
+        run = execute(RunRequest(script=path, python=python, capture_output=True, timeout=timeout))
         notes = [f"torch log: {run.log_path} (the script's output is beside it)"]
         if run.status != "ok":
             notes.append(f"note: {script_outcome(run)}; the model covers what compiled before that")
-        return _from_log(Path(run.log_path or ""), run.torch_version, full), notes
+            if not run.functions:
+                raise GuarddiagError(
+                    f"{path}: {script_outcome(run)} before anything compiled; the torch log is in {run.log_path}",
+                    INTERRUPTED if run.status == "interrupted" else SCRIPT_FAILED,
+                )
+        return _from_log(Path(run.log_path or ""), run.torch_version, full), notes, run
     if path.suffix == ".json":
         run = load_run(path)
         if not run.log_path or run.log_path == "-":
@@ -42,8 +60,8 @@ def explain_path(path: Path, full: bool, python: str = sys.executable) -> tuple[
         if log.exists() and not log.is_dir() and not log.is_file():
             # A record can name anything; reading a FIFO or a device it names would block or never end.
             raise InputError(f"{path}: the log it names ({log}) is not a regular file; explain the log or the script instead")
-        return _from_log(log, run.torch_version, full), [f"torch log: {run.log_path}"]
-    return _from_log(path, None, full), []
+        return _from_log(log, run.torch_version, full), [f"torch log: {run.log_path}"], None
+    return _from_log(path, None, full), [], None
 
 
 def _from_log(path: Path, torch_version: str | None, full: bool) -> Explanation:

@@ -750,3 +750,16 @@ def test_a_script_that_removes_its_run_folder_is_still_counted(workdir, removes)
     record = json.loads((workdir / "rec.json").read_text())
     assert record["totals"]["compiles"] == 2 and record["torch_compiles"] == 2 and record["folder_recreated"] is True
     assert Path(record["log_path"]).is_file()
+
+
+@pytest.mark.torch
+def test_explain_of_a_script_that_fails_or_hangs_exits_as_run_does(workdir):
+    (workdir / "fails.py").write_text(COMPILE + "\nraise SystemExit(4)\n")
+    proc = run_guarddiag("explain", "fails.py", cwd=workdir)
+    assert proc.returncode == 3 and "the script failed (exit status 4)" in _line(proc.stderr)
+    assert proc.stdout.startswith("guard model of 1 compiled function")  # the model of what compiled comes first
+    (workdir / "hangs.py").write_text(COMPILE + "\nimport time\ntime.sleep(120)\n")
+    started = time.monotonic()
+    proc = run_guarddiag("explain", "hangs.py", "--timeout", "15", cwd=workdir)
+    assert proc.returncode == 3 and "the script timed out" in _line(proc.stderr)  # whether it compiled by then or not
+    assert time.monotonic() - started < 60
