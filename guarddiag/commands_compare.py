@@ -38,7 +38,7 @@ def run_compare(
     check_script(script)
     if len(pythons) == 2 and specs:
         raise InputError("--flag goes with one --python; with two, compare runs the same script in both environments")
-    catalog = load_catalog(pythons[0])
+    catalog = load_catalog(pythons[0], timeout)
     plan = plan_compare(catalog, specs, combined, pythons)
     if not plan.variants:
         return plan, [], catalog

@@ -114,7 +114,11 @@ def _typed(flag: Flag, raw: str) -> object:
     return raw
 
 
-def _torch_fingerprint(python: str) -> str | None:
+# How long an interpreter may take to start and find torch (no import) before it is called hung.
+PROBE_TIMEOUT = 30.0
+
+
+def _torch_fingerprint(python: str, timeout: float = PROBE_TIMEOUT) -> str | None:
     """Where the interpreter's torch lives and when it was installed, without importing it (fast)."""
     probe = (
         "import importlib.util, os, sys; s = importlib.util.find_spec('torch'); "
@@ -122,8 +126,14 @@ def _torch_fingerprint(python: str) -> str | None:
         "print(os.path.realpath(sys.executable), f, os.stat(v).st_mtime_ns if f and os.path.exists(v) else '')"
     )
     try:
-        proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+        proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # It would hang reading the flags too: say so now, not after the catalog's own time-out.
+        raise InputError(
+            f"--python {python}: did not start within {timeout:.0f}s (a start-up hook or site package that hangs?); "
+            "fix it or pick another --python"
+        ) from None
+    except OSError:
         return None
     text = proc.stdout.strip()
     if proc.returncode != 0 or not text or text.split(" ")[1:2] == [""]:
@@ -133,12 +143,14 @@ def _torch_fingerprint(python: str) -> str | None:
     return hashlib.sha256(f"{SCHEMA}|{text}|{env}".encode()).hexdigest()[:24]
 
 
-def load_catalog(python: str, timeout: float = 300, cache_dir: Path | None = Path(".guarddiag/cache")) -> Catalog:
+def load_catalog(python: str, timeout: float | None = None, cache_dir: Path | None = Path(".guarddiag/cache")) -> Catalog:
     """The target interpreter's config flags, from a cache keyed by that torch install, else read in a child.
 
-    Reading them imports torch (seconds); compare needs them before any run, so they are kept.
+    Reading them imports torch (seconds); compare needs them before any run, so they are kept. ``timeout``
+    (compare's --timeout) bounds each step, 300 s at most for reading the flags.
     """
-    key = _torch_fingerprint(python) if cache_dir is not None else None
+    timeout = 300.0 if timeout is None else timeout
+    key = _torch_fingerprint(python, min(PROBE_TIMEOUT, timeout)) if cache_dir is not None else None
     cached = cache_dir / f"flags-{key}.json" if cache_dir is not None and key else None
     if cached is not None and cached.exists():
         try:

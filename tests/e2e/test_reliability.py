@@ -763,3 +763,15 @@ def test_explain_of_a_script_that_fails_or_hangs_exits_as_run_does(workdir):
     proc = run_guarddiag("explain", "hangs.py", "--timeout", "15", cwd=workdir)
     assert proc.returncode == 3 and "the script timed out" in _line(proc.stderr)  # whether it compiled by then or not
     assert time.monotonic() - started < 60
+
+
+def test_a_python_that_hangs_at_start_up_is_given_up_on_within_compare_timeout(workdir):
+    """flags/compare waited 60 s for the probe, then 300 s for the catalog; --timeout did not shorten it."""
+    hang = workdir / "python-hang"
+    hang.write_text("#!/bin/sh\nexec sleep 600\n")
+    hang.chmod(0o755)
+    (workdir / "s.py").write_text("print('never runs')\n")
+    started = time.monotonic()
+    proc = run_guarddiag("compare", "s.py", "--flag", "specialize_float", "--python", str(hang), "--timeout", "5", cwd=workdir)
+    assert proc.returncode == 2 and "did not start within 5s" in _line(proc.stderr)
+    assert time.monotonic() - started < 30
