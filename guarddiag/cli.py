@@ -329,6 +329,12 @@ def version() -> None:
     typer.echo(__version__)
 
 
+def _kept() -> str:
+    """What an interrupted command leaves on disk: run folders, when it started runs."""
+    runner = sys.modules.get("guarddiag.runner")
+    return "; run folders and partial records are kept under .guarddiag/runs/" if runner is not None and runner.RUN_FOLDERS else ""
+
+
 def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -353,7 +359,7 @@ def main() -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt, Interrupted) as exc:
-        typer.echo(f"guarddiag: {exc or 'interrupted'}; run folders are kept under .guarddiag/runs/", err=True)
+        typer.echo(f"guarddiag: {exc or 'interrupted'}{_kept()}", err=True)
         sys.exit(INTERRUPTED)
     except _USAGE_ERROR as exc:
         # click's three-line usage message, as one line that says where to look.
@@ -371,5 +377,5 @@ def main() -> None:
         sys.exit(INTERNAL)
     if code == INTERRUPTED:
         # click turns a Ctrl-C (or SIGTERM, see _terminated) it sees into a silent 130.
-        typer.echo("guarddiag: interrupted; run folders and partial records are kept under .guarddiag/runs/", err=True)
+        typer.echo(f"guarddiag: interrupted{_kept()}", err=True)
     sys.exit(code if isinstance(code, int) else OK)

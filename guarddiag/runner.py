@@ -145,16 +145,23 @@ def prune_runs(runs: Path, keep: int, now: float | None = None) -> list[Path]:
     return removed
 
 
+_MAX_STEM_BYTES = 100
+# Run folders this process created (an interrupted command says they are kept only when there are some).
+RUN_FOLDERS: list[Path] = []
+
+
 def _run_dir(workdir: Path, script: Path) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = workdir / "runs" / f"{stamp}-{script.stem}-{os.getpid()}"
+    # A folder name has 255 bytes at most: a long script name is cut (the record names the script whole).
+    stem = script.stem.encode("utf-8")[:_MAX_STEM_BYTES].decode("utf-8", "ignore")
+    base = workdir / "runs" / f"{stamp}-{stem}-{os.getpid()}"
     for n in itertools.count(1):
         # Parallel runs of one compare share pid and second: mkdir itself decides who gets which name.
         path = base if n == 1 else Path(f"{base}-{n}")
         try:
             path.mkdir(parents=True)
             return Path(os.path.abspath(path))  # records and messages name the log wherever they are read
-        except FileExistsError:
+        except (FileExistsError, NotADirectoryError):
             if path.is_dir():
                 continue  # taken by a parallel run
             blocker = next((p for p in (workdir, workdir / "runs") if not p.is_dir()), workdir)
@@ -175,6 +182,7 @@ def execute(request: RunRequest) -> Run:
     check_script(request.script)
     python = _check_python(request.python)
     run_dir = _run_dir(request.workdir, request.script)
+    RUN_FOLDERS.append(run_dir)
     log_path, meta_path, spec_path = run_dir / "torch.log", run_dir / "meta.json", run_dir / "spec.json"
     log_path.touch()
     ledger_path = run_dir / _bootstrap.LEDGER_NAME

@@ -96,7 +96,10 @@ def parse_note(run: Run) -> str | None:
             "(enable TORCH_LOGS=dynamo when capturing)"
         )
     if run.parse.torch_lines == 0 and run.parse.paste_messages is None:
-        notes.append("no torch log lines found: was the log captured with TORCH_LOGS=guards,recompiles,dynamo?")
+        if run.source == "parse":
+            notes.append("no torch log lines found: was the log captured with TORCH_LOGS=guards,recompiles,dynamo?")
+        else:  # guarddiag set TORCH_LOGS itself: nothing compiled (before the script ended)
+            notes.append("torch logged nothing: nothing was compiled" + (" before the script ended" if run.status != "ok" else ""))
     return "; ".join(notes) or None
 
 

@@ -647,7 +647,7 @@ CHECKPOINT = textwrap.dedent(
     try:
         time.sleep(120)
     except KeyboardInterrupt:
-        time.sleep(1.5)  # saving a checkpoint: a second SIGINT here would cut it short
+        time.sleep(0.5)  # saving a checkpoint: a second SIGINT here would cut it short
         with open("saved", "w") as fh:
             fh.write("ok")
         raise
@@ -775,3 +775,45 @@ def test_a_python_that_hangs_at_start_up_is_given_up_on_within_compare_timeout(w
     proc = run_guarddiag("compare", "s.py", "--flag", "specialize_float", "--python", str(hang), "--timeout", "5", cwd=workdir)
     assert proc.returncode == 2 and "did not start within 5s" in _line(proc.stderr)
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("blocker", ["file", "long-name"])
+def test_run_folder_problems_name_their_cause(workdir, blocker):
+    """`.guarddiag` a plain file, or a 240-character script name, said "run from a writable folder"."""
+    if blocker == "file":
+        (workdir / ".guarddiag").write_text("not a folder")
+        script = workdir / "s.py"
+    else:
+        script = workdir / ("s" * 240 + ".py")
+    script.write_text("print('ran')\n")
+    proc = run_guarddiag("run", script.name, cwd=workdir)
+    if blocker == "file":
+        assert proc.returncode == 2
+        assert "cannot create the run folder (it exists and is not a folder, or is a broken link)" in _line(proc.stderr)
+    else:
+        assert proc.returncode == 0, proc.stderr
+        assert "ran" in proc.stdout
+
+
+def test_an_interrupted_parse_does_not_speak_of_run_folders(workdir):
+    big = workdir / "big.log"
+    text = (LOGS / "torch-2.13.0" / "module_int_attribute.log").read_text()
+    with big.open("w") as fh:
+        for _ in range(400):
+            fh.write(text)
+    proc = subprocess.Popen([*guarddiag_cmd(), "parse", str(big)], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(0.8)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("parse finished before the signal")
+    assert proc.returncode == 130 and _line(err) == "guarddiag: interrupted"
+
+
+@pytest.mark.torch
+def test_a_run_that_compiled_nothing_does_not_ask_about_torch_logs(workdir):
+    (workdir / "s.py").write_text("import torch\nprint('no compile')\n")
+    proc = run_guarddiag("run", "s.py", cwd=workdir)
+    assert proc.returncode == 0 and "TORCH_LOGS" not in proc.stdout
+    assert "note: torch logged nothing: nothing was compiled" in proc.stdout
