@@ -28,7 +28,10 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Diagnose torch.compile recompiles: what recompiled, why, and which flag fixes it.",
+    epilog="Any command takes --debug (or GUARDDIAG_DEBUG=1): an internal error then shows its traceback.",
     context_settings={"help_option_names": ["-h", "--help"]},
+    # Plain help: rich's boxed tables cut long option names (--fail-on-limit-…) at 80 columns.
+    rich_markup_mode=None,
 )
 
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help=f"Output format: {', '.join(FORMATS)}.")]

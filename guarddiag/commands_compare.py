@@ -14,7 +14,7 @@ from tabulate import tabulate
 from guarddiag.compare import ComparePlan, VariantResult, plan_compare, unstable_functions
 from guarddiag.diff import RunDiff, diff_runs
 from guarddiag.errors import InputError
-from guarddiag.flags import Catalog, load_catalog
+from guarddiag.flags import Catalog, Flag, load_catalog
 from guarddiag.model import Run, script_outcome
 from guarddiag.render.diff import render_diffs
 from guarddiag.runner import RunRequest, check_script, execute_many
@@ -134,6 +134,7 @@ def flags_table(catalog: Catalog, pattern: str | None, show_all: bool, fmt: str)
         for f in catalog.flags.values()
         if (pattern is None or pattern.lower() in f.name.lower())
         and (show_all or not f.name.startswith("inductor.") or (pattern or "").startswith("inductor"))
+        and (show_all or not _internal(f))
     ]
     if fmt == "json":
         return json.dumps({"torch_version": catalog.torch_version, "flags": [f.__dict__ | {"env": list(f.env)} for f in wanted]}, indent=2)
@@ -148,7 +149,19 @@ def flags_table(catalog: Catalog, pattern: str | None, show_all: bool, fmt: str)
             note.append(f"default {f.default!r}, set by environment")
         if f.choices:
             note.append(("one of " if f.choices_only else "or one of ") + ", ".join(repr(c) for c in f.choices))
+        if f.env:
+            note.insert(0, f"env {', '.join(f.env)}")
         value = repr(f.value)
-        rows.append([f.name, f.type, value if len(value) < 40 else value[:37] + "...", ", ".join(f.env), "; ".join(note)])
-    head = f"torch {catalog.torch_version}: {len(rows)} flags" + ("" if show_all else " (inductor.* with --all)")
-    return head + "\n\n" + tabulate(rows, headers=["flag", "type", "value", "env var", "note"])
+        rows.append([f.name, f.type, value if len(value) < 20 else value[:17] + "...", "; ".join(note)])
+    head = f"torch {catalog.torch_version}: {len(rows)} flags" + ("" if show_all else " (inductor.* and internal names with --all)")
+    # Long notes (a deprecation message, a list of choices) wrap instead of making the table 200 columns wide.
+    table = tabulate(rows, headers=["flag", "type", "value", "note"], maxcolwidths=[None, None, None, 48], disable_numparse=True)
+    return head + "\n\n" + table
+
+
+def _internal(flag: Flag) -> bool:
+    """Not a setting a user tunes: a private name, a module constant (TYPE_CHECKING), or where torch is
+    installed (base_dir: an absolute path as its value)."""
+    name = flag.name.rpartition(".")[2]
+    value = flag.value if isinstance(flag.value, str) else ""
+    return name.startswith("_") or name.isupper() or value.startswith("/")

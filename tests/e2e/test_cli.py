@@ -114,7 +114,7 @@ def test_a_string_choice_of_a_bool_flag_is_accepted(workdir):
 def test_flag_without_value_is_refused(workdir):
     proc = run_guarddiag("run", "x.py", "--flag", "recompile_limit", cwd=workdir)
     assert proc.returncode == 2
-    assert "expected NAME=VALUE" in _one_clean_line(proc.stderr)
+    assert "--flag recompile_limit: no value; give NAME=VALUE, e.g. --flag recompile_limit=VALUE" in _one_clean_line(proc.stderr)
 
 
 @pytest.mark.torch

@@ -206,3 +206,18 @@ def test_the_same_flag_given_twice_is_one_configuration():
     )
     assert [v.label for v in plan.variants] == ["specialize_float=true", "recompile_limit=4", "recompile_limit=16"]
     assert len(plan.no_ops) == 1
+
+
+def test_flags_table_hides_internal_names_wraps_notes_and_shows_values_as_they_are():
+    from guarddiag.commands_compare import flags_table
+
+    catalog = _catalog("2.13.0")
+    table = flags_table(catalog, None, False, "table")
+    names = {line.split()[0] for line in table.splitlines()[3:] if line and not line.startswith(" ")}
+    assert not {"TYPE_CHECKING", "base_dir"} & names and not any(n.startswith("_") for n in names)
+    assert max(len(line) for line in table.splitlines()) <= 140
+    (row,) = [line for line in flags_table(catalog, "fail_on_recompile_limit_hit", False, "table").splitlines()
+              if line.startswith("fail_on_recompile_limit_hit ")]
+    assert row.split()[1:3] == ["bool", repr(catalog.flags["fail_on_recompile_limit_hit"].value)]
+    every = flags_table(catalog, None, True, "table")
+    assert "TYPE_CHECKING" in every and "base_dir" in every
