@@ -85,6 +85,8 @@ class FunctionExplanation:
     entries: tuple[CacheEntry, ...]
     causes: tuple[str, ...] = ()
     hints: tuple[FixHint, ...] = ()
+    # Compiles that installed no code (they raised, or Dynamo skipped the frame): no cache entry of theirs.
+    no_code: int = 0
 
 
 @dataclass(frozen=True)
@@ -847,7 +849,10 @@ def _explain_function(
     causes = Counter(_cause_text(e.causes[0]) for e in f.recompile_events)
     cause_list = tuple(f"{n}x {text}" for text, n in causes.most_common())
     hints = fix_hints(f, torch_version, era)
-    return FunctionExplanation(function_label(f), f.name, f.file, f.line, f.compiles, f.recompiles, tuple(entries), cause_list, hints)
+    return FunctionExplanation(
+        function_label(f), f.name, f.file, f.line, f.compiles, f.recompiles, tuple(entries), cause_list, hints,
+        len(f.failed_compiles),
+    )
 
 
 def _differences(first: tuple[GuardedObject, ...], other: tuple[GuardedObject, ...]) -> tuple[str, ...]:

@@ -39,6 +39,11 @@ def _headline(e: Explanation) -> str:
 
 
 def _function_title(f: FunctionExplanation) -> str:
+    if f.no_code:
+        return (
+            f"{f.label}: {f.compiles} compile{'' if f.compiles == 1 else 's'}, {f.no_code} of them installed no code "
+            f"(failed or skipped), {f.recompiles} recompiles"
+        )
     return f"{f.label}: {f.compiles} cache entr{'y' if f.compiles == 1 else 'ies'}, {f.recompiles} recompiles"
 
 
@@ -46,7 +51,9 @@ def _text(e: Explanation) -> str:
     out = [_headline(e)]
     for f in e.functions:
         out += ["", _function_title(f)]
-        if not f.entries:
+        if not f.entries and f.no_code >= f.compiles:
+            out.append("  no cache entry: every compile of it installed no code (guarddiag run shows why)")
+        elif not f.entries:
             out.append("  no guard listing in the log (capture it with TORCH_LOGS=guards)")
         else:
             out += _entry_text(f.entries[0])

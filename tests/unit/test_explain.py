@@ -264,3 +264,12 @@ def test_guard_model_doc_is_generated_from_the_scenarios():
         [sys.executable, "tools/gen_guard_model.py", "--recorded", "--check"], cwd=LOGS.parent.parent.parent, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_compiles_that_installed_no_code_are_not_called_cache_entries():
+    """A frame Dynamo skipped (no tensor op) and a compile that raised leave no cache entry behind."""
+    text = explain_target(str(LOGS / "torch-2.13.0" / "reset_and_failures.log"), "table", False)
+    assert "noop (counting/reset_and_failures.py:13): 1 compile, 1 of them installed no code (failed or skipped)" in text
+    assert "strict (counting/reset_and_failures.py:18): 1 compile, 1 of them installed no code" in text
+    assert "no cache entry: every compile of it installed no code" in text
+    assert "capture it with TORCH_LOGS=guards" not in text
