@@ -164,6 +164,24 @@ def load_catalog(python: str, timeout: float | None = None, cache_dir: Path | No
     return catalog_from_dict(data)
 
 
+def cached_catalog(python: str, cache_dir: Path = Path(".guarddiag/cache")) -> Catalog | None:
+    """The catalog of this interpreter's torch when it is cached (no torch import), else None."""
+    key = _torch_fingerprint(python)
+    cached = cache_dir / f"flags-{key}.json" if key else None
+    if cached is None or not cached.is_file():
+        return None
+    try:
+        return catalog_from_dict(json.loads(cached.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def check_flags(catalog: Catalog, flags: tuple[tuple[str, str], ...]) -> None:
+    """Refuse an unknown flag or an ill-typed value the way the child would, without starting torch."""
+    for name, value in flags:
+        parse_value(catalog.target(catalog.resolve(name)), value)
+
+
 def _describe(python: str, timeout: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="guarddiag-flags-") as tmp:
         out = Path(tmp) / "flags.json"

@@ -150,6 +150,21 @@ _MAX_STEM_BYTES = 100
 RUN_FOLDERS: list[Path] = []
 
 
+def _precheck_flags(python: str, request: RunRequest) -> None:
+    """With the target torch's flag catalog cached (`guarddiag flags`, `compare`), a wrong flag is refused
+    at once; otherwise the child refuses it after importing torch (seconds)."""
+    from guarddiag.flags import cached_catalog, check_flags
+
+    catalog = cached_catalog(python, request.workdir / "cache")
+    if catalog is None:
+        return
+    try:
+        check_flags(catalog, request.flags)
+    except InputError as exc:
+        where = f" [{request.label}]" if request.label else ""
+        raise InputError(f"{exc}{where}; fix or drop the --flag; nothing was run") from None
+
+
 def _run_dir(workdir: Path, script: Path) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     # A folder name has 255 bytes at most: a long script name is cut (the record names the script whole).
@@ -181,6 +196,8 @@ def execute(request: RunRequest) -> Run:
         raise InputError(f"--timeout {request.timeout}: not a number of seconds above 0; give e.g. --timeout 600")
     check_script(request.script)
     python = _check_python(request.python)
+    if request.flags:
+        _precheck_flags(python, request)
     run_dir = _run_dir(request.workdir, request.script)
     RUN_FOLDERS.append(run_dir)
     log_path, meta_path, spec_path = run_dir / "torch.log", run_dir / "meta.json", run_dir / "spec.json"

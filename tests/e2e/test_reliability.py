@@ -817,3 +817,17 @@ def test_a_run_that_compiled_nothing_does_not_ask_about_torch_logs(workdir):
     proc = run_guarddiag("run", "s.py", cwd=workdir)
     assert proc.returncode == 0 and "TORCH_LOGS" not in proc.stdout
     assert "note: torch logged nothing: nothing was compiled" in proc.stdout
+
+
+@pytest.mark.torch
+def test_a_wrong_flag_is_refused_at_once_when_the_catalog_is_cached(workdir):
+    """A refused flag value took 5-6 s (the child imports torch to refuse it); with the flag catalog cached by
+    `guarddiag flags` or `compare`, guarddiag refuses it before starting anything."""
+    assert run_guarddiag("flags", "recompile", cwd=workdir).returncode == 0  # caches the catalog
+    (workdir / "s.py").write_text("print('never runs')\n")
+    started = time.monotonic()
+    proc = run_guarddiag("run", "s.py", "--flag", "recompile_limit=lots", cwd=workdir)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 2
+    assert _line(proc.stderr) == "guarddiag: flag 'recompile_limit' takes an integer, not 'lots'; fix or drop the --flag; nothing was run"
+    assert not (workdir / ".guarddiag" / "runs").exists() and elapsed < 3, elapsed
