@@ -225,7 +225,7 @@ def function_label(f: FunctionSummary) -> str:
     """``forward (model.py:12)``, or the frame id when the log never named the frame."""
     if not f.name:
         return f"<unidentified frame {', '.join(f.frame_ids)}>"
-    where = f"{_short_path(f.file)}:{f.line}" if f.file else "?"
+    where = (f"{_short_path(f.file)}:{f.line}" if f.line is not None else _short_path(f.file)) if f.file else "?"
     rank = f.rank
     return f"{f.name} ({where})" + (f" [{rank}]" if rank else "")
 

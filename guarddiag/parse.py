@@ -2,7 +2,10 @@
 
 A file with no framed torch line is read as a paste (:mod:`guarddiag.logparse.paste`): torch's
 messages found by their text. Both readers see the lines in one pass: the paste reader only until
-the first framed torch line, after which the log is a log and the paste reader is dropped.
+the first framed torch line, after which the log is a log and the paste reader is dropped; unless
+the whole file is a short framed excerpt in which the log parser finds no function at all, while
+the paste reader finds messages (framed lines that show a message without its first line, or in a
+form the log parser does not know): then the paste reading is the result.
 """
 
 from __future__ import annotations
@@ -51,6 +54,11 @@ def read_log(lines: Iterable[str], roles: RolesLookup = local_roles) -> tuple[tu
     functions, stats = build_from_lines(paste.tee(lines), roles)
     if paste.reader is None:
         return functions, stats
+    if paste.excerpt:
+        if functions:  # the log parser found what the excerpt shows
+            return functions, stats
+        shown = paste.result(stats.lines)
+        return shown if shown[1].paste_messages else (functions, stats)
     return paste.result(stats.lines)
 
 
@@ -61,10 +69,12 @@ class _PasteWatch:
     through a browser or a terminal: a framed line holding another torch prefix (flattened), HTML
     escapes in a framed line, or a wrap width with a quarter of the lines unframed (cut at a
     terminal width). Then it is read as a paste.
-    The paste reader sees at most the first ``WINDOW`` lines of a log, never the rest."""
+    The paste reader sees at most the first ``WINDOW`` lines of a log, never the rest; a log shorter
+    than that is an ``excerpt``, whose paste reading is kept for :func:`read_log` to weigh."""
 
     def __init__(self, roles: RolesLookup) -> None:
         self.reader: PasteReader | None = PasteReader()
+        self.excerpt = False
         self._builder = RunBuilder(roles)
 
     def tee(self, lines: Iterable[str]) -> Iterator[str]:
@@ -72,7 +82,7 @@ class _PasteWatch:
         progress bar, a prompt) loses that output when it is the first framed line."""
         it = iter(lines)
         seen = framed = 0
-        mangled = False
+        mangled = whole = False
         for line in it:
             seen += 1
             part = framed_part(line)
@@ -83,8 +93,12 @@ class _PasteWatch:
             yield line
             if framed and seen >= WINDOW:
                 break
+        else:
+            whole = True  # every line read: a short text
         if framed and not mangled and not self._wrapped(seen, framed):
-            self.reader = None
+            self.excerpt = whole
+            if not whole:
+                self.reader = None
             yield from it
             return
         for line in it:

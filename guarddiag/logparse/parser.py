@@ -41,6 +41,8 @@ _LIMIT_FUNCTION = re.compile(r"^\s*function: '(?P<name>[^']+)' \((?P<file>.+?):(
 _LIMIT_REASON = re.compile(r"^\s*(?:last reason|reasons):\s*(?:reasons:\s*)?(?P<reason>.*)$")
 _LIMIT_TRAILER = re.compile(r"^\s*(?:to log all recompilation|to diagnose recompilation|user stack trace:)", re.IGNORECASE)
 _FAILURE = re.compile(r"^\s*- (?:(?P<ce>!?\d+(?:/\d+)+(?:_\d+)?): )?(?P<text>.*)$")
+# Lines torch adds under a recompile's reasons that are advice, not reasons.
+_ADVICE = re.compile(r"^The following environment variable would enable dynamic compilation")
 _GRAPH_BREAK = re.compile(r"^Graph break")
 _LINE_NUMBER = re.compile(r":\d+")
 _GB_REASON = re.compile(r"^\s*(?:Graph Break Reason|Reason): (?P<reason>.*)$")
@@ -124,6 +126,8 @@ class _RecompileBlock(_Block):
         if m is None:
             return bool(body[:1].isspace())
         rest = m["text"]
+        if _ADVICE.match(rest):
+            return True  # torch's advice under the reasons (torch >= 2.8), not a guard that failed
         if rest.startswith("User stack trace:"):
             self.in_stack = True
             return True

@@ -6,14 +6,15 @@ put in a table, wrapped at a terminal width, flattened into one line by a web fo
 or share the line with a progress bar. :class:`PasteReader` undoes that, one line at a time:
 
 1. clean a physical line: split it at ``\\r`` (progress bars), unescape HTML, drop quote markers
-   and table borders;
-2. re-join lines cut at the terminal width (:class:`_Rejoiner`);
+   and the ``#`` of a log pasted into a code comment;
+2. re-join lines cut at the terminal width (:class:`_Rejoiner`), then drop table borders;
 3. split a line that holds several messages at the places a torch message or prefix starts
-   (one linear scan, :data:`_MARKERS`);
+   (one linear scan, :data:`_MARKERS`), a prefix staying with the message after it;
 4. strip whatever is left of torch's prefix (:func:`strip_prefix`), keeping a ``[rankN]:``;
 5. recognise the message by its text and give each of its lines a neutral frame, so that
    :class:`~guarddiag.logparse.parser.LogParser` reads it with its own record readers (recompile
-   blocks, the torch 2.1 tuple, limit warnings).
+   blocks, the torch 2.1 tuple, limit warnings); what a message does not show (its function's line
+   or file) is given as a stand-in and taken off the events again.
 
 Compile ids are dropped on purpose: a paste shows some of torch's messages, not the log, so
 counts come from the messages shown (a recompile per ``Recompiling function`` message) and not
@@ -26,6 +27,7 @@ its first line, and the pre-2.0 ``torchdynamo hit recompilation cache limit`` on
 from __future__ import annotations
 
 import ast
+import dataclasses
 import html
 import re
 from collections.abc import Iterator
@@ -57,6 +59,8 @@ _MARKERS = re.compile(
     r"|Guard failed on the same frame"
     r"|Guard fail reason: "
     r"|(?:\[rank\d+\]:)?[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d{6} "
+    r"|(?<!\S)(?:\.\.\.)?[^\s\[\]]*\.py:\d+\] (?=\[)"  # a glog origin cut short: ".../guards.py:2772] [16/8]"
+    r"|(?<!\S)\[!?\d+/\d+(?:_\d+)?\] \[__\w+\] "  # a prefix cut to its compile id: "[0/1] [__recompiles] "
     r"|(?:\[rank\d+\]:)?\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] "
 )
 # Markers that end a torch 2.1 tuple message: a prefix or another message, not a part of one.
@@ -77,18 +81,25 @@ _PREFIX_TOKENS = re.compile(
     r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?"  # a date, bracketed or not
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?=torch)"  # logging.basicConfig level
     r"|torch(?:dynamo)?(?:\.\w+)+: ?"  # logger name: "torch._dynamo.guards.__recompiles: "
-    r"|\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]"
+    r"|\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]:?"  # "[DEBUG]" of a logger name, "[DEBUG]:" of a bare format
 )
-_QUOTE = re.compile(r"^(?:\s*>)+ ?")
+# Quote markers: Markdown "> ", and "#" when a log was pasted into a code comment ("# >>", "# [0/8] ...").
+_QUOTE = re.compile(r"^\s*(?:>\s*)+")
+_COMMENT = re.compile(r"^\s*#+ ?")
 
-_RECOMPILING = re.compile(r"^Recompiling function (?:<[^>]+>|\S+) in .+:\d+\s*$")
+# The function's file may come without its line (torch 2.1 nightlies printed none; a paste may elide
+# it as "..."), but it must look like a path: prose that starts "Recompiling function" is no message.
+_RECOMPILING = re.compile(
+    r"^Recompiling function (?:<[^>]+>|\S+) in (?:.+?:(?P<line>\d+)|\S*[/\\.<]\S*)\s*$"
+)
 _TAGGED = re.compile(r"^- (?P<ce>!?\d+(?:/\d+)+(?:_\d+)?): (?P<text>.*)$")
 _LIMIT = re.compile(r"^(?:torch\._dynamo|torchdynamo) hit config\.(?P<rest>\w+ \(\d+\).*)$")
 _OLD_LIMIT = re.compile(
     r"^torchdynamo hit recompilation cache limit \((?P<value>\d+)\) for function '(?P<name>[^']+)' "
     r"\((?P<where>.+?:\d+)\)(?:, due to the following guard failures: (?P<reasons>.*))?$"
 )
-_LIMIT_FUNCTION = re.compile(r"^function: '(?P<name>[^']+)' \((?P<file>.+?):(?P<line>\d+)\)")
+# "function: 'f' (file.py:3)"; a paste may show the file without its line, or no location at all.
+_LIMIT_FUNCTION = re.compile(r"^function: '(?P<name>[^']+)'(?: +\((?P<file>[^()]*?)(?::(?P<line>\d+))?\))?(?=\s|$)")
 _LIMIT_REASON = re.compile(r"^(?:last reason|reasons):\s*(?:reasons:\s*)?(?P<reason>.*)$")
 _LIMIT_TRAILER = re.compile(r"^(?:to log all recompilation|to diagnose recompilation)", re.IGNORECASE)
 _SAME_FRAME = re.compile(r"Guard failed on the same frame it was created")
@@ -101,9 +112,24 @@ _PROFILER_RULE = re.compile(r"^[-+=|\s]+$")
 _GUARD_FAIL_REPR = re.compile(r"""^GuardFail\(reason=(?P<q>['"])(?P<reason>.*?)(?P=q), orig_code=""")
 
 _QUOTED = re.compile(r"'((?:[^'\\\n]|\\.)+)'|\"((?:[^\"\\\n]|\\.)+)\"")
+# What is left of a torch prefix at a line's start, that no line a terminal cut goes on with: a rank,
+# a compile id ("[0/8] ", never "[0]"), an artifact, a log level.
+_PREFIX_START = re.compile(
+    r"\[rank\d+\]:|\[!?\d+/\d+(?:_\d+)?\] |\[__\w+\] |\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]:?|"
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):torch"
+)
+# How a line a terminal cut may end, that no whole line ends with (an open bracket, the next item of a tuple).
+_OPENERS = ("(", "[", "{", "('", '("', "['", '["', ", '", ', "')
 # Where a glog or bracketed-date torch prefix starts, for a framed line with other output before it.
 _FRAME_START = re.compile(r"(?:\[rank\d+\]:)?(?:[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d+ |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\] )")
 
+# What a message lacks is given to LogParser as these, and taken off the events it returns.
+_NO_LINE = 0  # no function starts on line 0
+_NO_FILE = "<no file shown>"
+
+_DIGITS = re.compile(r"\d+")
+# Whole HTML character references only: "&#x2" (the rest of it cut onto the next line) stays as it is.
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,8});")
 _HTML_ESCAPE = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|gt|lt|amp|quot|apos);")
 
 # Terminal widths below this are not taken for a wrap: too many ordinary lines share a short length.
@@ -138,13 +164,13 @@ class PasteReader:
 
     def wrap_width(self) -> int:
         """The terminal width the lines read so far were cut at (0: none)."""
-        return self._rejoin.width or _wrap_width(self._rejoin.window)
+        return self._rejoin.wrap_width()
 
     def feed(self, raw: str) -> list[Event]:
         """One physical line (newline allowed); the events it completed."""
         out: list[Event] = []
         for segment in raw.rstrip("\r\n").split("\r"):
-            for line in self._rejoin.feed(_clean(segment)):
+            for line in self._rejoin.feed(_clean(segment), len(segment)):
                 self._line(line, out)
         return out
 
@@ -158,8 +184,8 @@ class PasteReader:
         return out
 
     def _line(self, line: str, out: list[Event]) -> None:
-        for piece in split_messages(line):
-            rank, body = strip_prefix(piece)
+        # Again once re-joined: a terminal may have cut an escape ("&#x" + "27;").
+        for _, rank, body in _pieces(_unbordered(_unescaped(line))):
             if rank is not None:
                 self._rank = rank
             self._body(body.strip(), out)
@@ -170,7 +196,7 @@ class PasteReader:
 
     def _counted(self, events: list[Event]) -> list[Event]:
         self.messages += sum(1 for e in events if isinstance(e, (RecompileAnnounced, LimitWarning)))
-        return events
+        return [_unmarked(e) for e in events]
 
     def _event(self, event: Event, out: list[Event]) -> None:
         self.messages += 1
@@ -200,13 +226,14 @@ class PasteReader:
         state = self._state
         if text.startswith(("('Recompiling function ", '("Recompiling function ')):
             lines = _tuple_with_list(text)
-            for line in lines or [text]:
+            for line in lines or [_tuple_with_line(text)]:
                 self._emit(_RECOMPILE_FRAME, line, out)
             state.kind = "recompile" if lines else ""
         elif text.startswith("Recompiling function "):
-            if _RECOMPILING.match(text):
+            header = _header(text)
+            if header is not None:
                 state.kind = "recompile"
-                self._emit(_RECOMPILE_FRAME, text, out)
+                self._emit(_RECOMPILE_FRAME, header, out)
         elif text.startswith("triggered by the following guard failure"):
             state.kind, state.failures, state.listed = "orphan", [], True
         elif m := _LIMIT.match(text):
@@ -214,8 +241,8 @@ class PasteReader:
             self._emit(_LIMIT_FRAME, "torch._dynamo hit config." + m["rest"], out)
         elif m := _OLD_LIMIT.match(text):
             self._old_limit(m, out)
-        elif m := _LIMIT_FUNCTION.match(text):
-            state.kind, state.name, state.file, state.line = "headless", m["name"], m["file"], int(m["line"])
+        elif (m := _LIMIT_FUNCTION.match(text)) and m["file"] is not None:  # alone, it must show where
+            state.kind, state.name, state.file, state.line = "headless", m["name"], m["file"] or "", _int(m["line"])
         elif text.startswith("last reason:"):
             state.kind, state.reason = "headless", _limit_reason(text)
         elif _SAME_FRAME.search(text) or text.startswith("Guard fail reason: "):
@@ -272,9 +299,10 @@ class PasteReader:
             if headless:
                 if state.name:
                     return False  # the next headless warning
-                state.name, state.file, state.line = m["name"], m["file"], int(m["line"])
+                state.name, state.file, state.line = m["name"], m["file"] or "", _int(m["line"])
             else:
-                self._emit(_LIMIT_FRAME, "   " + text, out)
+                where = f"{m['file'] or _NO_FILE}:{m['line'] or _NO_LINE}"
+                self._emit(_LIMIT_FRAME, f"   function: '{m['name']}' ({where})", out)
             return True
         if _LIMIT_REASON.match(text):
             if headless:
@@ -370,53 +398,129 @@ def _framed(text: str) -> bool:
 
 
 def _clean(segment: str) -> str:
-    """Undo what a web page and a Markdown editor did to one line: HTML escapes, quotes, table borders."""
-    for _ in range(3):  # escaped again by each page it was copied through
-        if "&" not in segment or ";" not in segment:
+    """Undo what a web page and a Markdown editor did to one line: HTML escapes, quotes, comments."""
+    segment = _unescaped(segment)
+    for _ in range(4):  # a quote of a comment, a comment of a quote
+        head = segment.lstrip()[:1]
+        unmarked = _uncommented(segment) if head == "#" else _unquoted(segment) if head == ">" else segment
+        if unmarked == segment:
             break
-        unescaped = html.unescape(segment)
-        if unescaped == segment:
-            break
-        segment = unescaped
-    if segment.lstrip().startswith(">"):
-        segment = _QUOTE.sub("", segment, count=1)
-    stripped = segment.strip()
-    if len(stripped) > 1 and stripped[0] == "|" and stripped[-1] == "|" and not stripped.startswith("| +-"):
-        segment = stripped[1:-1].strip()
+        segment = unmarked
     return segment
+
+
+def _unescaped(text: str) -> str:
+    """The text without its HTML escapes: escaped again by each page it was copied through (bounded,
+    for hostile lines)."""
+    for _ in range(8):
+        if "&" not in text or ";" not in text:
+            break
+        unescaped = _ENTITY.sub(_entity, text)
+        if unescaped == text:
+            break
+        text = unescaped
+    return text
+
+
+def _entity(m: re.Match[str]) -> str:
+    return html.unescape(m.group())
+
+
+def _unquoted(segment: str) -> str:
+    """A line without its quote markers: ``> `` (one or nested), or ``>`` alone. A single ``>`` right
+    before the text is kept: it is more likely the rest of a line a terminal cut (``<string>:6``)."""
+    m = _QUOTE.match(segment)
+    assert m is not None
+    run = m.group()
+    if run[-1:].isspace() or run.count(">") > 1 or m.end() == len(segment):
+        rest = segment[m.end() :]
+        # One blank after the markers is theirs; keep the rest of the indentation (torch's own).
+        return rest if not run[-1:].isspace() else segment[len(run.rstrip()) + 1 :]
+    return segment
+
+
+def _unbordered(line: str) -> str:
+    """A table row without its borders (after re-joining: a terminal may have cut the row)."""
+    stripped = line.strip()
+    if len(stripped) > 1 and stripped[0] == "|" and stripped[-1] == "|" and not stripped.startswith("| +-"):
+        return stripped[1:-1].strip()
+    return line
+
+
+def _uncommented(segment: str) -> str:
+    """A log line pasted into a code comment, without its ``#``: only when a quote, a prefix or a torch
+    message follows (a guard's ``# comment``, cut off by a terminal, stays as it is)."""
+    rest = _COMMENT.sub("", segment, count=1)
+    body = rest.lstrip()
+    return rest if body.startswith((">", "[")) or _MARKERS.match(body) else segment
 
 
 def split_messages(line: str) -> Iterator[str]:
     """The messages of a line, cut where a torch message, a part of one or a prefix starts.
 
     A torch 2.1 tuple (``('Recompiling function f in x.py:3', "triggered by ...")``) is one
-    message: only a prefix or another message ends it."""
-    start = 0
+    message: only a prefix or another message ends it. A prefix stays with the message after it."""
+    for piece, _, _ in _pieces(line):
+        yield piece
+
+
+def _pieces(line: str) -> Iterator[tuple[str, int | None, str]]:
+    """``(piece, rank, body)`` of each message of a line (:func:`split_messages`): the piece as it is in
+    the line, the rank its prefix names, and the piece without its prefix. One scan of the line, and
+    each prefix read once: a prefix alone (or its first part: a glog time before its origin) goes with
+    what follows it."""
+    start = body_at = 0
+    rank: int | None = None
     in_tuple = False
     for m in _MARKERS.finditer(line):
         at = m.start()
         if in_tuple and not m.group().startswith(_TUPLE_ENDS):
             continue
-        if at > start:
-            yield from _items(line[start:at])
-        start = at
         in_tuple = m.group()[0] == "("
-    yield from _items(line[start:])
+        if at == body_at:
+            continue
+        more_rank, body = strip_prefix(line[body_at:at])  # each part of the line read once
+        rank = more_rank if more_rank is not None else rank
+        if not body.strip():
+            body_at = at  # a prefix alone, so far
+            continue
+        yield from _items(line[start:at], rank, body)
+        start = body_at = at
+        rank = None
+    more_rank, body = strip_prefix(line[body_at:])
+    yield from _items(line[start:], more_rank if more_rank is not None else rank, body)
 
 
-def _items(piece: str) -> Iterator[str]:
-    piece = piece.rstrip()
-    if piece.endswith(" -"):
-        piece = piece[:-2].rstrip()
-    if not piece.startswith(_LISTS_ITEMS) or " - " not in piece:
-        yield piece
+def _items(piece: str, rank: int | None, body: str) -> Iterator[tuple[str, int | None, str]]:
+    """A piece (its ``body`` ends it), or, when a flattened line put a list on it (``triggered by ...:
+    - a - b``), its head and each of its items."""
+    if " - " not in body or not body.startswith(_LISTS_ITEMS):
+        yield _unmarked_end(piece), rank, _unmarked_end(body)
         return
-    head, _, rest = piece.partition(":")
-    yield head + ":"
+    prefix = piece[: len(piece) - len(body)]
+    head, _, rest = _unmarked_end(body).partition(":")
+    yield prefix + head + ":", rank, head + ":"
     for item in rest.split(" - "):
-        item = item.strip()
-        if item:
-            yield "- " + item.removeprefix("- ")
+        item = _unmarked_end(item).strip()
+        if item.strip("-#>| "):
+            text = "- " + item.removeprefix("- ")
+            yield text, None, text
+
+
+def _unmarked_end(piece: str) -> str:
+    """A piece without the marks a flattened line left at its end: the dash of the next list item, the
+    quote marker (``>``, ``# >>``) or table border (``|``) of the next line. Linear: one walk back."""
+    end = len(piece.rstrip())
+    while end:
+        start = end
+        while start and piece[start - 1] in "-#>|":
+            start -= 1
+        if start == end or (start and not piece[start - 1].isspace()):
+            break
+        while start and piece[start - 1].isspace():
+            start -= 1
+        end = start
+    return piece[:end]
 
 
 def strip_prefix(piece: str) -> tuple[int | None, str]:
@@ -440,22 +544,29 @@ def strip_prefix(piece: str) -> tuple[int | None, str]:
 class _Rejoiner:
     """Re-joins lines that a terminal cut at its width.
 
-    The width is the longest line of the first lines read, when at least two lines have exactly
-    that length; a line of that length continues on the next one unless the next one starts a
-    message or a torch prefix of its own."""
+    The width is found in the first lines read (:func:`_wrap_evidence`); a line of that length continues
+    on the next one unless the next one starts a message or a torch prefix of its own. The indentation
+    every line of a paste has (indented by 4 in Markdown, after the terminal cut it) is taken off first:
+    the rest of a cut line was indented too. A line's length is the length of its text once cleaned
+    (quote markers and HTML escapes added after the terminal cut it) or the length it had as read (a
+    text quoted, commented or escaped before a terminal cut it): whichever shows more cut lines."""
 
     def __init__(self) -> None:
-        self.window: list[str] | None = []
+        self.window: list[tuple[str, int]] | None = []
         self.width = 0
+        self._as_read = False  # lines measured by their length as read, not cleaned
+        self._indent = ""
         self._pending = ""
+        self._pending_length = 0
 
-    def feed(self, line: str) -> list[str]:
+    def feed(self, line: str, length: int) -> list[str]:
+        """A cleaned line and its length as read; the whole lines it completed."""
         if self.window is not None:
-            self.window.append(line)
+            self.window.append((line, length))
             if len(self.window) < WINDOW:
                 return []
             return self._decide()
-        return self._join(line)
+        return self._join(line.removeprefix(self._indent), length)
 
     def finish(self) -> list[str]:
         out = self._decide() if self.window is not None else []
@@ -464,44 +575,96 @@ class _Rejoiner:
             self._pending = ""
         return out
 
+    def wrap_width(self) -> int:
+        """The width of the lines read so far (0: not cut)."""
+        if self.window is None:
+            return self.width
+        return self._measure(self.window)[0]
+
+    def _measure(self, window: list[tuple[str, int]]) -> tuple[int, bool, str, list[str]]:
+        """(width, measured as read, indentation, the lines without it)."""
+        indent, texts = _dedented([text for text, _ in window])
+        cleaned = _wrap_evidence(texts)
+        as_read = _wrap_evidence(texts, [length for _, length in window])
+        width, _ = max(cleaned, as_read, key=lambda e: e[1])
+        return width, as_read[1] > cleaned[1], indent, texts
+
     def _decide(self) -> list[str]:
-        window, self.window = self.window or [], None
-        self.width = _wrap_width(window)
+        window = self.window or []
+        self.window = None
+        self.width, self._as_read, self._indent, texts = self._measure(window)
         out: list[str] = []
-        for line in window:
-            out += self._join(line)
+        for text, (_, length) in zip(texts, window, strict=True):
+            out += self._join(text, length)
         return out
 
-    def _join(self, line: str) -> list[str]:
+    def _join(self, line: str, length: int) -> list[str]:
+        size = length if self._as_read else len(line)
+        out = []
         if self._pending:
-            if _starts_anew(line):
-                out = [self._pending]
+            if not _goes_on(self._pending, line):
+                out.append(self._pending)
                 self._pending = ""
             else:
-                line, self._pending, out = self._pending + line, "", []
-        else:
-            out = []
-        if self.width and len(line) % self.width == 0 and line:
-            self._pending = line
+                line, size, self._pending = self._pending + line, self._pending_length + size, ""
+        if self.width and line and size % self.width == 0:
+            self._pending, self._pending_length = line, size
             return out
         out.append(line)
         return out
 
 
-def _wrap_width(window: list[str] | None) -> int:
-    """The longest line's length, when it is long enough for a terminal and stands out: a terminal
-    cuts every longer line there, so at least two lines have it, twice as many as lines just
-    shorter (a log's own longest lines, a repeated message, are not cut at one column)."""
-    lengths = [len(line) for line in window or ()]
-    top = max(lengths, default=0)
-    at = lengths.count(top)
-    below = sum(1 for n in lengths if top - 8 <= n < top)
-    return top if top >= _MIN_WRAP and at >= 2 and at >= 2 * below else 0
+def _dedented(lines: list[str]) -> tuple[str, list[str]]:
+    """The indentation every non-blank line has, and the lines without it."""
+    indents = [line[: len(line) - len(line.lstrip(" \t"))] for line in lines if line.strip()]
+    indent = min(indents, key=len, default="")
+    while indent and not all(i.startswith(indent) for i in indents):
+        indent = indent[:-1]
+    if not indent:
+        return "", lines
+    return indent, [line.removeprefix(indent) for line in lines]
+
+
+def _wrap_evidence(lines: list[str], lengths: list[int] | None = None) -> tuple[int, int]:
+    """(width, lines cut at it): the longest line's length (or of ``lengths``, the lines' lengths as
+    read), when it is long enough for a terminal and the lines show they were cut there: two lines of
+    that length, of different messages, each go on in the next line (one that starts no message or
+    prefix of its own). A log's own longest lines are one message repeated (the same text but for its
+    numbers), or are followed by lines of their own: neither is taken for a wrap; (0, 0)."""
+    sizes = lengths if lengths is not None else [len(line) for line in lines]
+    top = max(sizes, default=0)
+    if top < _MIN_WRAP:
+        return 0, 0
+    cut: set[str] = set()
+    count = 0
+    for size, line, after in zip(sizes, lines, lines[1:], strict=False):
+        if size == top and _goes_on(line, after):
+            cut.add(_DIGITS.sub("0", line))
+            count += 1
+    return (top, count) if len(cut) >= 2 else (0, 0)
+
+
+def _goes_on(line: str, after: str) -> bool:
+    """Whether ``after`` may be the rest of ``line``, cut by a terminal: it starts no message or prefix of
+    its own (it may be the padding alone), or ``line`` cannot end there: a torch prefix alone (cut from
+    its message), or an open bracket (``('`` of a torch 2.1 tuple)."""
+    if not after:
+        return False
+    if not _starts_anew(after):
+        return True
+    body = strip_prefix(line)[1].rstrip()
+    return not body or body.endswith(_OPENERS)
 
 
 def _starts_anew(line: str) -> bool:
-    """Whether a line is a message or a prefix of its own, not the rest of a line cut before it."""
-    return _MARKERS.match(line.lstrip()) is not None
+    """Whether a line is a message or a prefix of its own, not the rest of a line cut before it (a
+    glog origin counts only when it shows it was cut short, ``.../guards.py:2772] [16/8]``: else it is
+    the rest of a prefix a terminal cut inside its path)."""
+    text = line.lstrip()
+    if _PREFIX_START.match(text):
+        return True
+    m = _MARKERS.match(text)
+    return m is not None and (text.startswith("...") or not m.group().endswith("] "))
 
 
 def _tuple_with_list(text: str) -> list[str]:
@@ -520,9 +683,47 @@ def _tuple_with_list(text: str) -> list[str]:
         reasons = ast.literal_eval(listed)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return []
-    if not _RECOMPILING.match(parts[0]) or not isinstance(reasons, list):
+    header = _header(parts[0])
+    if header is None or not isinstance(reasons, list):
         return []
-    return [parts[0], "    triggered by the following guard failure(s):", *(f"    - {r}" for r in reasons)]
+    return [header, "    triggered by the following guard failure(s):", *(f"    - {r}" for r in reasons)]
+
+
+def _tuple_with_line(text: str) -> str:
+    """A torch 2.1 tuple whose function has no line (2.1 nightlies) gets the stand-in line; else the text."""
+    if not text.endswith(")") or "', " not in text and '", ' not in text:
+        return text
+    try:
+        parts = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+    if not isinstance(parts, tuple) or not parts or not all(isinstance(p, str) for p in parts):
+        return text
+    m = _RECOMPILING.match(parts[0])
+    if m is None or m["line"]:
+        return text
+    return repr((f"{parts[0].rstrip()}:{_NO_LINE}", *parts[1:]))
+
+
+def _header(text: str) -> str | None:
+    """A ``Recompiling function f in x.py:3`` line as LogParser reads it (the stand-in line when none is
+    shown), or None when the text is no such line."""
+    m = _RECOMPILING.match(text)
+    if m is None:
+        return None
+    return text.rstrip() if m["line"] else f"{text.rstrip()}:{_NO_LINE}"
+
+
+def _int(digits: str | None) -> int | None:
+    return int(digits) if digits else None
+
+
+def _unmarked(event: Event) -> Event:
+    """An event without the stand-ins for what the paste did not show (no line, no file)."""
+    if isinstance(event, (RecompileAnnounced, LimitWarning)) and (event.line == _NO_LINE or event.file == _NO_FILE):
+        line = None if event.line == _NO_LINE else event.line
+        return dataclasses.replace(event, line=line, file="" if event.file == _NO_FILE else event.file)
+    return event
 
 
 def _failure(text: str) -> GuardFailure:
