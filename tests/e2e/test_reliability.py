@@ -643,8 +643,8 @@ def test_a_flag_without_a_value_names_the_flag_meant(workdir, given, expect):
 CHECKPOINT = textwrap.dedent(
     """
     import time
-    print("ready", flush=True)
     try:
+        print("ready", flush=True)  # inside the try: a Ctrl-C right after it still reaches the handler
         time.sleep(120)
     except KeyboardInterrupt:
         time.sleep(0.5)  # saving a checkpoint: a second SIGINT here would cut it short
