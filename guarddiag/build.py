@@ -251,7 +251,8 @@ class RunBuilder:
         kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
         ledger = _LedgerIndex(self._ledger)
         summaries = _join_same_function(
-            [_summary(f, self._roles(f.file, f.name, f.line), self._listings, ledger) for f in kept]
+            # A run's ledger knows each attempt's outcome even when no compile left a listing.
+            [_summary(f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger) for f in kept]
         )
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed

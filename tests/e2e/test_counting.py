@@ -184,3 +184,28 @@ def test_a_user_torch_logs_cannot_turn_guarddiag_channels_off(tmp_path: Path, us
     record, _ = _run(script, tmp_path, env={**os.environ, "TORCH_LOGS": user_logs})
     assert {f["name"]: f["compiles"] for f in record["functions"]} == {"once": 1, "twice": 2}
     assert record["torch_compiles"] == 3 and record["parse"]["unidentified_frames"] == []
+
+
+def test_a_run_whose_only_compile_failed_says_so(tmp_path: Path):
+    """No compile left a guard listing, so the log alone cannot tell a failure; torch's ledger can."""
+    script = tmp_path / "only_fail.py"
+    script.write_text(textwrap.dedent(
+        """
+        import torch
+
+        @torch.compile(backend="eager", fullgraph=True)
+        def strict(x):
+            print("side effect")
+            return x + 1
+
+        try:
+            strict(torch.ones(2))
+        except Exception as exc:  # noqa: BLE001
+            print("compile failed:", type(exc).__name__)
+        """
+    ))
+    record, out = _run(script, tmp_path)
+    (strict,) = record["functions"]
+    assert strict["compiles"] == 1 == record["torch_compiles"]
+    assert [c["kind"] for c in strict["failed_compiles"]] == ["error"]
+    assert "compile 0/0 failed: Unsupported" in out
