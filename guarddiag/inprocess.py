@@ -34,7 +34,7 @@ from guarddiag.build import RunBuilder
 from guarddiag.logparse.events import CompileSeen, Event
 from guarddiag.logparse.parser import LogParser
 from guarddiag.model import Cause, FunctionSummary, ParseStats, Run
-from guarddiag.render.summary import cause_groups, failed_sentence, function_label, limit_sentence
+from guarddiag.render.summary import function_detail_lines, function_label
 
 __all__ = ["Watch", "WatchError", "function_details", "function_recompiles", "watch"]
 
@@ -389,12 +389,7 @@ def function_details(functions: Iterable[FunctionSummary]) -> list[str]:
         if not f.recompile_events and not f.limit_hit and not f.failed_compiles:
             continue
         out.append(f"{function_label(f)}: {function_recompiles(f)} recompiles")
-        for g in cause_groups(f):
-            unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
-            out.append(f"  {g.count}x {g.category}: {g.subject}{unlogged}")
-            out.append(f"      e.g. {g.example[:160]}")
-        out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
-        out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
+        out += function_detail_lines(f)
     return out
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "cause_groups",
     "compiles_cell",
     "failed_sentence",
+    "function_detail_lines",
     "function_label",
     "headline",
     "limit_sentence",
@@ -119,6 +120,19 @@ def failed_sentence(failed: FailedCompile) -> str:
     """``compile 1/0 failed: Unsupported: ...``; the attempt counts as a compile, but no code was installed."""
     reason = f": {failed.reason[:160]}" if failed.reason else ""
     return f"compile {failed.compile_id} {_FAILED.get(failed.kind, failed.kind)}{reason}"
+
+
+def function_detail_lines(f: FunctionSummary) -> list[str]:
+    """A function's section under its headline, indented: cause groups with an example, compiles that
+    installed no code, limit hits (the terminal report and the watch's report alike)."""
+    out = []
+    for g in cause_groups(f):
+        unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
+        out.append(f"  {g.count}x {g.category}: {g.subject}{unlogged}")
+        out.append(f"      e.g. {g.example[:160]}")
+    out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
+    out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
+    return out
 
 
 def wants_details(f: FunctionSummary) -> bool:

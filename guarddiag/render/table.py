@@ -5,12 +5,10 @@ from __future__ import annotations
 from guarddiag.model import Run
 from guarddiag.render.columns import simple_table
 from guarddiag.render.summary import (
-    cause_groups,
     compiles_cell,
-    failed_sentence,
+    function_detail_lines,
     function_label,
     headline,
-    limit_sentence,
     parse_note,
     run_notes,
     wants_details,
@@ -31,12 +29,7 @@ def render(run: Run) -> str:
         if not wants_details(f):
             continue
         out += ["", f"{function_label(f)}: {f.recompiles} recompiles"]
-        for g in cause_groups(f):
-            unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
-            out.append(f"  {g.count}x {g.category}: {g.subject}{unlogged}")
-            out.append(f"      e.g. {g.example[:160]}")
-        out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
-        out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
+        out += function_detail_lines(f)
     note = parse_note(run)
     if note:
         out += ["", f"note: {note}"]
