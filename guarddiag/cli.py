@@ -76,8 +76,8 @@ def run(
     strict: StrictOpt = False,
 ) -> None:
     """Run SCRIPT under torch.compile logging and report its compiles and recompiles per function."""
+    from guarddiag.child.runner import RunRequest, execute
     from guarddiag.model import script_outcome
-    from guarddiag.runner import RunRequest, execute
 
     _check_format(fmt)
     flags = _flag_options(flag, python)
@@ -100,7 +100,7 @@ def parse(
     strict: StrictOpt = False,
 ) -> None:
     """Build the same report from a torch log captured elsewhere (CI log, torchrun, a paste)."""
-    from guarddiag.parse import parse_logs
+    from guarddiag.pipeline import parse_logs
 
     _check_format(fmt)
     _finish(parse_logs(logfiles), fmt, out, strict)
@@ -125,7 +125,7 @@ def compare(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the compare report (JSON) here.")] = None,
 ) -> None:
     """Run SCRIPT with and without config flips and show which recompiles each flip removed, added or left."""
-    from guarddiag.commands_compare import compare_report, run_compare, save_compare
+    from guarddiag.commands.compare import compare_report, run_compare, save_compare
     from guarddiag.model import script_outcome
 
     _check_format(fmt)
@@ -158,7 +158,7 @@ def diff_cmd(
     fmt: FormatOpt = "table",
 ) -> None:
     """Show which recompiles differ between two saved run records."""
-    from guarddiag.commands_compare import run_diff
+    from guarddiag.commands.compare import run_diff
 
     _check_format(fmt)
     typer.echo(run_diff(a, b, fmt))
@@ -172,7 +172,7 @@ def flags(
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
 ) -> None:
     """List torch.compile config flags of the target torch: type, value, env var, aliases, deprecation."""
-    from guarddiag.commands_compare import flags_table
+    from guarddiag.commands.compare import flags_table
     from guarddiag.flags import load_catalog
 
     if fmt not in ("table", "json"):
@@ -183,7 +183,7 @@ def flags(
 def _flag_options(texts: list[str] | None, python: str) -> tuple[tuple[str, str], ...]:
     """``--flag NAME=VALUE`` options. A NAME without a value is looked up in the target torch's flag
     catalog, so the error can name the flag meant (``allow_unspec_int_on_nn_modul``: did you mean ...)."""
-    from guarddiag.runner import parse_flag
+    from guarddiag.child.runner import parse_flag
 
     flags = []
     for text in texts or []:
@@ -226,7 +226,7 @@ def baseline(
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each script after this many seconds.")] = None,
 ) -> None:
     """Record recompiles per script and function into a YAML baseline to commit."""
-    from guarddiag.commands_check import collect_runs, record_baseline
+    from guarddiag.commands.check import collect_runs, record_baseline
 
     settings = _settings({"python": python, "jobs": jobs, "timeout": timeout, "baseline": str(out) if out else None})
     runs, _ = collect_runs(items or [], settings, _flag_options(flag, settings.python), sys.stderr.isatty())
@@ -257,7 +257,7 @@ def check(
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each script after this many seconds.")] = None,
 ) -> None:
     """Fail (exit 5) when recompiles regress against the baseline or thresholds; exit 3 when a script failed."""
-    from guarddiag.commands_check import collect_runs, record_baseline, run_check
+    from guarddiag.commands.check import collect_runs, record_baseline, run_check
 
     settings = _settings(
         {
@@ -290,7 +290,7 @@ def explain(
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop a script after this many seconds.")] = None,
 ) -> None:
     """What each compiled function's guards check, per cache entry: what change would recompile, and fixes."""
-    from guarddiag.commands_explain import explain_command
+    from guarddiag.commands.explain import explain_command
     from guarddiag.model import script_outcome
 
     _check_format(fmt)
@@ -312,7 +312,7 @@ def clean(
     """Remove run folders under .guarddiag/runs (each run keeps the newest 20 itself: GUARDDIAG_KEEP_RUNS)."""
     import shutil
 
-    from guarddiag.runner import prune_runs
+    from guarddiag.child.folders import prune_runs
 
     runs = Path(".guarddiag") / "runs"
     if keep == 0 and runs.is_dir():
@@ -334,8 +334,8 @@ def version() -> None:
 
 def _kept() -> str:
     """What an interrupted command leaves on disk: run folders, when it started runs."""
-    runner = sys.modules.get("guarddiag.runner")
-    return "; run folders and partial records are kept under .guarddiag/runs/" if runner is not None and runner.RUN_FOLDERS else ""
+    folders = sys.modules.get("guarddiag.child.folders")
+    return "; run folders and partial records are kept under .guarddiag/runs/" if folders is not None and folders.RUN_FOLDERS else ""
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from guarddiag import _bootstrap
+from guarddiag.child import _bootstrap
 from guarddiag.errors import InputError
 from guarddiag.store import write_atomic
 

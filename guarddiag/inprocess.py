@@ -404,7 +404,7 @@ def _process_hooks() -> Any:
     loaded = sys.modules.get("_guarddiag_process")
     if loaded is not None:
         return loaded
-    from guarddiag._childsite import _guarddiag_process
+    from guarddiag.child._site import _guarddiag_process
 
     return _guarddiag_process
 

@@ -1,4 +1,4 @@
-"""torch's own record of a process's compiles (written in the child by ``_childsite/_guarddiag_process.py``).
+"""torch's own record of a process's compiles (written in the child by ``child/_site/_guarddiag_process.py``).
 
 One JSON object a line: ``{"ledger": 1}`` first, then one record per compile attempt as torch's
 compilation metrics hold it. It is what the log's counts are checked against, and it says why an

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from guarddiag.commands_explain import explain_lines, explain_path  # noqa: E402
+from guarddiag.commands.explain import explain_lines, explain_path  # noqa: E402
 from guarddiag.explain import Explanation, FunctionExplanation, GuardedObject  # noqa: E402
 
 DOC = ROOT / "docs" / "guard-model.md"

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 # A process started by a guarddiag run inside the script (runner.py starts its child on this file).
-_BOOTSTRAP = os.path.join("guarddiag", "_bootstrap.py")
+_BOOTSTRAP = os.path.join("guarddiag", "child", "_bootstrap.py")
 _OUTCOMES = {
     "eager": "torch runs it without compiling from here on",
     "raised": "the call raised FailOnRecompileLimitHit (fail_on_recompile_limit_hit or fullgraph=True)",

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 import yaml
 
-from guarddiag.runner import merge_torch_logs
+from guarddiag.child.runner import merge_torch_logs
 from tests.conftest import LOGS, SCENARIOS, run_guarddiag
 
 TINY = textwrap.dedent(

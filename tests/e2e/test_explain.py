@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from guarddiag.commands_explain import explain_lines, explain_path
+from guarddiag.commands.explain import explain_lines, explain_path
 from guarddiag.explain import Explanation, FixHint, FunctionExplanation
 from tests.conftest import (
     FIXTURES,
@@ -105,7 +105,7 @@ def test_a_300_module_model_fits_on_one_screen(tmp_path: Path):
         assert proc.returncode == 0, proc.stderr[-2000:]
         text = proc.stdout
     else:
-        from guarddiag.commands_explain import explain_target
+        from guarddiag.commands.explain import explain_target
 
         text = explain_target(str(DEEP), "table", False)
     lines = text.strip().splitlines()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from guarddiag.commands_explain import explain_lines, explain_target
+from guarddiag.commands.explain import explain_lines, explain_target
 from guarddiag.errors import InputError
 from guarddiag.explain import Explanation, FunctionExplanation, GuardedObject, read_guard, user_name
 from guarddiag.model import Guard
@@ -229,7 +229,7 @@ def test_formats(fmt: str):
 
 
 def test_run_record_is_explained_through_its_log(tmp_path: Path):
-    from guarddiag.parse import parse_log
+    from guarddiag.pipeline import parse_log
 
     run = parse_log(str(LOGS / "torch-2.13.0" / "dict_keys.log"))
     save_run(run, tmp_path / "run.json")

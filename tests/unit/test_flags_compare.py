@@ -131,7 +131,7 @@ def test_a_flag_newer_than_the_target_torch_is_refused_with_its_old_name():
 def test_literal_annotations_give_a_flags_choices():
     from typing import Literal, Optional
 
-    from guarddiag._bootstrap import _choices
+    from guarddiag.child._bootstrap import _choices
 
     assert _choices(Literal["dynamic", "unbacked"]) == (["dynamic", "unbacked"], True)
     assert _choices(Optional[Literal["a", "b"]]) == (["a", "b", None], True)
@@ -166,7 +166,7 @@ def test_choices_come_from_torchs_annotations(version):
 
 @pytest.mark.torch
 def test_an_exception_names_a_flag_by_name_env_var_or_value():
-    from guarddiag._bootstrap import _flags_named_in
+    from guarddiag.child._bootstrap import _flags_named_in
 
     flags = [
         {"name": "debug_backend_override", "value": "0:nosuch"},
@@ -209,7 +209,7 @@ def test_the_same_flag_given_twice_is_one_configuration():
 
 
 def test_flags_table_hides_internal_names_wraps_notes_and_shows_values_as_they_are():
-    from guarddiag.commands_compare import flags_table
+    from guarddiag.commands.compare import flags_table
 
     catalog = _catalog("2.13.0")
     table = flags_table(catalog, None, False, "table")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from guarddiag.build import build_from_lines
 from guarddiag.model import Run
-from guarddiag.parse import parse_logs
+from guarddiag.pipeline import parse_logs
 from guarddiag.store import run_to_dict
 from tests.conftest import LOGS
 
@@ -196,7 +196,7 @@ def _recognised(lines: list[str]) -> dict:
 
 
 def _is_log(lines: list[str]) -> bool:
-    from guarddiag.parse import read_log
+    from guarddiag.pipeline import read_log
 
     return read_log(_as_file(lines), NO_ROLES)[1].paste_messages is None
 

@@ -136,7 +136,7 @@ def test_a_new_limit_hit_fails_against_the_baseline(tmp_path: Path):
 
 
 def test_a_configured_script_named_on_the_command_line_keeps_its_settings(tmp_path: Path):
-    from guarddiag.commands_check import _specs, run_key
+    from guarddiag.commands.check import _specs, run_key
 
     (tmp_path / "guarddiag.yaml").write_text("scripts:\n- path: bench.py\n  args: [--steps, '20']\n  max_recompiles: 3\n")
     settings = load_settings(tmp_path, {}, {})

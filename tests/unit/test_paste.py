@@ -11,7 +11,7 @@ import yaml
 from guarddiag.logparse.events import Event, LimitWarning, RecompileAnnounced
 from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import PasteReader, split_messages, strip_prefix
-from guarddiag.parse import parse_logs, read_log
+from guarddiag.pipeline import parse_logs, read_log
 from guarddiag.render.table import render
 from guarddiag.store import run_to_dict
 

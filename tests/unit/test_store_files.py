@@ -53,7 +53,7 @@ def test_prune_runs_keeps_the_newest_finished_folders_and_leaves_running_ones(tm
     """`.guarddiag/runs` grew without bound (51 folders, 15 MB in one afternoon)."""
     import os
 
-    from guarddiag.runner import prune_runs
+    from guarddiag.child.folders import prune_runs
 
     runs = tmp_path / "runs"
     for i in range(6):

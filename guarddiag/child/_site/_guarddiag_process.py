@@ -8,7 +8,7 @@ torch appends one ``CompilationMetrics`` per compile attempt to a deque in ``tor
 that deque when the script ends loses entries past 64 and cannot tell a reused compile id from a
 new compile; so the deque is replaced, once ``torch._dynamo.utils`` loads, by one that also hands
 each record to the sinks registered here. Standard library only: it runs inside the script's
-processes (the bootstrap, spawned children through ``_childsite``), and in-process for
+processes (the bootstrap, spawned children through ``child/_site``), and in-process for
 ``guarddiag.watch()``. It never imports torch itself.
 """
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import yaml
 from tabulate import tabulate
 
+from guarddiag.child.runner import RunRequest, check_script, execute_many
 from guarddiag.compare import ComparePlan, VariantResult, plan_compare, unstable_functions
 from guarddiag.diff import RunDiff, diff_runs
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, Flag, load_catalog
 from guarddiag.model import Run, script_outcome
 from guarddiag.render.diff import render_diffs
-from guarddiag.runner import RunRequest, check_script, execute_many
 from guarddiag.store import load_run, write_atomic
 
 COMPARE_SCHEMA = "guarddiag.compare/1"

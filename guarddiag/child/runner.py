@@ -9,26 +9,22 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import itertools
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO
 
-from guarddiag import _bootstrap
-from guarddiag._childsite import _guarddiag_process as _process
 from guarddiag.build import build_from_lines
-from guarddiag.errors import InputError, Interrupted
+from guarddiag.child import _bootstrap, proctree
+from guarddiag.child._site import _guarddiag_process as _process
+from guarddiag.child.folders import RUN_FOLDERS, keep_runs, new_run_dir, prune_runs, recreate_if_removed
+from guarddiag.errors import InputError
 from guarddiag.ledger import compiles_in, read_ledger
 from guarddiag.merge import add_stats, in_process
 from guarddiag.model import FunctionSummary, ParseStats, Run
@@ -55,7 +51,7 @@ def _without_outer_run(env: dict[str, str]) -> dict[str, str]:
     outer one, whose variables it inherited (they would send its torch log to the outer run folder)."""
     env = dict(env)
     env.pop(_process.RUN_MARK, None)
-    site = os.path.join(os.path.dirname(os.path.abspath(_bootstrap.__file__)), "_childsite")
+    site = os.path.join(os.path.dirname(os.path.abspath(_bootstrap.__file__)), "_site")
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != site]
     if paths:
         env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -104,52 +100,6 @@ def _check_python(python: str) -> str:
     return found
 
 
-# Finished run folders kept under .guarddiag/runs (the newest); GUARDDIAG_KEEP_RUNS=0 keeps them all.
-KEEP_RUNS = 20
-# A folder without a record (a run still going, or one that crashed) is left alone this long.
-_UNFINISHED_GRACE_S = 24 * 3600
-
-
-def keep_runs() -> int:
-    """How many finished run folders to keep: GUARDDIAG_KEEP_RUNS, else KEEP_RUNS."""
-    raw = os.environ.get("GUARDDIAG_KEEP_RUNS", "")
-    if not raw:
-        return KEEP_RUNS
-    if not raw.isdigit():
-        raise InputError(f"GUARDDIAG_KEEP_RUNS={raw!r}: not a whole number; give how many run folders to keep (0: all)")
-    return int(raw)
-
-
-def prune_runs(runs: Path, keep: int, now: float | None = None) -> list[Path]:
-    """Remove all but the ``keep`` newest finished run folders (those with a run.json) under ``runs``,
-    and unfinished ones older than a day; ``keep`` 0 removes nothing. Returns what was removed."""
-    if keep <= 0 or not runs.is_dir():
-        return []
-    now = time.time() if now is None else now
-    finished, stale = [], []
-    for folder in runs.iterdir():
-        try:
-            if folder.is_symlink() or not folder.is_dir():
-                continue
-            record = folder / "run.json"
-            if record.is_file():
-                finished.append((record.stat().st_mtime, folder))
-            elif now - folder.stat().st_mtime > _UNFINISHED_GRACE_S:
-                stale.append(folder)
-        except OSError:
-            continue
-    finished.sort(reverse=True)
-    removed = [folder for _, folder in finished[keep:]] + stale
-    for folder in removed:
-        shutil.rmtree(folder, ignore_errors=True)
-    return removed
-
-
-_MAX_STEM_BYTES = 100
-# Run folders this process created (an interrupted command says they are kept only when there are some).
-RUN_FOLDERS: list[Path] = []
-
-
 def _precheck_flags(python: str, request: RunRequest) -> None:
     """With the target torch's flag catalog cached (`guarddiag flags`, `compare`), a wrong flag is refused
     at once; otherwise the child refuses it after importing torch (seconds)."""
@@ -165,30 +115,6 @@ def _precheck_flags(python: str, request: RunRequest) -> None:
         raise InputError(f"{exc}{where}; fix or drop the --flag; nothing was run") from None
 
 
-def _run_dir(workdir: Path, script: Path) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    # A folder name has 255 bytes at most: a long script name is cut (the record names the script whole).
-    stem = script.stem.encode("utf-8")[:_MAX_STEM_BYTES].decode("utf-8", "ignore")
-    base = workdir / "runs" / f"{stamp}-{stem}-{os.getpid()}"
-    for n in itertools.count(1):
-        # Parallel runs of one compare share pid and second: mkdir itself decides who gets which name.
-        path = base if n == 1 else Path(f"{base}-{n}")
-        try:
-            path.mkdir(parents=True)
-            return Path(os.path.abspath(path))  # records and messages name the log wherever they are read
-        except (FileExistsError, NotADirectoryError):
-            if path.is_dir():
-                continue  # taken by a parallel run
-            blocker = next((p for p in (workdir, workdir / "runs") if not p.is_dir()), workdir)
-            raise InputError(
-                f"{blocker}: cannot create the run folder (it exists and is not a folder, or is a broken link); "
-                "remove it or run from another folder"
-            ) from None
-        except OSError as exc:
-            raise InputError(f"{workdir}: cannot create the run folder ({exc.strerror}); run from a writable folder") from None
-    raise AssertionError("unreachable")
-
-
 def execute(request: RunRequest) -> Run:
     """Run the script under torch logging and return its run record (also saved in the run folder)."""
     keep_runs()  # a bad GUARDDIAG_KEEP_RUNS is an error before anything runs, not after
@@ -198,7 +124,7 @@ def execute(request: RunRequest) -> Run:
     python = _check_python(request.python)
     if request.flags:
         _precheck_flags(python, request)
-    run_dir = _run_dir(request.workdir, request.script)
+    run_dir = new_run_dir(request.workdir, request.script)
     RUN_FOLDERS.append(run_dir)
     log_path, meta_path, spec_path = run_dir / "torch.log", run_dir / "meta.json", run_dir / "spec.json"
     log_path.touch()
@@ -220,7 +146,7 @@ def execute(request: RunRequest) -> Run:
     env["TORCH_LOGS"] = merge_torch_logs(env.get("TORCH_LOGS"))
     # torch's log lines go to guarddiag's file, not the user's terminal: keep them in the format it reads.
     env.pop("TORCH_LOGS_FORMAT", None)
-    become_subreaper()
+    proctree.become_subreaper()
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         # Held open while the script runs: a script that removes its run folder cannot take the log with it.
@@ -238,16 +164,9 @@ def execute(request: RunRequest) -> Run:
             raise InputError(
                 f"--python {request.python}: cannot start it ({exc.strerror}); give the path of a Python that has torch installed"
             ) from None
-        with _LIVE_LOCK:
-            _LIVE.add(child)
-            _RUN_DIRS[child.pid] = env[_process.RUN_MARK]
-        try:
-            status, code = _wait(child, request.timeout)
-        finally:
-            with _LIVE_LOCK:
-                _LIVE.discard(child)
-                _RUN_DIRS.pop(child.pid, None)
-        recreated = _recreate_if_removed(run_dir, held)
+        with proctree.tracked(child, env[_process.RUN_MARK]):
+            status, code = proctree.wait(child, request.timeout)
+        recreated = recreate_if_removed(run_dir, held)
     duration = time.monotonic() - started
     meta = _read_meta(meta_path)
     error = meta.get("error")
@@ -320,22 +239,6 @@ def _parse_run_logs(run_dir: Path, log_path: Path) -> tuple[tuple[FunctionSummar
     return functions, stats, compiles_in(ledger)
 
 
-def _recreate_if_removed(run_dir: Path, held: list[tuple[Path, BinaryIO]]) -> bool:
-    """When the script removed its run folder (or the files in it), write the held-open files back."""
-    if all(path.exists() for path, _ in held):
-        return False
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        for path, fh in held:
-            if not path.exists():
-                fh.seek(0)
-                with path.open("wb") as out:
-                    shutil.copyfileobj(fh, out)
-    except OSError as exc:
-        raise InputError(f"{run_dir}: the script removed its run folder and it cannot be re-created ({exc.strerror})") from None
-    return True
-
-
 def _ledger_started(path: Path) -> bool:
     """The bootstrap wrote torch's ledger header before it started the script."""
     try:
@@ -382,188 +285,15 @@ def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[R
             # records are saved as interrupted), then report the interrupt.
             for future in futures:
                 future.cancel()
-            _stop_all_live()
+            proctree.stop_all_live()
             concurrent.futures.wait(futures)
+            proctree.stopped()
             raise KeyboardInterrupt from None
         except BaseException:
             for future in futures:
                 future.cancel()
             raise
     return [r for r in results if r is not None]
-
-
-def _stop_all_live(grace: float = 10) -> None:
-    """Stop every running child and what it started (see _stop); KILL at once on a second Ctrl-C."""
-    _STOPPING.set()
-    with _LIVE_LOCK:
-        children = list(_LIVE)
-    trees = {proc: _tree(proc) for proc in children}
-    try:
-        _stop(trees, signal.SIGINT, grace)
-    except KeyboardInterrupt:
-        _kill(trees)
-
-
-# Children running now (compare and check run several from threads), for stopping them all on Ctrl-C,
-# and the run folder of each (child pid -> folder), which every process of that run has in its environment.
-_LIVE: set[subprocess.Popen] = set()
-_RUN_DIRS: dict[int, str] = {}
-_LIVE_LOCK = threading.Lock()
-_STOPPING = threading.Event()
-
-
-def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, int]:
-    """Wait for the child; on timeout stop it (TERM, then KILL); on Ctrl-C let it stop, on a second Ctrl-C kill it."""
-    try:
-        code = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _stop({proc: _tree(proc)}, signal.SIGTERM, grace=5)
-        return "timeout", proc.returncode
-    except KeyboardInterrupt:
-        # The terminal sent SIGINT to the child too; give it a moment to finish writing its log.
-        trees = {proc: _tree(proc)}
-        try:
-            _stop(trees, signal.SIGINT, grace=10)
-        except KeyboardInterrupt:
-            _kill(trees)
-            raise Interrupted(proc.returncode) from None
-        return "interrupted", proc.returncode
-    if _STOPPING.is_set():
-        return "interrupted", code  # stopped by guarddiag on Ctrl-C (see execute_many)
-    if code < 0:
-        return "killed", code
-    return ("ok" if code == 0 else "failed"), code
-
-
-def _stop(trees: dict[subprocess.Popen, list[int]], sig: int, grace: float) -> None:
-    """Signal each child and every process it started (``trees``: child -> descendants, read before
-    any signal), wait up to ``grace`` seconds, then kill what is left: nothing a script started
-    outlives its run. SIGINT first (a script's KeyboardInterrupt handlers run), SIGTERM halfway: a
-    process started with SIGINT ignored (a shell's background job, some CI runners) still stops."""
-    stages = [(sig, grace / 2), (signal.SIGTERM, grace / 2)] if sig != signal.SIGTERM else [(sig, grace)]
-    # Ctrl-C at a terminal already reached every process of our process group: a second SIGINT would
-    # interrupt the script's own KeyboardInterrupt handling (saving a checkpoint). Only the processes
-    # that left the group (a new session, a job of their own) are sent it.
-    already = os.getpgrp() if sig == signal.SIGINT and _terminal_interrupt() else None
-    for stage, (stage_sig, wait_s) in enumerate(stages):
-        skip = already if stage == 0 else None
-        for proc, tree in trees.items():
-            if proc.poll() is None and not _in_group(proc.pid, skip):
-                proc.send_signal(stage_sig)
-            _signal_all([pid for pid in tree if _alive(pid) and not _in_group(pid, skip)], stage_sig)
-        end = time.monotonic() + wait_s
-        while time.monotonic() < end and any(proc.poll() is None for proc in trees):
-            time.sleep(0.05)
-    _kill(trees, settle=min(grace, 2.0))
-
-
-def _tree(proc: subprocess.Popen) -> list[int]:
-    """Every process the run started: those below the child, and those whose parent exited (a
-    double-forked daemon) and that guarddiag, a child subreaper, adopted: known by their run folder."""
-    found = _descendants(proc.pid)
-    run_dir = _RUN_DIRS.get(proc.pid)
-    if run_dir:
-        mark = f"{_process.RUN_MARK}={run_dir}".encode()
-        found += [pid for pid in _descendants(os.getpid()) if pid != proc.pid and pid not in found and _has_env(pid, mark)]
-    return found
-
-
-def _has_env(pid: int, entry: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return entry in fh.read().split(b"\0")
-    except OSError:
-        return False
-
-
-def become_subreaper() -> None:
-    """Orphans of the processes guarddiag starts are re-parented to guarddiag instead of init (Linux
-    PR_SET_CHILD_SUBREAPER), so that a daemon a script double-forks can still be found and stopped."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-
-
-def _terminal_interrupt() -> bool:
-    """Whether a SIGINT to guarddiag came from its terminal: guarddiag is in the terminal's foreground
-    process group, to which the terminal sends Ctrl-C (shells run a pipeline's processes there)."""
-    for fd in (0, 1, 2):
-        try:
-            if os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp():
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _in_group(pid: int, group: int | None) -> bool:
-    if group is None:
-        return False
-    try:
-        return os.getpgid(pid) == group
-    except OSError:
-        return False
-
-
-def _kill(trees: dict[subprocess.Popen, list[int]], settle: float = 0.0) -> None:
-    """KILL the children still running, then, after up to ``settle`` seconds, their descendants."""
-    for proc in trees:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    left = [pid for tree in trees.values() for pid in tree]
-    end = time.monotonic() + settle
-    while left and time.monotonic() < end:
-        left = [pid for pid in left if _alive(pid)]
-        time.sleep(0.05)
-    _signal_all([pid for pid in left if _alive(pid)], signal.SIGKILL)
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid``, read from /proc (Linux); empty where there is no /proc.
-
-    Taken before the child is signalled: once it exits, its children are re-parented and lost."""
-    parents: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue  # gone meanwhile
-        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
-            parents.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), ()):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _signal_all(pids: list[int], sig: int) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :][:1] != b"Z"  # a zombie waits for its new parent to reap it
 
 
 def _read_meta(path: Path) -> dict:

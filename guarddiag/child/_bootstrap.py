@@ -81,10 +81,10 @@ def main(spec_path: str) -> int:
 
 
 def _load_process_hooks():
-    """``_childsite/_guarddiag_process.py``, loaded by path under the name children import it by."""
+    """``_site/_guarddiag_process.py``, loaded by path under the name children import it by."""
     import importlib.util
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_childsite", "_guarddiag_process.py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_site", "_guarddiag_process.py")
     spec = importlib.util.spec_from_file_location("_guarddiag_process", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["_guarddiag_process"] = module
@@ -93,8 +93,8 @@ def _load_process_hooks():
 
 
 def _route_child_processes(run_dir: str, mark: str) -> None:
-    """Processes the script starts itself log to files of their own in the run folder (see _childsite)."""
-    site = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_childsite")
+    """Processes the script starts itself log to files of their own in the run folder (see _site)."""
+    site = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_site")
     os.environ[mark] = run_dir
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH")) if p)
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from guarddiag import baseline as baseline_io
 from guarddiag.baseline import relative_file
+from guarddiag.child.runner import RunRequest, check_script, execute_many
 from guarddiag.config import ScriptSpec, Settings
 from guarddiag.errors import SCRIPT_FAILED, InputError
 from guarddiag.gate import GateResult, evaluate
 from guarddiag.model import Run, script_outcome
 from guarddiag.render.gate import render_annotations, render_junit, render_markdown, render_text
-from guarddiag.runner import RunRequest, check_script, execute_many
 from guarddiag.store import load_run, write_atomic
 
 

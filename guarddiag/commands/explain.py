@@ -6,12 +6,12 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from guarddiag.child.runner import RunRequest, execute
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.explain import Explanation, explain_events
 from guarddiag.logparse.parser import LogParser
 from guarddiag.model import Run, script_outcome
 from guarddiag.render.explain import FORMATS, render_explanation
-from guarddiag.runner import RunRequest, execute
 from guarddiag.store import load_run
 
 
