@@ -1,0 +1,68 @@
+"""guarddiag on realistic scripts (tests/corpus/): counts equal torch's, and each fix guarddiag names
+removes the recompile it is for."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_guarddiag
+
+CORPUS = ROOT / "tests" / "corpus"
+SCRIPTS = sorted(p.name for p in CORPUS.glob("*.py"))
+
+pytestmark = pytest.mark.torch
+
+
+def _needs(script: str) -> None:
+    if script.startswith("hf_") and importlib.util.find_spec("transformers") is None:
+        pytest.skip("transformers is not installed here: `make test-transformers` installs the pinned version and runs this")
+
+
+def corpus_run(script: str, workdir: Path, fix: bool = False) -> tuple[dict, dict, str]:
+    """``guarddiag run`` of a corpus script: its run record, torch's account and the command's output."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {
+        "PYTHONPATH": str(ROOT / "tests" / "oracle"),
+        "GUARDDIAG_ORACLE_TRUTH": str(workdir / "truth.json"),
+        "CORPUS_FIX": "1" if fix else "0",
+    }
+    proc = run_guarddiag("run", str(CORPUS / script), "--out", str(workdir / "run.json"), cwd=workdir, env=env)
+    output = f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, output
+    return json.loads((workdir / "run.json").read_text()), json.loads((workdir / "truth.json").read_text()), proc.stdout
+
+
+def _counts_by_torch(truth: dict) -> dict[tuple[str, int], int]:
+    return {(f["co_name"], f["co_firstlineno"]): f["ok"] + f["failed"] for f in truth["functions"]}
+
+
+def _counts_by_guarddiag(run: dict) -> dict[tuple[str, int], int]:
+    counts: dict[tuple[str, int], int] = {}
+    for f in run["functions"]:
+        counts[(f["name"], f["line"])] = counts.get((f["name"], f["line"]), 0) + f["compiles"]
+    return counts
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_counts_equal_torch(script: str, tmp_path: Path):
+    _needs(script)
+    run, truth, _ = corpus_run(script, tmp_path)
+    assert _counts_by_guarddiag(run) == _counts_by_torch(truth)
+    assert run["totals"]["compiles"] == truth["totals"]["ok"] + truth["totals"]["failed"]
+
+
+FIXED = [s for s in SCRIPTS if "CORPUS_FIX=1" in (CORPUS / s).read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("script", FIXED)
+def test_the_fix_removes_the_recompile(script: str, tmp_path: Path):
+    _needs(script)
+    before, _, _ = corpus_run(script, tmp_path / "before")
+    after, truth, _ = corpus_run(script, tmp_path / "after", fix=True)
+    assert before["totals"]["recompiles"] > 0
+    assert after["totals"]["recompiles"] < before["totals"]["recompiles"], after["functions"]
+    assert _counts_by_guarddiag(after) == _counts_by_torch(truth)
