@@ -125,13 +125,13 @@ def test_a_flag_newer_than_the_target_torch_is_refused_with_its_old_name():
     assert _catalog("2.13.0").resolve("recompile_limit").value == 8
 
 
-# --- the child's checks on a flag value (guarddiag/_bootstrap.py, run in torch 2.13's interpreter here) ---
+# --- the child's checks on a flag value (guarddiag/child/_torchflags.py, run in torch 2.13's interpreter here) ---
 
 
 def test_literal_annotations_give_a_flags_choices():
     from typing import Literal, Optional
 
-    from guarddiag.child._bootstrap import _choices
+    from guarddiag.child._torchflags import _choices
 
     assert _choices(Literal["dynamic", "unbacked"]) == (["dynamic", "unbacked"], True)
     assert _choices(Optional[Literal["a", "b"]]) == (["a", "b", None], True)
@@ -166,7 +166,7 @@ def test_choices_come_from_torchs_annotations(version):
 
 @pytest.mark.torch
 def test_an_exception_names_a_flag_by_name_env_var_or_value():
-    from guarddiag.child._bootstrap import _flags_named_in
+    from guarddiag.child._torchflags import flags_named_in
 
     flags = [
         {"name": "debug_backend_override", "value": "0:nosuch"},
@@ -174,7 +174,7 @@ def test_an_exception_names_a_flag_by_name_env_var_or_value():
         {"name": "recompile_limit", "value": "100"},
         {"name": "specialize_float", "value": "true"},
     ]
-    named = _flags_named_in
+    named = flags_named_in
     assert named("ValueError: TORCH_COMPILE_OVERRIDE_BACKENDS: 'nosuch' is not a valid backend", flags) == [
         "debug_backend_override=0:nosuch"
     ]

@@ -1,5 +1,6 @@
 """What guarddiag installs in every process of a run: torch's own record of each compile (the ledger),
-and a log file of its own for each forked process.
+torch's log handlers kept on a file of the run (``route_log_setups``, ``AfterImport``), and a log
+file of its own for each forked process.
 
 The ledger: torch's own record of every compile, taken as torch makes it: the count the log is checked against.
 
@@ -37,8 +38,8 @@ def add_sink(sink: Sink) -> bool:
     _SINKS.append(sink)
     utils = sys.modules.get(MODULE)
     if utils is None:
-        if not any(isinstance(f, _Finder) for f in sys.meta_path):
-            sys.meta_path.insert(0, _Finder())
+        if not any(isinstance(f, AfterImport) and f.name == MODULE for f in sys.meta_path):
+            sys.meta_path.insert(0, AfterImport(MODULE, _install))
         return True
     return _install(utils)
 
@@ -99,11 +100,16 @@ def _install(utils: object) -> bool:
     return True
 
 
-class _Finder:
-    """Wraps the deque right after ``torch._dynamo.utils`` is executed, before any compile."""
+class AfterImport:
+    """A meta path finder that runs ``patch(module)`` right after module ``name`` is executed, before
+    anything uses it; it leaves the meta path at the first import of that name."""
+
+    def __init__(self, name: str, patch: Callable[[object], object]) -> None:
+        self.name = name
+        self.patch = patch
 
     def find_spec(self, fullname: str, path=None, target=None):  # noqa: ANN001 - the meta path protocol
-        if fullname != MODULE:
+        if fullname != self.name:
             return None
         sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -111,12 +117,40 @@ class _Finder:
             return spec
         exec_module = spec.loader.exec_module
 
-        def exec_and_install(module) -> None:  # noqa: ANN001
+        def exec_and_patch(module) -> None:  # noqa: ANN001
             exec_module(module)
-            _install(module)
+            self.patch(module)
 
-        spec.loader.exec_module = exec_and_install
+        spec.loader.exec_module = exec_and_patch
         return spec
+
+
+@contextlib.contextmanager
+def stderr_to(stream: object):
+    """torch's log handlers bind ``sys.stderr`` when created: create them while it is ``stream``."""
+    saved = sys.stderr
+    sys.stderr = stream
+    try:
+        yield
+    finally:
+        sys.stderr = saved
+
+
+def route_log_setups(internal: object, stream_for: Callable[[], object]) -> None:
+    """Every later handler set-up of ``torch._logging._internal`` (torch's own at import, a script's
+    ``torch._logging.set_logs``) binds the stream ``stream_for()`` returns (None: torch's stderr)."""
+    original = getattr(internal, "_init_logs", None)
+    if original is None:
+        return
+
+    def _init_logs(*args, **kwargs):
+        stream = stream_for()
+        if stream is None:
+            return original(*args, **kwargs)
+        with stderr_to(stream):
+            return original(*args, **kwargs)
+
+    internal._init_logs = _init_logs  # type: ignore[attr-defined]
 
 
 class FileSink:

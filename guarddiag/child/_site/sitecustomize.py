@@ -25,48 +25,18 @@ def _chain_previous_sitecustomize():
         spec.loader.exec_module(module)
 
 
-def _route(internal):
-    original = getattr(internal, "_init_logs", None)
-    if original is None:
-        return
-
-    def _init_logs(*args, **kwargs):
-        path = os.path.join(_LOG_DIR, f"torch.child-{os.getpid()}.log")
-        try:
-            own = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
-        except OSError:  # the run folder is gone (the script removed it): torch logs where it would
-            return original(*args, **kwargs)
-        saved = sys.stderr
-        sys.stderr = own
-        if not _FORKS_ROUTED:
-            _FORKS_ROUTED.append(True)
-            _guarddiag_process.route_forks(_LOG_DIR, own)
-        try:
-            return original(*args, **kwargs)
-        finally:
-            sys.stderr = saved
-
-    internal._init_logs = _init_logs
-
-
-class _TorchLoggingFinder:
-    """Patches ``torch._logging._internal`` right after it is loaded, before torch calls ``_init_logs``."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != "torch._logging._internal":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_and_route(module):
-            exec_module(module)
-            _route(module)
-
-        spec.loader.exec_module = exec_and_route
-        return spec
+def _own_log():
+    """This process's log file, where its torch log handlers are created (None: the run folder is
+    gone, the script removed it; torch logs where it would)."""
+    path = os.path.join(_LOG_DIR, f"torch.child-{os.getpid()}.log")
+    try:
+        own = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
+    except OSError:
+        return None
+    if not _FORKS_ROUTED:
+        _FORKS_ROUTED.append(True)
+        _guarddiag_process.route_forks(_LOG_DIR, own)
+    return own
 
 
 _FORKS_ROUTED: list = []
@@ -77,6 +47,9 @@ finally:
     if _LOG_DIR and os.path.isdir(_LOG_DIR):
         import _guarddiag_process
 
-        sys.meta_path.insert(0, _TorchLoggingFinder())
+        # Right after torch._logging._internal is loaded, before torch calls its _init_logs.
+        sys.meta_path.insert(
+            0, _guarddiag_process.AfterImport("torch._logging._internal", lambda m: _guarddiag_process.route_log_setups(m, _own_log))
+        )
         _guarddiag_process.note_unobserved_children(_LOG_DIR)
         _guarddiag_process.add_sink(_guarddiag_process.FileSink(_guarddiag_process.child_ledger_path(_LOG_DIR, os.getpid())))

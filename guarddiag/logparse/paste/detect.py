@@ -1,0 +1,38 @@
+"""Whether a line is a framed torch log line, and whether a log went through a browser."""
+
+from __future__ import annotations
+
+import re
+
+from guarddiag.logparse.framing import frame
+
+# Where a glog or bracketed-date torch prefix starts, for a framed line with other output before it.
+_FRAME_START = re.compile(r"(?:\[rank\d+\]:)?(?:[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d+ |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\] )")
+_HTML_ESCAPE = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|gt|lt|amp|quot|apos);")
+
+
+def framed_part(line: str) -> str | None:
+    """The line when it is a framed torch line, or its framed tail when other output (a progress
+    bar, a shell prompt, a pytest dot) was written before it on the same line; else None."""
+    text = line.rstrip("\r\n")
+    if _framed(text):
+        return line
+    if text[:1] in (" ", "\t", ">", "|"):
+        return None  # quoted, indented or in a table: a paste, not output written before a log line
+    for m in _FRAME_START.finditer(text):
+        if m.start() and _framed(text[m.start() :]):
+            return line[m.start() :]
+    return None
+
+
+def mangled_line(line: str, framed: bool) -> bool:
+    """A line of a log that went through a browser: HTML escapes, or a framed line holding
+    another torch prefix (a flattened log)."""
+    return (framed and _FRAME_START.search(line, 1) is not None) or ("&" in line and _HTML_ESCAPE.search(line) is not None)
+
+
+def _framed(text: str) -> bool:
+    """A torch log line; the pre-2.0 ``torchdynamo`` loggers' lines are read as a paste (LogParser
+    knows their frame but not their messages)."""
+    framed = frame(text)
+    return framed is not None and not framed.origin.startswith("torchdynamo")
