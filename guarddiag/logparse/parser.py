@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
+from guarddiag.ids import CACHE_ENTRY, CompileId, in_generation, ranked
 from guarddiag.logparse.events import (
     CompileSeen,
     Event,
@@ -22,7 +23,7 @@ from guarddiag.logparse.events import (
     LimitWarning,
     RecompileAnnounced,
 )
-from guarddiag.logparse.framing import Framed, frame, parse_compile_id, strip_rank
+from guarddiag.logparse.framing import Framed, frame, strip_rank
 from guarddiag.logparse.guards import TreeReader
 
 # Artifacts whose every line guarddiag is expected to understand (--strict counts these).
@@ -40,7 +41,7 @@ _LIMIT = re.compile(r"torch\._dynamo hit config\.(?P<limit>\w+) \((?P<value>\d+)
 _LIMIT_FUNCTION = re.compile(r"^\s*function: '(?P<name>[^']+)' \((?P<file>.+?):(?P<line>\d+)\)")
 _LIMIT_REASON = re.compile(r"^\s*(?:last reason|reasons):\s*(?:reasons:\s*)?(?P<reason>.*)$")
 _LIMIT_TRAILER = re.compile(r"^\s*(?:to log all recompilation|to diagnose recompilation|user stack trace:)", re.IGNORECASE)
-_FAILURE = re.compile(r"^\s*- (?:(?P<ce>!?\d+(?:/\d+)+(?:_\d+)?): )?(?P<text>.*)$")
+_FAILURE = re.compile(rf"^\s*- (?:(?P<ce>{CACHE_ENTRY}): )?(?P<text>.*)$")
 # Lines torch adds under a recompile's reasons that are advice, not reasons.
 _ADVICE = re.compile(r"^The following environment variable would enable dynamic compilation")
 _GRAPH_BREAK = re.compile(r"^Graph break")
@@ -340,17 +341,17 @@ class LogParser:
         gen = self._generation.get(rank, 0)
         self._gen_used.add(rank)
         if "start tracing" in framed.body and start_tracing(framed.body):
-            here = _ranked(rank, _with_generation(framed.compile_id or "", gen)) or ""
+            here = ranked(rank, in_generation(framed.compile_id or "", gen)) or ""
             # A compile id that already started tracing, or (first attempt) already installed guards,
             # starts again only after torch._dynamo.reset(): its ids restart at [0/0].
             if here in self._started or (here.partition("_")[0] == here and here in self._listed):
                 gen = self._new_generation(rank)
-                here = _ranked(rank, _with_generation(framed.compile_id or "", gen)) or ""
+                here = ranked(rank, in_generation(framed.compile_id or "", gen)) or ""
                 self._gen_used.add(rank)
             self._started.add(here)
         if not gen:
             return framed
-        return replace(framed, compile_id=_with_generation(framed.compile_id or "", gen))
+        return replace(framed, compile_id=in_generation(framed.compile_id or "", gen))
 
     def _new_generation(self, rank: int | None) -> int:
         gen = self._generation[rank] = self._generation.get(rank, 0) + 1
@@ -361,14 +362,14 @@ class LogParser:
         if (framed.rank, framed.compile_id) == self._last_cid:
             return None
         self._last_cid = (framed.rank, framed.compile_id)
-        cid = parse_compile_id(framed.compile_id or "")
+        cid = CompileId.parse(framed.compile_id)
         if cid is None:
             return None
         key = (framed.rank, cid.compile_key)
         if key in self._seen_compiles:
             return None
         self._seen_compiles.add(key)
-        return CompileSeen(_ranked(framed.rank, cid.compile_key))
+        return CompileSeen(ranked(framed.rank, cid.compile_key))
 
     def _close(self, key: _Key) -> list[Event]:
         block = self._open.pop(key)
@@ -382,7 +383,7 @@ class LogParser:
 
     def _start(self, key: _Key, f: Framed, line: str) -> list[Event]:
         body = f.body
-        cid = _ranked(f.rank, f.compile_id)
+        cid = ranked(f.rank, f.compile_id)
         block: _Block | None = None
         if f.artifact == "__guards":
             text = body.strip()
@@ -452,18 +453,3 @@ def _recompile_from_tuple(cid: str | None, body: str, counters: ParseCounters, l
         for p in parts[1:]
     )
     return [RecompileAnnounced(cid, m["name"], m["file"], int(m["line"]), failures)]
-
-
-def _with_generation(cid: str, gen: int) -> str:
-    """``0/1_2`` in generation 1 -> ``0~1/1_2`` (a frame id of its own)."""
-    if not gen or "/" not in cid:
-        return cid
-    frame_part, _, rest = cid.rpartition("/")
-    return f"{frame_part}~{gen}/{rest}"
-
-
-def _ranked(rank: int | None, cid: str | None) -> str | None:
-    """Compile ids of different ranks are different compiles: keep the rank in the id (``rank1:`` alone if none)."""
-    if rank is None:
-        return cid
-    return f"rank{rank}:{cid or ''}"

@@ -11,7 +11,7 @@ import yaml
 
 from guarddiag.build import build_from_lines
 from guarddiag.causes import normalize_guard
-from guarddiag.diff import RunDiff, cause_key, diff_runs, function_key, guard_pattern, verdict
+from guarddiag.diff import RunDiff, cause_key, diff_runs, guard_pattern, verdict
 from guarddiag.model import Run
 from guarddiag.render import FORMATS
 from guarddiag.render.diff import DIFF_SCHEMA, render_diffs
@@ -187,8 +187,8 @@ def test_a_function_on_another_line_is_another_function():
 
 def test_ranks_are_different_functions():
     run = _log("handmade/v2_3_torchrun_ranks.log")
-    keys = sorted(function_key(f) for f in run.functions)
-    assert keys == [("rank0:train_step", "/workspace/train.py", 41), ("rank1:train_step", "/workspace/train.py", 41)]
+    keys = sorted(f.key for f in run.functions)
+    assert keys == [("rank0", "train_step", "/workspace/train.py", 41), ("rank1", "train_step", "/workspace/train.py", 41)]
     rank0_only = replace(run, functions=tuple(f for f in run.functions if f.frame_ids[0].startswith("rank0:")))
     d = diff_runs(rank0_only, run)
     assert sorted((f.label, f.status) for f in d.functions) == [
