@@ -9,13 +9,12 @@ frame's guard listing with the one of its previous compile.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from guarddiag.causes import cause_from_changed_guard, classify_failure
+from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.guardkinds import PINNING_KINDS
-from guarddiag.ids import CACHE_ENTRY, CompileId, process_of, with_process
+from guarddiag.ids import CompileId, process_of, with_process
 from guarddiag.ledger import CompileRecord
 from guarddiag.logparse.events import (
     CompileSeen,
@@ -340,7 +339,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _L
             outcome = "compiled_again"
         elif any(r > at for r in frame.limit_numbers):
             outcome = "raised"  # a frame torch runs eagerly for good is never offered to it again
-        cause = _limit_cause(hit.last_reason, roles)
+        cause = classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
     return FunctionSummary(
         name=frame.name,
@@ -353,19 +352,6 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _L
         graph_breaks=tuple(frame.graph_breaks.values()),
         failed_compiles=failed,
     )
-
-
-def _limit_cause(last_reason: str, roles: Mapping[str, str]) -> Cause | None:
-    """The limit warning's ``last reason: 0/1: mode == 'bb'  # ...`` classified like a recompile's cause."""
-    text = last_reason.strip()
-    if not text or text.startswith("Unable to find recompilation reasons"):
-        return None
-    m = _CACHE_ENTRY.match(text)
-    entry, text = (m["ce"], text[m.end() :]) if m else (None, text)
-    return classify_failure(text, entry, roles)
-
-
-_CACHE_ENTRY = re.compile(rf"^(?P<ce>{CACHE_ENTRY}): ")
 
 
 class _LedgerIndex:

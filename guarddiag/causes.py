@@ -13,9 +13,11 @@ from collections.abc import Mapping
 
 from guarddiag.guardexpr import as_source, named_source, normalize_guard, readable_source, sized_source
 from guarddiag.guardkinds import Category, GuardKind, ambient_state, failure_kind, kind
+from guarddiag.ids import CACHE_ENTRY
 from guarddiag.model import Cause, Guard
 
-__all__ = ["cause_from_changed_guard", "classify_failure", "normalize_guard", "readable_source", "subject"]
+# normalize_guard and readable_source live in guardexpr; explain still imports them from here.
+__all__ = ["cause_from_changed_guard", "classify_failure", "classify_last_reason", "normalize_guard", "readable_source", "subject"]
 
 
 def subject(src: str, roles: Mapping[str, str] | None = None) -> str:
@@ -54,6 +56,20 @@ def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[s
         subject=about,
         cache_entry=cache_entry,
     )
+
+
+def classify_last_reason(last_reason: str, roles: Mapping[str, str] | None = None) -> Cause | None:
+    """A limit warning's ``last reason: 0/1: mode == 'bb'  # ...`` classified like a recompile's cause;
+    None when torch names no reason."""
+    text = last_reason.strip()
+    if not text or text.startswith("Unable to find recompilation reasons"):
+        return None
+    m = _CACHE_ENTRY.match(text)
+    entry, text = (m["ce"], text[m.end() :]) if m else (None, text)
+    return classify_failure(text, entry, roles)
+
+
+_CACHE_ENTRY = re.compile(rf"^(?P<ce>{CACHE_ENTRY}): ")
 
 
 def _classify_expr(expr: str, roles: Mapping[str, str] | None) -> tuple[str, str, str]:
