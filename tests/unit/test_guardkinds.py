@@ -304,3 +304,14 @@ def test_categories_are_checked_and_stored_as_plain_strings():
         category("Identity")
     assert set(CATEGORIES) == set(Category)
     assert {"identity": 1}[Category.IDENTITY] == 1  # a category finds counts kept under its string
+
+
+def test_a_record_with_an_unknown_category_is_refused():
+    from guarddiag.errors import InputError
+    from guarddiag.store import run_from_dict, run_to_dict
+    from tests.unit.test_diff import _log
+
+    data = run_to_dict(_log("torch-2.13.0/module_int_attribute.log"))
+    data["functions"][0]["recompile_events"][0]["causes"][0]["category"] = "vaule"
+    with pytest.raises(InputError, match="cause category 'vaule' is not one of identity"):
+        run_from_dict(data, "run.json")
