@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from guarddiag.errors import InputError
+from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.store import write_atomic
 from guarddiag.yamlfile import read_yaml
@@ -47,8 +48,9 @@ class BaselineFunction:
     process: str = ""
 
     @property
-    def key(self) -> tuple[str, str, str, int | None]:
-        return (self.process, self.name, self.file, self.line)
+    def key(self) -> FunctionKey:
+        """Its function's key (the file relative to the project root)."""
+        return FunctionKey(self.process, self.name, self.file, self.line)
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,7 @@ def from_runs(runs: dict[str, Run], root: Path, previous: Baseline | None = None
                     recompiles=f.recompiles,
                     limit_hits=len(f.limit_hits),
                     causes=cause_counts(f),
-                    budget=budgets.get((f.rank, f.name, rel, f.line)),
+                    budget=budgets.get(f.key._replace(file=rel)),
                     process=f.rank,
                 )
             )

@@ -9,11 +9,12 @@ frame's guard listing with the one of its previous compile.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from guarddiag.causes import cause_from_changed_guard, classify_failure
+from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
+from guarddiag.guardkinds import PINNING_KINDS
+from guarddiag.ids import CompileId, process_of, with_process
 from guarddiag.ledger import CompileRecord
 from guarddiag.logparse.events import (
     CompileSeen,
@@ -25,7 +26,6 @@ from guarddiag.logparse.events import (
     LimitWarning,
     RecompileAnnounced,
 )
-from guarddiag.logparse.framing import CompileId, parse_compile_id
 from guarddiag.logparse.parser import LogParser
 from guarddiag.model import (
     Cause,
@@ -38,12 +38,6 @@ from guarddiag.model import (
     RecompileEvent,
 )
 from guarddiag.sourceinfo import local_roles
-
-# Guard kinds whose expression pins one concrete value: a change between two compiles names the cause.
-_PINNING_KINDS = frozenset(
-    {"ID_MATCH", "TYPE_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH", "TENSOR_MATCH", "DICT_KEYS", "DICT_KEYS_MATCH",
-     "LENGTH_CHECK", "DICT_LENGTH", "SEQUENCE_LENGTH", "TUPLE_ITERATOR_LEN", "GLOBAL_STATE", "DEFAULT_DEVICE"}
-)
 
 MAX_INFERRED_CAUSES = 5
 # (file, function name, first line) -> role of each local name ("argument", "closure variable", ...).
@@ -92,9 +86,9 @@ class RunBuilder:
     def add(self, event: Event) -> None:
         """Fold one event into the model."""
         if isinstance(event, CompileSeen):
-            cid = self._cid(event.compile_id)
+            cid = CompileId.parse(event.compile_id)
             if cid is not None:
-                self._frame(cid.frame).compiles.add(cid.number)
+                self._frame(cid.frame_id).compiles.add(cid.number)
         elif isinstance(event, FrameNamed):
             self._on_named(event)
         elif isinstance(event, RecompileAnnounced):
@@ -104,20 +98,11 @@ class RunBuilder:
         elif isinstance(event, LimitWarning):
             self._on_limit(event)
         elif isinstance(event, GraphBreakSeen):
-            cid = self._cid(event.compile_id)
-            frame = self._frame(cid.frame if cid else "?")
+            cid = CompileId.parse(event.compile_id)
+            frame = self._frame(cid.frame_id if cid else "?")
             frame.graph_breaks.setdefault(
                 (cid.number if cid else None, event.location), GraphBreak(event.compile_id, event.location, event.reason)
             )
-
-    def _cid(self, compile_id: str | None) -> CompileId | None:
-        if not compile_id or compile_id.endswith(":"):
-            return None
-        rank, _, bare = compile_id.rpartition(":")
-        cid = parse_compile_id(bare)
-        if cid is None:
-            return None
-        return CompileId(f"{rank}:{cid.frame}" if rank else cid.frame, cid.number, cid.attempt)
 
     def _frame(self, frame_id: str) -> _Frame:
         frame = self._frames.get(frame_id)
@@ -126,36 +111,36 @@ class RunBuilder:
         return frame
 
     def _on_named(self, event: FrameNamed) -> None:
-        cid = self._cid(event.compile_id)
+        cid = CompileId.parse(event.compile_id)
         if cid is None:
             # torch 2.0 prints no compile ids: every "start tracing" is the function's next compile.
-            frame = self._frame_named(event.name, event.file, event.line, _rank(event.compile_id))
+            frame = self._frame_named(event.name, event.file, event.line, process_of(event.compile_id))
             number = len(frame.compiles)
         else:
             if cid.attempt:
                 return
-            frame, number = self._frame(cid.frame), cid.number
+            frame, number = self._frame(cid.frame_id), cid.number
         frame.name_it(event.name, event.file, event.line)
         frame.compiles.add(number)
         frame.started.add(number)
-        pending = self._pending_for(event.name, event.file, event.line, _rank(event.compile_id))
+        pending = self._pending_for(event.name, event.file, event.line, process_of(event.compile_id))
         if pending and number > 0:
             frame.announced.setdefault(number, pending.pop(0).failures)
 
     def _on_recompile(self, event: RecompileAnnounced) -> None:
-        cid = self._cid(event.compile_id)
+        cid = CompileId.parse(event.compile_id)
         if cid is None:
-            self._pending.setdefault((_rank(event.compile_id), event.name, event.file, event.line), []).append(event)
+            self._pending.setdefault((process_of(event.compile_id), event.name, event.file, event.line), []).append(event)
             return
-        frame = self._frame(cid.frame)
+        frame = self._frame(cid.frame_id)
         frame.name_it(event.name, event.file, event.line)
         frame.announced[cid.number] = event.failures
 
     def _on_listing(self, event: GuardListing) -> None:
-        cid = self._cid(event.compile_id)
+        cid = CompileId.parse(event.compile_id)
         if cid is None:
             return
-        frame = self._frame(cid.frame)
+        frame = self._frame(cid.frame_id)
         frame.compiles.add(cid.number)
         frame.listed.add(cid.number)
         self._listings = True
@@ -172,8 +157,8 @@ class RunBuilder:
         frame.last_listing = (cid.number, event)
 
     def _on_limit(self, event: LimitWarning) -> None:
-        cid = self._cid(event.compile_id)
-        frame = self._frame(cid.frame) if cid else self._frame_named(event.name, event.file, event.line, _rank(event.compile_id))
+        cid = CompileId.parse(event.compile_id)
+        frame = self._frame(cid.frame_id) if cid else self._frame_named(event.name, event.file, event.line, process_of(event.compile_id))
         if frame.name and not frame.file:
             frame.file, frame.line = event.file, event.line  # torch 2.0 names the file only here
         frame.name_it(event.name, event.file, event.line)
@@ -183,56 +168,57 @@ class RunBuilder:
             frame.limit_at[len(frame.limit_hits)] = cid.number
         else:
             # Old torch: the announcement just before the warning was refused, not compiled.
-            pending = self._pending_for(event.name, event.file, event.line, _rank(event.compile_id))
+            pending = self._pending_for(event.name, event.file, event.line, process_of(event.compile_id))
             if pending:
                 refused = pending.pop()
                 reason = reason or (refused.failures[0].text if refused.failures else "")
         frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, reason))
 
-    def _pending_for(self, name: str, file: str, line: int | None, rank: str) -> list[RecompileAnnounced]:
-        for (prank, pname, pfile, pline), events in self._pending.items():
-            if prank == rank and pname == name and ((pfile, pline) == (file, line) or not file):
+    def _pending_for(self, name: str, file: str, line: int | None, process: str) -> list[RecompileAnnounced]:
+        for (pprocess, pname, pfile, pline), events in self._pending.items():
+            if pprocess == process and pname == name and ((pfile, pline) == (file, line) or not file):
                 return events
         return []
 
-    def _frame_named(self, name: str, file: str, line: int | None, rank: str = "") -> _Frame:
-        """The frame with this name (old logs without compile ids); file may be unknown on either side."""
+    def _frame_named(self, name: str, file: str, line: int | None, process: str = "") -> _Frame:
+        """The frame with this name (old logs without compile ids); file may be unknown on either side.
+        A name of the main process (no rank) matches a frame of any process."""
         for frame in self._frames.values():
             if (
                 frame.name == name
-                and frame.frame_id.startswith(rank)
+                and frame.frame_id.startswith(with_process(process, ""))
                 and (not file or not frame.file or (frame.file, frame.line) == (file, line))
             ):
                 return frame
-        frame = self._frame(rank + (f"?{name}@{file}:{line}" if file else f"?{name}"))
+        frame = self._frame(with_process(process, f"?{name}@{file}:{line}" if file else f"?{name}"))
         frame.name_it(name, file, line)
         return frame
 
     def _bind_oldest_pending(self, frame: _Frame, number: int) -> None:
         """torch 2.1-2.3 without the `dynamo` channel: a recompile message names a function but no compile id,
         and the next compile's guard listing has the id but no name. Log order pairs them."""
-        rank = _rank(frame.frame_id)
-        for (prank, *key), events in self._pending.items():
-            if events and prank == rank and (not frame.name or (frame.name, frame.file, frame.line) == tuple(key)):
+        process = process_of(frame.frame_id)
+        for (pprocess, *key), events in self._pending.items():
+            if events and pprocess == process and (not frame.name or (frame.name, frame.file, frame.line) == tuple(key)):
                 frame.name_it(*key)
                 frame.announced[number] = events.pop(0).failures
                 return
 
-    def _unnamed_frame_for(self, announced: int, rank: str) -> _Frame | None:
-        """The only unnamed frame of this rank whose recompiles match this many announcements, if there is one."""
+    def _unnamed_frame_for(self, announced: int, process: str) -> _Frame | None:
+        """The only unnamed frame of this process whose recompiles match this many announcements, if there is one."""
         fits = [
             f
             for f in self._frames.values()
-            if not f.name and _rank(f.frame_id) == rank and sum(1 for n in f.compiles if n > 0) == announced
+            if not f.name and process_of(f.frame_id) == process and sum(1 for n in f.compiles if n > 0) == announced
         ]
         return fits[0] if len(fits) == 1 else None
 
     def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[str, ...]]:
         """The per-function summaries, and the frame ids no log line named."""
-        for (rank, *key), events in self._pending.items():
+        for (process, *key), events in self._pending.items():
             if not events:
                 continue
-            unnamed = self._unnamed_frame_for(len(events), rank)
+            unnamed = self._unnamed_frame_for(len(events), process)
             if unnamed is not None:
                 # torch 2.1-2.3 without the `dynamo` channel: guard listings carry compile ids but no
                 # name, recompile messages a name but no compile id. One frame fits: they are one function.
@@ -241,7 +227,7 @@ class RunBuilder:
                     unnamed.announced.setdefault(number, ev.failures)
                 continue
             # Announced but never seen compiling (the log had no `dynamo` lines): count the announcements.
-            frame = self._frame_named(*key, rank)
+            frame = self._frame_named(*key, process)
             frame.compiles.add(0)
             for ev in events:
                 number = max(frame.compiles) + 1
@@ -280,15 +266,8 @@ def _join_same_function(summaries: list[FunctionSummary]) -> list[FunctionSummar
     return list(joined.values())
 
 
-def _rank(compile_id: str | None) -> str:
-    """``rank1:0/3``, ``rank1:`` or the frame id ``rank1:0`` -> ``rank1:``; no rank -> ``""`` (also for
-    ``?forward@C:\\x.py``, a frame named from a Windows path)."""
-    head, sep, _ = (compile_id or "").partition(":")
-    return head + sep if sep and head.startswith("rank") and head[4:].isdigit() else ""
-
-
 def _pinned(listing: GuardListing) -> dict[tuple[str, str], Guard]:
-    return {(g.kind, g.source): g for g in listing.all_guards() if g.kind in _PINNING_KINDS}
+    return {(g.kind, g.source): g for g in listing.all_guards() if g.kind in PINNING_KINDS}
 
 
 def _diff_listings(before: dict[tuple[str, str], Guard], after: dict[tuple[str, str], Guard]) -> tuple[tuple[Guard, Guard], ...]:
@@ -360,7 +339,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _L
             outcome = "compiled_again"
         elif any(r > at for r in frame.limit_numbers):
             outcome = "raised"  # a frame torch runs eagerly for good is never offered to it again
-        cause = _limit_cause(hit.last_reason, roles)
+        cause = classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
     return FunctionSummary(
         name=frame.name,
@@ -375,19 +354,6 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _L
     )
 
 
-def _limit_cause(last_reason: str, roles: Mapping[str, str]) -> Cause | None:
-    """The limit warning's ``last reason: 0/1: mode == 'bb'  # ...`` classified like a recompile's cause."""
-    text = last_reason.strip()
-    if not text or text.startswith("Unable to find recompilation reasons"):
-        return None
-    m = _CACHE_ENTRY.match(text)
-    entry, text = (m["ce"], text[m.end() :]) if m else (None, text)
-    return classify_failure(text, entry, roles)
-
-
-_CACHE_ENTRY = re.compile(r"^(?P<ce>!?\d+(?:/\d+)+(?:_\d+)?): ")
-
-
 class _LedgerIndex:
     """torch's records looked up by (function name, first line, compile number), in log order."""
 
@@ -395,14 +361,14 @@ class _LedgerIndex:
         self._by_key: dict[tuple[str | None, int | None, int], list[CompileRecord]] = {}
         self._frame_names: dict[str, tuple[str | None, int | None]] = {}
         for r in records:
-            cid = parse_compile_id(r.compile_id)
+            cid = CompileId.parse(r.compile_id)
             if cid is None:
                 continue
             if r.name is not None:
-                self._frame_names[cid.frame] = (r.name, r.line)
+                self._frame_names[cid.frame_id] = (r.name, r.line)
                 key = (r.name, r.line, cid.number)
             else:  # refused at the limit: torch records no name, its frame id names the function
-                key = (*self._frame_names.get(cid.frame, (None, None)), cid.number)
+                key = (*self._frame_names.get(cid.frame_id, (None, None)), cid.number)
             self._by_key.setdefault(key, []).append(r)
 
     def _take(self, frame: _Frame, number: int | None) -> CompileRecord | None:
@@ -427,7 +393,7 @@ def build_from_lines(
     lines: Iterable[str], roles: RolesLookup = local_roles, ledger: Sequence[CompileRecord] = ()
 ) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
     """Parse a whole log stream and build the per-function summaries and parse stats."""
-    parser = LogParser(keep_guards=_PINNING_KINDS)
+    parser = LogParser(keep_guards=PINNING_KINDS)
     builder = RunBuilder(roles, ledger)
     for event in parser.parse(lines):
         builder.add(event)

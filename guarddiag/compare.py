@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, Flag, parse_value
+from guarddiag.ids import FunctionKey
 from guarddiag.model import Run, function_label
 
 
@@ -108,11 +109,13 @@ class VariantResult:
 
 def unstable_functions(runs: tuple[Run, ...]) -> tuple[str, ...]:
     """Functions whose compile counts differ between repeats of one configuration: noise, not the flag."""
-    counts: dict[str, set[int]] = {}
-    labels: dict[str, str] = {}
+    counts: dict[FunctionKey, set[int]] = {}
+    labels: dict[FunctionKey, str] = {}
     for run in runs:
         seen = {f.key: f.compiles for f in run.functions}
         labels.update({f.key: function_label(f) for f in run.functions})
         for key in set(counts) | set(seen):
             counts.setdefault(key, set()).add(seen.get(key, 0))
-    return tuple(f"{labels[key]} compiled {sorted(n)} times across repeats" for key, n in sorted(counts.items()) if len(n) > 1)
+    # In the order of the keys' text (a line may be None, which does not compare with a number).
+    ordered = sorted(counts.items(), key=lambda item: str(item[0]))
+    return tuple(f"{labels[key]} compiled {sorted(n)} times across repeats" for key, n in ordered if len(n) > 1)

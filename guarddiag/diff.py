@@ -11,11 +11,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from guarddiag.causes import readable_source
+from guarddiag.guardexpr import ID_MARK, readable_expr, readable_source
+from guarddiag.guardkinds import as_state_change
+from guarddiag.ids import FunctionKey
 from guarddiag.model import Cause, FunctionSummary, Run, function_label, script_outcome
 
 CauseKey = tuple[str, str, str]
-FunctionKey = tuple[str, str, int | None]
 
 PLACEHOLDER = "<v>"
 
@@ -137,22 +138,6 @@ class RunDiff:
 
 # --- cause keys -------------------------------------------------------------------------------
 
-# Source spellings differ between torch versions (``L['x']`` in listings and old failure
-# texts, ``x`` in torch >= 2.6 failure texts); rewrite them all to the readable form.
-_SOURCE_SPELLINGS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"___odict_getitem\((.+?), '([^']*)'\)"), r"\1['\2']"),
-    (re.compile(r"(?<![\w.\]])[LG]\['([^']*)'\]"), r"\1"),
-    (re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]"), r".\1"),
-    (re.compile(r"\.__dict__"), ""),
-    (re.compile(r"\.__closure__\[\d+\]\.cell_contents"), "<closure>"),
-)
-# torch < 2.2 guards each piece of global state with its own function; 2.2+ checks them together and
-# names the field that changed. Both spellings of one change must match across torch versions.
-_GLOBAL_STATE_SPELLINGS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^(?:not )?___is_grad_enabled\(\)$"), "GLOBAL_STATE changed: grad_mode"),
-    (re.compile(r"^(?:not )?___are_deterministic_algorithms_enabled\(\)$"), "GLOBAL_STATE changed: deterministic_algorithms"),
-    (re.compile(r"^(?:not )?___is_torch_function_enabled\(\)$"), "GLOBAL_STATE changed: torch_function"),
-)
 # One scan, left to right. Named groups are kept as they are; anything matched by ``lit`` is
 # a value and becomes the placeholder. Identifiers are matched (and kept) so that the digits
 # of ``s0`` or ``float32`` are never taken for numbers.
@@ -163,7 +148,9 @@ _TOKENS = re.compile(
     | (?P<subscript>(?<=[\w\])])\[\s*(?:'[^']*'|"[^"]*"|-?\d+)\s*\])   # x['key'], x[0]: a source
     | (?P<lit>
         '(?:[^'\\]|\\.)*' | "(?:[^"\\]|\\.)*"               # strings
-        | (?:(?<![\w)\]'"])-)?(?:\d+\.)?<id>(?:[eE][+-]?\d+)?   # ids (and floats normalize_guard cut)
+        | (?:(?<![\w)\]'"])-)?(?:\d+\.)?"""
+    + re.escape(ID_MARK)
+    + r"""(?:[eE][+-]?\d+)?   # ids (and floats normalize_guard cut)
         | (?:(?<![\w)\]'"])-)?(?:0[xX][0-9a-fA-F]+ | \d+(?:\.\d*)?(?:[eE][+-]?\d+)? | \.\d+)(?![\w.])   # numbers
         | \b(?:True|False|None|true|false|null|inf|nan)\b   # constants (Python and JSON)
         | \btorch\.(?:b?float|q?u?int|c?half|complex|cfloat|double|long|short|bool)\w*   # dtypes
@@ -189,11 +176,8 @@ def guard_pattern(guard: str) -> str:
     ``L['self'].layer_idx == 3`` -> ``self.layer_idx == <v>``;
     ``___check_obj_id(L['self'], <id>)`` -> ``___check_obj_id(self, <v>)``.
     """
-    text = " ".join(guard.split())
-    for pattern, repl in _GLOBAL_STATE_SPELLINGS:
-        text = pattern.sub(repl, text)
-    for pattern, repl in _SOURCE_SPELLINGS:
-        text = pattern.sub(repl, text)
+    # Sources as torch >= 2.6 and listings spell them, global state as torch >= 2.2 names it: one spelling.
+    text = readable_expr(as_state_change(" ".join(guard.split())))
     text = _TOKENS.sub(lambda m: PLACEHOLDER if m.group("lit") is not None else m.group(0), text)
     collapsed = None
     while collapsed != text:
@@ -210,29 +194,20 @@ def cause_key(cause: Cause) -> CauseKey:
 
 def _readable(source: str) -> str:
     # readable_source strips only a leading L[]/G[]; sources inside subscripts need the same.
-    text = readable_source(source)
-    for pattern, repl in _SOURCE_SPELLINGS:
-        text = pattern.sub(repl, text)
-    return text
+    return readable_expr(readable_source(source))
 
 
 # --- function keys ----------------------------------------------------------------------------
 
 
-def function_key(f: FunctionSummary) -> FunctionKey:
-    """``(name, file, line)``; the name carries the ``rankN:`` prefix of torchrun logs (ranks differ)."""
-    return (_rank(f) + f.name, f.file, f.line)
+def _exact_key(f: FunctionSummary) -> FunctionKey:
+    return f.key
 
 
 def _fallback_key(f: FunctionSummary) -> FunctionKey:
     """The key with the file reduced to its base name, for records made in different checkouts."""
-    name, file, line = function_key(f)
-    return (name, file.replace("\\", "/").rpartition("/")[2], line)
-
-
-def _rank(f: FunctionSummary) -> str:
-    """``rank1:`` / ``child1:`` for a function of another process (its frame ids carry it), else ``""``."""
-    return f"{f.rank}:" if f.rank else ""
+    key = f.key
+    return key._replace(file=key.file.replace("\\", "/").rpartition("/")[2])
 
 
 def _pair_functions(
@@ -241,7 +216,7 @@ def _pair_functions(
     """Pairs (A, B) on the exact key, then the base-name key; the rest stand alone."""
     pairs: list[tuple[FunctionSummary | None, FunctionSummary | None]] = []
     rest_a, rest_b = list(before), list(after)
-    for key in (function_key, _fallback_key):
+    for key in (_exact_key, _fallback_key):
         matched, rest_a, rest_b = _pair_on(key, rest_a, rest_b)
         pairs += matched
     pairs += [(a, None) for a in rest_a]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from guarddiag.ids import with_process
 from guarddiag.logparse.parser import MAX_SAMPLES
 from guarddiag.model import FunctionSummary, ParseStats
 
@@ -15,10 +16,10 @@ def in_process(f: FunctionSummary, tag: str) -> FunctionSummary:
     """The same function as compiled in another process (``child1``): its frame and compile ids carry the tag."""
     return replace(
         f,
-        frame_ids=tuple(f"{tag}:{i}" for i in f.frame_ids),
-        recompile_events=tuple(replace(e, compile_id=f"{tag}:{e.compile_id}") for e in f.recompile_events),
-        limit_hits=tuple(replace(h, compile_id=f"{tag}:{h.compile_id}" if h.compile_id else None) for h in f.limit_hits),
-        failed_compiles=tuple(replace(c, compile_id=f"{tag}:{c.compile_id}") for c in f.failed_compiles),
+        frame_ids=tuple(with_process(tag, i) for i in f.frame_ids),
+        recompile_events=tuple(replace(e, compile_id=with_process(tag, e.compile_id)) for e in f.recompile_events),
+        limit_hits=tuple(replace(h, compile_id=with_process(tag, h.compile_id) if h.compile_id else None) for h in f.limit_hits),
+        failed_compiles=tuple(replace(c, compile_id=with_process(tag, c.compile_id)) for c in f.failed_compiles),
     )
 
 

@@ -8,20 +8,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SCHEMA = "guarddiag.run/1"
-# Frame-id prefixes that name another process than the main one (see FunctionSummary.rank).
-PROCESS_TAGS = ("rank", "child")
+from guarddiag.guardkinds import Category, category
+from guarddiag.ids import FunctionKey, process_of
 
-# The cause taxonomy. Every cause gets exactly one of these; see docs/record-schema.md.
-CATEGORIES: dict[str, str] = {
-    "identity": "object identity: the compiled code was specialized on id() of an object",
-    "type": "type: an object now has another type",
-    "value": "value: a constant baked into the graph (int, bool, float, str) changed",
-    "container": "container content: dict keys, lengths, or a dict's version changed",
-    "tensor": "tensor metadata: size, stride, dtype, device or requires_grad changed",
-    "dynamic_shape": "dynamic-shape relation: a symbolic size guard no longer holds",
-    "global_state": "global state: grad mode, autocast, default device, torch function mode",
-    "other": "other: a guard guarddiag does not classify further",
+SCHEMA = "guarddiag.run/1"
+
+# The cause taxonomy (guardkinds.Category), each in a line; see docs/record-schema.md.
+CATEGORIES: dict[Category, str] = {
+    Category.IDENTITY: "object identity: the compiled code was specialized on id() of an object",
+    Category.TYPE: "type: an object now has another type",
+    Category.VALUE: "value: a constant baked into the graph (int, bool, float, str) changed",
+    Category.CONTAINER: "container content: dict keys, lengths, or a dict's version changed",
+    Category.TENSOR: "tensor metadata: size, stride, dtype, device or requires_grad changed",
+    Category.DYNAMIC_SHAPE: "dynamic-shape relation: a symbolic size guard no longer holds",
+    Category.GLOBAL_STATE: "global state: grad mode, autocast, default device, torch function mode",
+    Category.OTHER: "other: a guard guarddiag does not classify further",
 }
 
 
@@ -37,7 +38,10 @@ class Guard:
 
 @dataclass(frozen=True)
 class Cause:
-    """Why a cache entry rejected the call: one failing guard, classified."""
+    """Why a cache entry rejected the call: one failing guard, classified.
+
+    ``category`` is a :class:`~guarddiag.guardkinds.Category` or its value; it is kept as the plain
+    value (what records store), and anything else is a ValueError."""
 
     category: str
     source: str
@@ -45,6 +49,9 @@ class Cause:
     text: str
     subject: str
     cache_entry: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "category", category(self.category).value)
 
 
 @dataclass(frozen=True)
@@ -129,13 +136,12 @@ class FunctionSummary:
     def rank(self) -> str:
         """The process it was compiled in when not the main one: ``rank1`` (torchrun), ``child1`` (a
         process the script started, numbered in start order), else ``""``."""
-        head, sep, _ = self.frame_ids[0].partition(":") if self.frame_ids else ("", "", "")
-        return head if sep and head.startswith(PROCESS_TAGS) else ""
+        return process_of(self.frame_ids[0]) if self.frame_ids else ""
 
     @property
-    def key(self) -> str:
+    def key(self) -> FunctionKey:
         """The stable identity used to match this function across runs (rank included for torchrun logs)."""
-        return f"{self.rank + ':' if self.rank else ''}{self.name}@{self.file}:{self.line}"
+        return FunctionKey(self.rank, self.name, self.file, self.line)
 
 
 @dataclass(frozen=True)

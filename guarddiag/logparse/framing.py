@@ -10,13 +10,15 @@ Three prefix styles exist across torch 2.0 ... 2.15 (see docs/log-formats.md):
 
 Any of them may sit behind a ``[rank0]:`` prefix (torchrun). The compile id is
 ``[frame/compile]``, optionally with an attempt ``_n`` suffix, or a compiled-autograd
-form ``[!ca/frame/compile]``.
+form ``[!ca/frame/compile]`` (:mod:`guarddiag.ids` reads them).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from guarddiag.ids import CompileId
 
 _RANK = r"(?:\[rank(?P<rank>\d+)\]:\s?)?"
 _CID = r"(?:\[(?P<cid>!?\d+(?:/\d+)*(?:_\d+)?)\]\s?)?"
@@ -96,26 +98,5 @@ def _framed(m: re.Match[str], artifact: str | None) -> Framed:
     )
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class CompileId:
-    """A parsed compile id: frame, compile number within the frame, attempt."""
-
-    frame: str
-    number: int
-    attempt: int = 0
-
-    @property
-    def compile_key(self) -> str:
-        return f"{self.frame}/{self.number}"
-
-
-def parse_compile_id(cid: str) -> CompileId | None:
-    """``0/1`` -> (0, 1, 0); ``0/1_2`` -> (0, 1, 2); ``!0/3/1`` -> ('!0/3', 1, 0); ``!0`` -> None."""
-    head, _, attempt = cid.partition("_")
-    parts = head.split("/")
-    if len(parts) < 2:
-        return None
-    try:
-        return CompileId("/".join(parts[:-1]), int(parts[-1]), int(attempt) if attempt else 0)
-    except ValueError:
-        return None
+# explain.py still imports the parser of compile ids from here (until it uses guarddiag.ids itself).
+parse_compile_id = CompileId.parse

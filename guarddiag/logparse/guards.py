@@ -4,36 +4,13 @@ from __future__ import annotations
 
 import re
 
+from guarddiag.guardexpr import first_source
+from guarddiag.guardkinds import flat_kind
 from guarddiag.model import Guard
 
 # ``file:line in function``, found by its line number and widened to the left in linear time
 # (``[^\s#]+:\d+ in ...`` backtracked over every start of a long token: 91 s on an 80 KB comment).
 _LINE_IN = re.compile(r":\d+ in [\w<>.]+")
-
-# Flat guard lines (torch < 2.3) carry only the expression: recognize the kind by its shape.
-_FLAT_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^___check_obj_id\((?P<src>.+?), \d+\)"), "ID_MATCH"),
-    (re.compile(r"^___check_type_id\((?P<src>.+?), \d+\)"), "TYPE_MATCH"),
-    (re.compile(r"^(?:check_tensor|___check_tensors)\((?P<src>[^,]+)"), "TENSOR_MATCH"),
-    (re.compile(r"^hasattr\((?P<src>.+?), '_dynamo_\w+'\)"), "DYNAMIC_INDICES"),
-    (re.compile(r"^___dict_version\((?P<src>.+?)\)"), "DICT_VERSION"),
-    (re.compile(r"^(?:list|set)\((?P<src>.+?)\.keys\(\)\) =="), "DICT_KEYS"),
-    (re.compile(r"^___key_to_id\((?P<src>.+?)\) =="), "DICT_KEYS"),
-    (re.compile(r"^(?:not )?___dict_contains\([^,]+, (?P<src>.+?)\)"), "DICT_CONTAINS"),
-    (re.compile(r"^len\((?P<src>.+?)\) =="), "LENGTH_CHECK"),
-    (re.compile(r"^___tuple_iterator_len\((?P<src>.+?)\) =="), "TUPLE_ITERATOR_LEN"),
-    (
-        re.compile(r"^(?:not )?___(?:is_grad_enabled|are_deterministic_algorithms_enabled|is_torch_function_enabled|check_global_state)\("),
-        "GLOBAL_STATE",
-    ),
-    (re.compile(r"^utils_device\.CURRENT_DEVICE"), "DEFAULT_DEVICE"),
-    (re.compile(r"^___check_current_backend\("), "BACKEND_MATCH"),
-    (re.compile(r"^___check_torch_function_mode_stack\("), "TORCH_FUNCTION_MODE_STACK"),
-    (re.compile(r"(?:\.size\(\)|\.stride\(\)|\.storage_offset\(\)|\bEq\(|\bNe\()"), "SHAPE_ENV"),
-    (re.compile(r"^(?P<src>[LG]\[.+?) (?:==|is|is not|!=) "), "EQUALS_MATCH"),
-)
-_SOURCE_IN_EXPR = re.compile(r"((?:___odict_getitem\()?[LG]\['[^']*'\][^\s,()]*)")
-
 
 def split_comment(text: str) -> tuple[str, str]:
     """Split ``expr  # user code  # file:line in fn`` into the expression and its location."""
@@ -79,23 +56,15 @@ def guard_from_raw(kind: str, rest: str) -> Guard:
     """A counting parser's tree guard: kind, object and expression only (no location, no manager path)."""
     cut = rest.find("  # ")
     expr = (rest[:cut] if cut >= 0 else rest).strip()
-    return Guard(kind, _first_source(expr), expr)
+    return Guard(kind, first_source(expr), expr)
 
 
 def flat_guard(text: str) -> Guard:
-    """A guard from a flat listing line: its kind is read off the expression's shape."""
+    """A guard from a flat listing line: its kind is read off the expression's shape (guardkinds' table)."""
     expr, location = split_comment(text)
-    for pattern, kind in _FLAT_KINDS:
-        m = pattern.search(expr)
-        if m is not None:
-            src = m.groupdict().get("src") or _first_source(expr)
-            return Guard(kind, src.strip(), expr, location)
-    return Guard("LAMBDA_GUARD", _first_source(expr), expr, location)
-
-
-def _first_source(expr: str) -> str:
-    m = _SOURCE_IN_EXPR.search(expr)
-    return m.group(1) if m else ""
+    kind, m = flat_kind(expr)
+    src = (m.groupdict().get("src") if m is not None else None) or first_source(expr)
+    return Guard(kind, src.strip(), expr, location)
 
 
 class TreeReader:
@@ -152,5 +121,5 @@ class TreeReader:
             return True
         expr, location = split_comment(rest)
         parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
-        self.guards.append(Guard(label, parent or _first_source(expr), expr, location))
+        self.guards.append(Guard(label, parent or first_source(expr), expr, location))
         return True

@@ -1,29 +1,33 @@
 """The streaming log parser: lines in, events out, constant memory in the log length.
 
-Each record kind has a small reader (a *block*) that takes the lines belonging to it.
+Each record kind has a small reader (a *block*, :mod:`guarddiag.logparse.blocks`) that takes
+the lines belonging to it; this module frames lines and hands them to the open blocks.
 Glog-style logs prefix every line of a multi-line message; older logs print the
 continuation lines bare, so a bare line is offered to the most recent open block.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from guarddiag.logparse.events import (
-    CompileSeen,
-    Event,
-    FrameNamed,
-    GraphBreakSeen,
-    GuardFailure,
-    GuardListing,
-    LimitWarning,
-    RecompileAnnounced,
+from guarddiag.ids import CompileId, in_generation, ranked
+from guarddiag.logparse.blocks import (
+    GRAPH_BREAK,
+    LIMIT,
+    RECOMPILING,
+    RECOMPILING_TUPLE,
+    Block,
+    GraphBreakBlock,
+    GuardBlock,
+    LimitBlock,
+    RecompileBlock,
+    ShapeFnBlock,
+    recompile_from_tuple,
 )
-from guarddiag.logparse.framing import Framed, frame, parse_compile_id, strip_rank
-from guarddiag.logparse.guards import TreeReader
+from guarddiag.logparse.events import CompileSeen, Event, FrameNamed, GuardListing
+from guarddiag.logparse.framing import Framed, frame, strip_rank
 
 # Artifacts whose every line guarddiag is expected to understand (--strict counts these).
 OWN_ARTIFACTS = frozenset({"__guards", "__recompiles", "__recompiles_verbose", "__graph_breaks"})
@@ -33,166 +37,10 @@ MAX_SAMPLES = 5
 _RESET = "torch._dynamo.reset"
 _START_TRACING = re.compile(r"torchdynamo start tracing (?P<name><[^>]+>|\S+)(?: (?P<file>.+?):(?P<line>\d+))?\s*$")
 _START_TRACING_TEXT = "torchdynamo start tracing "
-# torch 2.1 logs the recompile message as the repr of a tuple of its lines.
-_RECOMPILING_TUPLE = re.compile(r"""^\(['"]Recompiling function """)
-_RECOMPILING = re.compile(r"^Recompiling function (?P<name><[^>]+>|\S+) in (?P<file>.+?):(?P<line>\d+)\s*$")
-_LIMIT = re.compile(r"torch\._dynamo hit config\.(?P<limit>\w+) \((?P<value>\d+)\)")
-_LIMIT_FUNCTION = re.compile(r"^\s*function: '(?P<name>[^']+)' \((?P<file>.+?):(?P<line>\d+)\)")
-_LIMIT_REASON = re.compile(r"^\s*(?:last reason|reasons):\s*(?:reasons:\s*)?(?P<reason>.*)$")
-_LIMIT_TRAILER = re.compile(r"^\s*(?:to log all recompilation|to diagnose recompilation|user stack trace:)", re.IGNORECASE)
-_FAILURE = re.compile(r"^\s*- (?:(?P<ce>!?\d+(?:/\d+)+(?:_\d+)?): )?(?P<text>.*)$")
-# Lines torch adds under a recompile's reasons that are advice, not reasons.
-_ADVICE = re.compile(r"^The following environment variable would enable dynamic compilation")
-_GRAPH_BREAK = re.compile(r"^Graph break")
-_LINE_NUMBER = re.compile(r":\d+")
-_GB_REASON = re.compile(r"^\s*(?:Graph Break Reason|Reason): (?P<reason>.*)$")
-# Bare continuation lines of a guard listing in torch 2.0/2.1 logs.
-_BARE_GUARD = re.compile(
-    r"^\s*(?:\+-|\| |___|check_tensor|hasattr\(|[LG]\[|not |utils_device|len\(|isinstance|Eq\(|Ne\(|-?\d+ (?:<=|[<>=]))"
-)
 
 
 # Lines of one message share rank, compile id, artifact and origin (logger, or file:line of the call).
 _Key = tuple[int | None, str | None, str | None, str]
-
-
-class _Block:
-    """A multi-line record being read."""
-
-    bare_ok = False
-    # Guard kinds a counting parser keeps; other tree lines may be skipped unread, and kept ones
-    # handed to ``keep_raw`` without the rest of the line reading (see LogParser.parse).
-    skippable: frozenset[str] | None = None
-
-    def keep_raw(self, label: str, rest: str) -> None:  # pragma: no cover - only blocks with skippable
-        raise NotImplementedError
-
-    def feed(self, body: str) -> bool:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def accepts_bare(self, body: str) -> bool:
-        return False
-
-    def close(self) -> list[Event]:
-        return []
-
-
-class _GuardBlock(_Block):
-    def __init__(self, cid: str | None, keep: frozenset[str] | None) -> None:
-        self.cid = cid
-        self.reader = TreeReader(keep)
-        self.skippable = keep
-        self.keep_raw = self.reader.keep_raw  # the hot path's one call per kept guard line
-        self.done = False
-
-    def feed(self, body: str) -> bool:
-        if self.done:
-            return False
-        text = body.strip()
-        if text.startswith("Guard eval latency"):
-            self.done = True
-            self.skippable = None  # the listing is over: no more lines for the hot path to take
-            return True
-        if text.startswith("GUARDS:") and self.reader.guards:
-            return False
-        return self.reader.feed(body)
-
-    def accepts_bare(self, body: str) -> bool:
-        return not self.done and bool(_BARE_GUARD.match(body))
-
-    def close(self) -> list[Event]:
-        return [GuardListing(self.cid, tuple(self.reader.guards), tuple(self.reader.raw))]
-
-
-class _ShapeFnBlock(_Block):
-    """``Python shape guard function:`` source code: recognized, nothing kept."""
-
-    def feed(self, body: str) -> bool:
-        return not body.strip().startswith(("GUARDS:", "Guard eval latency"))
-
-
-class _RecompileBlock(_Block):
-    def __init__(self, cid: str | None, m: re.Match[str]) -> None:
-        self.cid = cid
-        self.name, self.file, self.line = m["name"], m["file"], int(m["line"])
-        self.failures: list[GuardFailure] = []
-        self.in_stack = False
-
-    def feed(self, body: str) -> bool:
-        text = body.strip()
-        if not text or text.startswith("triggered by the following guard failure") or re.match(r"^guard \d+ failures:", text):
-            return True
-        m = _FAILURE.match(body)
-        if m is None:
-            return bool(body[:1].isspace())
-        rest = m["text"]
-        if _ADVICE.match(rest):
-            return True  # torch's advice under the reasons (torch >= 2.8), not a guard that failed
-        if rest.startswith("User stack trace:"):
-            self.in_stack = True
-            return True
-        if rest[:1].isspace() or (self.in_stack and m["ce"] is None and rest.startswith("File ")):
-            return True
-        self.in_stack = False
-        self.failures.append(GuardFailure(m["ce"], rest))
-        return True
-
-    def accepts_bare(self, body: str) -> bool:
-        return body[:1].isspace()
-
-    def close(self) -> list[Event]:
-        return [RecompileAnnounced(self.cid, self.name, self.file, self.line, tuple(self.failures))]
-
-
-class _LimitBlock(_Block):
-    def __init__(self, cid: str | None, m: re.Match[str]) -> None:
-        self.cid = cid
-        self.limit, self.value = m["limit"], int(m["value"])
-        self.name, self.file, self.line = "", "", None
-        self.reason = ""
-
-    def feed(self, body: str) -> bool:
-        m = _LIMIT_FUNCTION.match(body)
-        if m is not None:
-            self.name, self.file, self.line = m["name"], m["file"], int(m["line"])
-            return True
-        m = _LIMIT_REASON.match(body)
-        if m is not None:
-            self.reason = m["reason"].strip()
-            return True
-        return bool(_LIMIT_TRAILER.match(body)) or body[:1].isspace() or not body.strip()
-
-    def accepts_bare(self, body: str) -> bool:
-        return bool(_LIMIT_FUNCTION.match(body) or _LIMIT_REASON.match(body) or _LIMIT_TRAILER.match(body))
-
-    def close(self) -> list[Event]:
-        return [LimitWarning(self.cid, self.limit, self.value, self.name, self.file, self.line, self.reason)]
-
-
-class _GraphBreakBlock(_Block):
-    def __init__(self, cid: str | None, body: str) -> None:
-        self.cid = cid
-        self.location = _graph_break_location(body)
-        old = re.match(r"^Graph break: (?P<reason>.+?) from user code at", body)
-        self.reason = old["reason"] if old else ""
-
-    def feed(self, body: str) -> bool:
-        if _GRAPH_BREAK.match(body):
-            return False
-        m = _GB_REASON.match(body)
-        if m is not None and not self.reason:
-            self.reason = m["reason"].strip()
-        elif not self.reason and self.location == "" and body.strip():
-            loc = re.search(r"File \"(?P<f>[^\"]+)\", line (?P<l>\d+)", body)
-            if loc:
-                self.location = f"{loc['f']}:{loc['l']}"
-        return True
-
-    def accepts_bare(self, body: str) -> bool:
-        return body[:1].isspace() or bool(_GB_REASON.match(body))
-
-    def close(self) -> list[Event]:
-        return [GraphBreakSeen(self.cid, self.location, self.reason)]
 
 
 @dataclass
@@ -220,8 +68,8 @@ class LogParser:
         """``keep_guards``: the guard kinds to report in listings (None: all of them)."""
         self._keep_guards = keep_guards
         self.counters = ParseCounters()
-        self._open: dict[_Key, _Block] = {}
-        self._last: _Block | None = None
+        self._open: dict[_Key, Block] = {}
+        self._last: Block | None = None
         self._seen_compiles: set[tuple[int | None, str]] = set()
         # torch._dynamo.reset() starts compile ids again at [0/0]: a new "start tracing" for a compile
         # that already installed its guards opens a new generation, whose frames are `0~1`, `1~1`, ...
@@ -235,7 +83,7 @@ class LogParser:
         # compile id, artifact). While they do, skip framing and hand the body to the block.
         self._prefix = "\x00"
         self._prefix_len = 0
-        self._prefix_block: _Block | None = None
+        self._prefix_block: Block | None = None
 
     def parse(self, lines: Iterable[str]) -> Iterator[Event]:
         """Parse a whole stream: every event, in log order, then those of still-open blocks."""
@@ -320,7 +168,7 @@ class LogParser:
         self._remember_prefix(line, framed, self._open.get(key))
         return out
 
-    def _remember_prefix(self, line: str, framed: Framed, block: _Block | None) -> None:
+    def _remember_prefix(self, line: str, framed: Framed, block: Block | None) -> None:
         self._last = block if block is not None else self._last
         if block is None:
             return
@@ -340,17 +188,17 @@ class LogParser:
         gen = self._generation.get(rank, 0)
         self._gen_used.add(rank)
         if "start tracing" in framed.body and start_tracing(framed.body):
-            here = _ranked(rank, _with_generation(framed.compile_id or "", gen)) or ""
+            here = ranked(rank, in_generation(framed.compile_id or "", gen)) or ""
             # A compile id that already started tracing, or (first attempt) already installed guards,
             # starts again only after torch._dynamo.reset(): its ids restart at [0/0].
             if here in self._started or (here.partition("_")[0] == here and here in self._listed):
                 gen = self._new_generation(rank)
-                here = _ranked(rank, _with_generation(framed.compile_id or "", gen)) or ""
+                here = ranked(rank, in_generation(framed.compile_id or "", gen)) or ""
                 self._gen_used.add(rank)
             self._started.add(here)
         if not gen:
             return framed
-        return replace(framed, compile_id=_with_generation(framed.compile_id or "", gen))
+        return replace(framed, compile_id=in_generation(framed.compile_id or "", gen))
 
     def _new_generation(self, rank: int | None) -> int:
         gen = self._generation[rank] = self._generation.get(rank, 0) + 1
@@ -361,14 +209,14 @@ class LogParser:
         if (framed.rank, framed.compile_id) == self._last_cid:
             return None
         self._last_cid = (framed.rank, framed.compile_id)
-        cid = parse_compile_id(framed.compile_id or "")
+        cid = CompileId.parse(framed.compile_id)
         if cid is None:
             return None
         key = (framed.rank, cid.compile_key)
         if key in self._seen_compiles:
             return None
         self._seen_compiles.add(key)
-        return CompileSeen(_ranked(framed.rank, cid.compile_key))
+        return CompileSeen(ranked(framed.rank, cid.compile_key))
 
     def _close(self, key: _Key) -> list[Event]:
         block = self._open.pop(key)
@@ -382,28 +230,31 @@ class LogParser:
 
     def _start(self, key: _Key, f: Framed, line: str) -> list[Event]:
         body = f.body
-        cid = _ranked(f.rank, f.compile_id)
-        block: _Block | None = None
+        cid = ranked(f.rank, f.compile_id)
+        block: Block | None = None
         if f.artifact == "__guards":
             text = body.strip()
             if text.startswith("GUARDS:"):
-                block = _GuardBlock(cid, self._keep_guards)
+                block = GuardBlock(cid, self._keep_guards)
             elif text.startswith("Python shape guard function"):
-                block = _ShapeFnBlock()
+                block = ShapeFnBlock()
             elif text.startswith("Guard eval latency") or not text:
                 return []
-        elif f.artifact in ("__recompiles", "__recompiles_verbose") and not _RECOMPILING_TUPLE.match(body):
-            m = _RECOMPILING.match(body.strip())
+        elif f.artifact in ("__recompiles", "__recompiles_verbose") and not RECOMPILING_TUPLE.match(body):
+            m = RECOMPILING.match(body.strip())
             if m is not None:
-                block = _RecompileBlock(cid, m)
-        elif f.artifact in ("__recompiles", None) and _RECOMPILING_TUPLE.match(body):
-            return _recompile_from_tuple(cid, body, self.counters, line)
-        if block is None and _GRAPH_BREAK.match(body) and f.artifact in ("__graph_breaks", None):
-            block = _GraphBreakBlock(cid, body)
+                block = RecompileBlock(cid, m)
+        elif f.artifact in ("__recompiles", None) and RECOMPILING_TUPLE.match(body):
+            events = recompile_from_tuple(cid, body)
+            if events is None:
+                self.counters.unknown(line)
+            return events or []
+        if block is None and GRAPH_BREAK.match(body) and f.artifact in ("__graph_breaks", None):
+            block = GraphBreakBlock(cid, body)
         if block is None:
-            m = _LIMIT.search(body)
+            m = LIMIT.search(body)
             if m is not None:
-                block = _LimitBlock(cid, m)
+                block = LimitBlock(cid, m)
         if block is None:
             m = start_tracing(body)
             if m is not None:
@@ -421,49 +272,3 @@ def start_tracing(body: str) -> re.Match[str] | None:
     occurrence is tried: a search from every occurrence took time quadratic in a line that repeats it."""
     at = body.rfind(_START_TRACING_TEXT)
     return _START_TRACING.match(body, at) if at >= 0 else None
-
-
-def _graph_break_location(body: str) -> str:
-    """``FILE:LINE`` after the first `` at `` followed by a word, up to the first ``:digits`` after it
-    (what ``re.search(r" at (\\S.*?:\\d+)")`` finds, in linear time: that search was quadratic in a line
-    repeating `` at a``)."""
-    at = body.find(" at ")
-    while at >= 0 and (at + 4 >= len(body) or body[at + 4].isspace()):
-        at = body.find(" at ", at + 1)
-    if at < 0:
-        return ""
-    end = _LINE_NUMBER.search(body, at + 5)
-    return body[at + 4 : end.end()] if end else ""
-
-
-def _recompile_from_tuple(cid: str | None, body: str, counters: ParseCounters, line: str) -> list[Event]:
-    """``('Recompiling function f in x.py:10', "triggered by the following guard failure: L['n'] == 1")``."""
-    try:
-        parts = ast.literal_eval(body.strip())
-    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):  # a hostile or torn line
-        counters.unknown(line)
-        return []
-    m = _RECOMPILING.match(str(parts[0]).strip()) if isinstance(parts, tuple) and parts else None
-    if m is None:
-        counters.unknown(line)
-        return []
-    failures = tuple(
-        GuardFailure(None, str(p).partition(":")[2].strip() if str(p).startswith("triggered by") else str(p).strip())
-        for p in parts[1:]
-    )
-    return [RecompileAnnounced(cid, m["name"], m["file"], int(m["line"]), failures)]
-
-
-def _with_generation(cid: str, gen: int) -> str:
-    """``0/1_2`` in generation 1 -> ``0~1/1_2`` (a frame id of its own)."""
-    if not gen or "/" not in cid:
-        return cid
-    frame_part, _, rest = cid.rpartition("/")
-    return f"{frame_part}~{gen}/{rest}"
-
-
-def _ranked(rank: int | None, cid: str | None) -> str | None:
-    """Compile ids of different ranks are different compiles: keep the rank in the id (``rank1:`` alone if none)."""
-    if rank is None:
-        return cid
-    return f"rank{rank}:{cid or ''}"

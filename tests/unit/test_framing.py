@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guarddiag.logparse.framing import CompileId, frame, parse_compile_id
+from guarddiag.logparse.framing import frame
 
 GLOG = "V1130 09:16:55.668000 1968 torch/_dynamo/guards.py:5396] [0/1] [__recompiles] Recompiling function run in /tmp/s1.py:10"
 
@@ -49,11 +49,3 @@ def test_python_default_style():
 @pytest.mark.parametrize("line", ["", "hi", "[foo] bar", "Epoch 1: loss 0.3", "Traceback (most recent call last):"])
 def test_user_output_is_not_torch(line):
     assert frame(line) is None
-
-
-def test_compile_ids():
-    assert parse_compile_id("0/1") == CompileId("0", 1, 0)
-    assert parse_compile_id("0/1_2").attempt == 2
-    cid = parse_compile_id("!0/3/1")
-    assert (cid.frame, cid.number) == ("!0/3", 1)
-    assert parse_compile_id("!0") is None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from guarddiag.build import _PINNING_KINDS
+from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.logparse.events import GuardListing
 from guarddiag.logparse.parser import LogParser
 from tests.conftest import LOGS
@@ -27,7 +27,7 @@ def _line_by_line(lines: list[str], keep: frozenset[str] | None) -> tuple[list, 
     return events, parser.counters
 
 
-@pytest.mark.parametrize("keep", [_PINNING_KINDS, None], ids=["counting", "all-guards"])
+@pytest.mark.parametrize("keep", [PINNING_KINDS, None], ids=["counting", "all-guards"])
 @pytest.mark.parametrize("log", REAL, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_hot_path_gives_the_events_of_feeding_each_line(log: Path, keep):
     lines = _lines(log)
@@ -44,7 +44,7 @@ _P21 = "[2026-11-30 09:30:52,452] [0/0] torch._dynamo.guards.__guards: [DEBUG] "
 
 
 @pytest.mark.parametrize("expr", ["L['sep'] == ' +- '", "L['sep'] == ' +- TYPE_MATCH: '"])
-@pytest.mark.parametrize("keep", [_PINNING_KINDS, None], ids=["counting", "all-guards"])
+@pytest.mark.parametrize("keep", [PINNING_KINDS, None], ids=["counting", "all-guards"])
 def test_plus_minus_inside_a_flat_guard_is_not_a_tree_line(expr, keep):
     lines = [_P21 + "GUARDS:\n", _P21 + expr + "   # s = x + SEP  # main/s.py:23 in f\n"]
     parser = LogParser(keep_guards=keep)

@@ -1,0 +1,96 @@
+"""The one reader of guard expressions: how torch spells the object a guard checks, and how
+guarddiag spells it back (readably, or stable across processes).
+
+torch names objects by *source*: ``L['m']`` (a local), ``G['cfg']`` (a global),
+``L['m']._modules['lin']._parameters['weight']``, ``___odict_getitem(L['self']._modules, 'lin')``.
+Listings (and failure texts before torch 2.6) print sources that way; failure texts of torch >= 2.6
+print locals bare: ``m.layer_idx``. Pure functions over strings.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A source as guard expressions print it, for use inside larger patterns: wrap it in a named group
+# with :func:`source_group`. Lazy: the pattern around it says where it ends.
+SOURCE = r"(?:___odict_getitem\()?[LG]\[.+?"
+
+# The rewrites from torch's spelling to the user's. The root rewrite comes in two forms: a source
+# starts with its root; an expression holds roots anywhere (never inside a longer name or subscript).
+_ODICT = (re.compile(r"___odict_getitem\((.+?), '([^']*)'\)"), r"\1['\2']")
+_LEADING_ROOT = (re.compile(r"^[LG]\['([^']*)'\]"), r"\1")
+_ANY_ROOT = (re.compile(r"(?<![\w.\]])[LG]\['([^']*)'\]"), r"\1")
+_MEMBERS = (
+    (re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]"), r".\1"),
+    (re.compile(r"\.__dict__"), ""),
+    (re.compile(r"\.__closure__\[\d+\]\.cell_contents"), "<closure>"),
+)
+_SOURCE_REWRITES = (_ODICT, _LEADING_ROOT, *_MEMBERS)
+_EXPR_REWRITES = (_ODICT, _ANY_ROOT, *_MEMBERS)
+
+# The object a listed guard checks: the first source in its expression, up to a space, comma or parenthesis.
+_LISTED_SOURCE = re.compile(r"((?:___odict_getitem\()?[LG]\['[^']*'\][^\s,()]*)")
+# The object a failure text names: a source with its attributes and subscripts, without the
+# ``.size()`` a shape relation calls on it.
+_NAMED_SOURCE = re.compile(r"[LG]\['[^']*'\](?:\.(?!size\(|stride\(|storage_offset\()\w+|\[[^\]]*\])*")
+# torch >= 2.6 prints locals bare in failure texts: ``2 <= x.size()[0]``.
+_BARE_SIZED = re.compile(r"\b([A-Za-z_]\w*(?:\.\w+)*)\.(?:size|stride|storage_offset)\(")
+_BARE_ROOT = re.compile(r"^([A-Za-z_]\w*)")
+
+# What normalize_guard puts in place of an object id or address.
+ID_MARK = "<id>"
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b|(?<![\d.])\d{7,}\b")
+_EXPECTED = re.compile(r"expected [^,]+, actual .+$|expected [^,]+$")
+
+
+def source_group(name: str = "src") -> str:
+    """:data:`SOURCE` as a named group, for a pattern that captures the guarded object."""
+    return f"(?P<{name}>{SOURCE})"
+
+
+def _rewrite(text: str, rewrites: tuple[tuple[re.Pattern[str], str], ...]) -> str:
+    for pattern, repl in rewrites:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def readable_source(src: str) -> str:
+    """``L['m']._modules['lin']._parameters['weight']`` -> ``m.lin.weight``."""
+    return _rewrite(src.strip(), _SOURCE_REWRITES)
+
+
+def readable_expr(text: str) -> str:
+    """Every source inside an expression spelled readably: ``len(L['xs']) == 2`` -> ``len(xs) == 2``."""
+    return _rewrite(text, _EXPR_REWRITES)
+
+
+def as_source(text: str) -> str:
+    """Failure texts of torch >= 2.6 print ``m.layer_idx`` where listings print ``L['m'].layer_idx``:
+    the listing spelling, so that listing patterns apply (also to a whole guard, ``lr == 0.1``)."""
+    if text.startswith(("L[", "G[", "___")):
+        return text
+    return _BARE_ROOT.sub(r"L['\1']", text, count=1)
+
+
+def normalize_guard(expr: str) -> str:
+    """A form of the guard that is the same across processes: ids and sizes removed."""
+    expr = _ADDRESS.sub(ID_MARK, expr)
+    return _EXPECTED.sub("expected <v>", expr).strip()
+
+
+def first_source(expr: str) -> str:
+    """The object a listed guard checks when its kind does not say: the first source in the expression."""
+    m = _LISTED_SOURCE.search(expr)
+    return m.group(1) if m else ""
+
+
+def named_source(expr: str) -> str:
+    """The object a failure text names (``L['x']`` in ``2 <= L['x'].size()[0]``), or ``""``."""
+    m = _NAMED_SOURCE.search(expr)
+    return m.group(0) if m else ""
+
+
+def sized_source(expr: str) -> str:
+    """The object whose size a shape relation reads, in either spelling: ``L['x']``, or ``x`` (torch >= 2.6)."""
+    m = _BARE_SIZED.search(expr)
+    return named_source(expr) or (m.group(1) if m else "")

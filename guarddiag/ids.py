@@ -1,0 +1,97 @@
+"""Compile ids, processes and function identity: parsed once here, used everywhere.
+
+torch prints a compile id as ``[frame/compile]`` with an optional attempt (``[0/1_2]``), or
+``[!ca/frame/compile]`` for compiled autograd. guarddiag's ids add what torch leaves implicit:
+the process (``rank1:0/3`` from a ``[rank1]:`` line prefix, ``child1:0/3`` for a process the
+script started) and the cache generation (``0~1/0``: frame 0 after ``torch._dynamo.reset()``).
+A frame id is the id without its compile number: ``rank1:0``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
+# A cache entry as failure texts name it, the compile id whose guards failed: ``0/1``, ``0/1_1``, ``!0/3/1``.
+CACHE_ENTRY = r"!?\d+(?:/\d+)+(?:_\d+)?"
+# A process other than the main one: torchrun's ranks, processes the script started.
+_PROCESS = re.compile(r"(?:rank|child)\d+")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class CompileId:
+    """A parsed compile id: frame (within its process), compile number within the frame, attempt, process."""
+
+    frame: str
+    number: int
+    attempt: int = 0
+    process: str = ""
+
+    @classmethod
+    def parse(cls, text: str | None) -> CompileId | None:
+        """``0/1`` -> (0, 1); ``0/1_2`` -> attempt 2; ``!0/3/1`` -> frame ``!0/3``; ``rank1:0/1`` ->
+        process ``rank1``. None for a frame id (``0``), a bare process (``rank1:``) or nothing."""
+        if not text:
+            return None
+        process, _, bare = text.rpartition(":")
+        head, _, attempt = bare.partition("_")
+        frame, slash, number = head.rpartition("/")
+        if not slash:
+            return None
+        try:
+            return cls(frame, int(number), int(attempt) if attempt else 0, process)
+        except ValueError:
+            return None
+
+    @property
+    def frame_id(self) -> str:
+        """The frame with its process: ``rank1:0``."""
+        return with_process(self.process, self.frame)
+
+    @property
+    def compile_key(self) -> str:
+        """``frame/number``, without process or attempt: one compile whatever its attempts."""
+        return f"{self.frame}/{self.number}"
+
+    def __str__(self) -> str:
+        return with_process(self.process, self.compile_key + (f"_{self.attempt}" if self.attempt else ""))
+
+
+def with_process(process: str, text: str) -> str:
+    """A frame or compile id of another process: ``rank1`` and ``0/1`` -> ``rank1:0/1``."""
+    return f"{process}:{text}" if process else text
+
+
+def ranked(rank: int | None, compile_id: str | None) -> str | None:
+    """A compile id read on a line with torchrun's ``[rank1]:`` prefix: ``rank1:0/1`` (``rank1:`` when
+    the line has none); compile ids of different ranks are different compiles."""
+    return compile_id if rank is None else with_process(f"rank{rank}", compile_id or "")
+
+
+def process_of(text: str | None) -> str:
+    """The process a frame or compile id belongs to when not the main one: ``rank1:0/3`` and
+    ``rank1:`` -> ``rank1``, ``child2:0`` -> ``child2``; ``""`` otherwise (also for ``?forward@C:\\x.py``,
+    a frame named from a Windows path)."""
+    head, sep, _ = (text or "").partition(":")
+    return head if sep and _PROCESS.fullmatch(head) else ""
+
+
+def in_generation(compile_id: str, generation: int) -> str:
+    """``0/1_2`` in cache generation 1 (after one ``torch._dynamo.reset()``) -> ``0~1/1_2``, a frame of its own."""
+    if not generation or "/" not in compile_id:
+        return compile_id
+    frame, _, rest = compile_id.rpartition("/")
+    return f"{frame}~{generation}/{rest}"
+
+
+class FunctionKey(NamedTuple):
+    """Who a compiled function is across runs: process, name, file and first line (never frame or object ids)."""
+
+    process: str
+    name: str
+    file: str
+    line: int | None
+
+    def __str__(self) -> str:
+        return f"{with_process(self.process, self.name)}@{self.file}:{self.line}"
