@@ -6,20 +6,16 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from guarddiag import __version__
-from guarddiag.errors import INTERNAL, INTERRUPTED, OK, SCRIPT_FAILED, GuarddiagError, InputError, Interrupted, StrictParseError
-from guarddiag.render import FORMATS
+from guarddiag.errors import INTERNAL, INTERRUPTED, OK, SCRIPT_FAILED, GuarddiagError, Interrupted
+from guarddiag.render.formats import FORMATS
 
-if TYPE_CHECKING:
-    from guarddiag.config import Settings
-    from guarddiag.model import Run
-
-# Each command imports what it needs when it runs: `guarddiag parse` should not pay for
-# yaml, subprocess plumbing or the explain model at start-up (see bench/results.md).
+# Each command's module (guarddiag.commands.NAME) is imported when it runs: `guarddiag parse`
+# should not pay for yaml, subprocess plumbing or the explain model at start-up (see bench/results.md).
 
 # typer >= 0.2x vendors click; its usage errors derive from click's ClickException either way.
 _USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -39,28 +35,6 @@ OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the r
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Fail (exit 4) on torch log lines guarddiag does not understand.")]
 
 
-def _check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise InputError(f"--format {fmt}: unknown format; use one of {', '.join(FORMATS)}")
-
-
-def _finish(run: Run, fmt: str, out: Optional[Path], strict: bool) -> None:
-    from guarddiag.render import render
-    from guarddiag.store import save_run
-
-    if out is not None:
-        try:
-            save_run(run, out)
-        except OSError as exc:
-            raise InputError(f"{out}: cannot write the run record ({exc.strerror}); pick a writable path") from None
-    typer.echo(render(run, fmt))
-    if strict and run.parse.unrecognized:
-        raise StrictParseError(
-            f"--strict: {run.parse.unrecognized} torch log lines were not understood, "
-            f"first: {run.parse.unrecognized_samples[0][:120]!r}; drop --strict to accept them"
-        )
-
-
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
 def run(
     script: Annotated[Path, typer.Argument(help="The Python script to run.")],
@@ -76,20 +50,9 @@ def run(
     strict: StrictOpt = False,
 ) -> None:
     """Run SCRIPT under torch.compile logging and report its compiles and recompiles per function."""
-    from guarddiag.child.runner import RunRequest, execute
-    from guarddiag.model import script_outcome
+    from guarddiag.commands.run import run_command
 
-    _check_format(fmt)
-    flags = _flag_options(flag, python)
-    request = RunRequest(script=script, args=tuple(args or ()), python=python, flags=flags, timeout=timeout)
-    result = execute(request)
-    # A failed script is the bigger news: --strict's complaint about unknown lines waits for a clean run.
-    _finish(result, fmt, out, strict and result.status == "ok")
-    if result.status != "ok":
-        raise GuarddiagError(
-            f"{script}: {script_outcome(result)}; the report covers what ran before that, the torch log is in {result.log_path}",
-            INTERRUPTED if result.status == "interrupted" else SCRIPT_FAILED,
-        )
+    run_command(script, args or [], flag, python, timeout, fmt, out, strict)
 
 
 @app.command()
@@ -100,10 +63,9 @@ def parse(
     strict: StrictOpt = False,
 ) -> None:
     """Build the same report from a torch log captured elsewhere (CI log, torchrun, a paste)."""
-    from guarddiag.pipeline import parse_logs
+    from guarddiag.commands.parse import parse_command
 
-    _check_format(fmt)
-    _finish(parse_logs(logfiles), fmt, out, strict)
+    parse_command(logfiles, fmt, out, strict)
 
 
 @app.command()
@@ -125,30 +87,9 @@ def compare(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the compare report (JSON) here.")] = None,
 ) -> None:
     """Run SCRIPT with and without config flips and show which recompiles each flip removed, added or left."""
-    from guarddiag.commands.compare import compare_report, run_compare, save_compare
-    from guarddiag.model import script_outcome
+    from guarddiag.commands.compare import compare_command
 
-    _check_format(fmt)
-    plan, results, catalog = run_compare(
-        script, args or [], flag or [], python or [sys.executable], combined, jobs, repeat, timeout, sys.stderr.isatty()
-    )
-    text, _ = compare_report(plan, results, catalog, fmt)
-    typer.echo(text)
-    if out is not None:
-        try:
-            save_compare(compare_report(plan, results, catalog, "json")[0], out)
-        except OSError as exc:
-            raise InputError(
-                f"--out {out}: cannot write the compare report ({exc.strerror}); the runs are kept in .guarddiag/runs/"
-            ) from None
-    failed = [r for res in results for r in res.runs if r.status != "ok"]
-    if failed:
-        typer.echo(
-            f"guarddiag: {len(failed)} of the runs did not finish cleanly (first: {script_outcome(failed[0])}); "
-            f"their output is in {Path(failed[0].log_path or '.').parent}",
-            err=True,
-        )
-        raise typer.Exit(SCRIPT_FAILED)
+    compare_command(script, args or [], flag or [], python or [sys.executable], combined, jobs, repeat, timeout, fmt, out)
 
 
 @app.command("diff")
@@ -158,10 +99,9 @@ def diff_cmd(
     fmt: FormatOpt = "table",
 ) -> None:
     """Show which recompiles differ between two saved run records."""
-    from guarddiag.commands.compare import run_diff
+    from guarddiag.commands.diff import diff_command
 
-    _check_format(fmt)
-    typer.echo(run_diff(a, b, fmt))
+    diff_command(a, b, fmt)
 
 
 @app.command()
@@ -169,43 +109,12 @@ def flags(
     pattern: Annotated[Optional[str], typer.Argument(help="Show only flags whose name contains this.")] = None,
     python: Annotated[str, typer.Option("--python", help="Interpreter whose torch to describe.")] = sys.executable,
     show_all: Annotated[bool, typer.Option("--all", help="Include inductor.* flags.")] = False,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+    fmt: FormatOpt = "table",
 ) -> None:
     """List torch.compile config flags of the target torch: type, value, env var, aliases, deprecation."""
-    from guarddiag.commands.compare import flags_table
-    from guarddiag.flags import load_catalog
+    from guarddiag.commands.flags import flags_command
 
-    if fmt not in ("table", "json"):
-        raise InputError(f"--format {fmt}: flags prints table or json")
-    typer.echo(flags_table(load_catalog(python), pattern, show_all, fmt))
-
-
-def _flag_options(texts: list[str] | None, python: str) -> tuple[tuple[str, str], ...]:
-    """``--flag NAME=VALUE`` options. A NAME without a value is looked up in the target torch's flag
-    catalog, so the error can name the flag meant (``allow_unspec_int_on_nn_modul``: did you mean ...)."""
-    from guarddiag.child.runner import parse_flag
-
-    flags = []
-    for text in texts or []:
-        try:
-            flags.append(parse_flag(text))
-        except InputError:
-            if "=" in text or not text.strip().isidentifier() and "." not in text:
-                raise
-            from guarddiag.flags import load_catalog
-
-            flag = load_catalog(python).resolve(text.strip())  # an unknown name: the closest ones
-            example = ("false" if flag.value else "true") if flag.is_bool else "VALUE"
-            raise InputError(
-                f"--flag {text}: no value; give NAME=VALUE, e.g. --flag {flag.name}={example} (now {flag.value!r})"
-            ) from None
-    return tuple(flags)
-
-
-def _settings(cli: dict[str, object]) -> Settings:
-    from guarddiag.config import load_settings
-
-    return load_settings(Path.cwd(), os.environ, cli)
+    flags_command(python, pattern, show_all, fmt)
 
 
 ItemsArg = Annotated[
@@ -226,14 +135,9 @@ def baseline(
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each script after this many seconds.")] = None,
 ) -> None:
     """Record recompiles per script and function into a YAML baseline to commit."""
-    from guarddiag.commands.check import collect_runs, record_baseline
+    from guarddiag.commands.baseline import baseline_command
 
-    settings = _settings({"python": python, "jobs": jobs, "timeout": timeout, "baseline": str(out) if out else None})
-    runs, _ = collect_runs(items or [], settings, _flag_options(flag, settings.python), sys.stderr.isatty())
-    path = settings.root / settings.baseline
-    recorded = record_baseline(runs, settings, path, anew=True)
-    n = sum(len(s.functions) for s in recorded.scripts)
-    typer.echo(f"wrote {path}: {len(recorded.scripts)} scripts, {n} functions, {sum(r.recompiles for r in runs.values())} recompiles")
+    baseline_command(items or [], out, flag, python, jobs, timeout)
 
 
 @app.command()
@@ -251,34 +155,26 @@ def check(
     ] = None,
     update: Annotated[bool, typer.Option("--update", help="Write the current numbers into the baseline instead of gating.")] = False,
     junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    fmt: FormatOpt = "table",
     flag: FlagsOpt = None,
     python: Annotated[Optional[str], typer.Option("--python", help="Interpreter to run the scripts with.")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Scripts at a time.")] = None,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each script after this many seconds.")] = None,
 ) -> None:
     """Fail (exit 5) when recompiles regress against the baseline or thresholds; exit 3 when a script failed."""
-    from guarddiag.commands.check import collect_runs, record_baseline, run_check
+    from guarddiag.commands.check import check_command
 
-    settings = _settings(
-        {
-            "baseline": str(baseline_file) if baseline_file else None,
-            "max_recompiles": max_recompiles,
-            "fail_on_limit_hit": fail_on_limit_hit,
-            "fail_on_new_cause": fail_on_new_cause,
-            "python": python,
-            "jobs": jobs,
-            "timeout": timeout,
-        }
-    )
-    runs, budgets = collect_runs(items or [], settings, _flag_options(flag, settings.python), sys.stderr.isatty())
-    if update:
-        path = settings.root / settings.baseline
-        record_baseline(runs, settings, path)
-        typer.echo(f"updated {path}")
-        return
-    output = run_check(runs, settings, budgets, baseline_file is not None, junit, os.environ)
-    typer.echo(output.text)
-    raise typer.Exit(output.result.exit_code)
+    overrides = {
+        "baseline": str(baseline_file) if baseline_file else None,
+        "max_recompiles": max_recompiles,
+        "fail_on_limit_hit": fail_on_limit_hit,
+        "fail_on_new_cause": fail_on_new_cause,
+        "python": python,
+        "jobs": jobs,
+        "timeout": timeout,
+    }
+    code = check_command(items or [], overrides, baseline_file is not None, update, junit, flag, fmt, os.environ)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -291,9 +187,10 @@ def explain(
 ) -> None:
     """What each compiled function's guards check, per cache entry: what change would recompile, and fixes."""
     from guarddiag.commands.explain import explain_command
-    from guarddiag.model import script_outcome
+    from guarddiag.commands.options import check_format
+    from guarddiag.render.words import script_outcome
 
-    _check_format(fmt)
+    check_format(fmt)
     text, failed = explain_command(target, fmt, full, python, timeout)
     typer.echo(text)
     if failed is not None:
@@ -310,20 +207,9 @@ def clean(
     cache: Annotated[bool, typer.Option("--cache", help="Also remove the flag catalogs cached per torch install.")] = False,
 ) -> None:
     """Remove run folders under .guarddiag/runs (each run keeps the newest 20 itself: GUARDDIAG_KEEP_RUNS)."""
-    import shutil
+    from guarddiag.commands.clean import clean_command
 
-    from guarddiag.child.folders import prune_runs
-
-    runs = Path(".guarddiag") / "runs"
-    if keep == 0 and runs.is_dir():
-        removed = [p for p in runs.iterdir() if p.is_dir() and not p.is_symlink()]
-        for folder in removed:
-            shutil.rmtree(folder, ignore_errors=True)
-    else:
-        removed = prune_runs(runs, keep)
-    if cache:
-        shutil.rmtree(Path(".guarddiag") / "cache", ignore_errors=True)
-    typer.echo(f"removed {len(removed)} run folder(s) from {runs}" + ("; and the flag catalog cache" if cache else ""))
+    clean_command(keep, cache)
 
 
 @app.command()

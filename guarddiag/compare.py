@@ -1,17 +1,19 @@
 """``guarddiag compare``: plan the configurations, run them in parallel, diff each against the baseline.
 
-Planning is pure (catalog + options in, plan out); running goes through the runner; the
-diff and rendering live in ``guarddiag.diff`` and ``guarddiag.render.diff``.
+Planning is pure (catalog + options in, plan out); running goes through the runner
+(``guarddiag.commands.compare``); :func:`build_report` diffs each configuration against the
+baseline once, and ``guarddiag.render.compare`` words the report in every format.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from guarddiag.diff import RunDiff, diff_runs
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, Flag, parse_value
 from guarddiag.ids import FunctionKey
-from guarddiag.model import Run, function_label
+from guarddiag.model import FunctionSummary, Run
 
 
 @dataclass(frozen=True)
@@ -24,12 +26,21 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class NoOp:
+    """A flag left out of the plan: it does nothing in this torch (``reason``: torch's own word for why)."""
+
+    flag: str
+    torch_version: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class ComparePlan:
     """The baseline, the variants to diff against it, and flags left out because they do nothing."""
 
     baseline: Variant
     variants: tuple[Variant, ...]
-    no_ops: tuple[str, ...] = ()
+    no_ops: tuple[NoOp, ...] = ()
 
 
 def _format_value(value: object) -> str:
@@ -65,7 +76,7 @@ def plan_compare(catalog: Catalog, specs: list[str], combined: bool, pythons: li
     python = pythons[0]
     baseline = Variant("baseline", python)
     variants: list[Variant] = []
-    no_ops: list[str] = []
+    no_ops: list[NoOp] = []
     chosen: list[tuple[str, str]] = []
     for spec in specs:
         name, _, values = spec.partition("=")
@@ -73,10 +84,7 @@ def plan_compare(catalog: Catalog, specs: list[str], combined: bool, pythons: li
         target = catalog.target(flag)
         reason = flag.no_op_reason() or target.no_op_reason()
         if reason:
-            no_ops.append(
-                f"{flag.name} does nothing in torch {catalog.torch_version}: {reason}; not run "
-                "(compare it across torch versions with --python twice)"
-            )
+            no_ops.append(NoOp(flag.name, catalog.torch_version, reason))
             continue
         for value in _values_for(target, [v.strip() for v in values.split(",") if v.strip()]):
             if (flag.name, value) in chosen:
@@ -95,27 +103,55 @@ def plan_compare(catalog: Catalog, specs: list[str], combined: bool, pythons: li
 
 
 @dataclass(frozen=True)
+class Unstable:
+    """A function whose compile count differs between repeats of one configuration: noise, not the flag."""
+
+    function: FunctionSummary
+    compiles: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class VariantResult:
     """All repeats of one configuration; the first is the one diffed."""
 
     variant: Variant
     runs: tuple[Run, ...]
-    unstable: tuple[str, ...] = field(default=())
+    unstable: tuple[Unstable, ...] = field(default=())
 
     @property
     def run(self) -> Run:
         return self.runs[0]
 
 
-def unstable_functions(runs: tuple[Run, ...]) -> tuple[str, ...]:
-    """Functions whose compile counts differ between repeats of one configuration: noise, not the flag."""
+def unstable_functions(runs: tuple[Run, ...]) -> tuple[Unstable, ...]:
+    """Functions whose compile counts differ between repeats (0 where a repeat did not compile it)."""
     counts: dict[FunctionKey, set[int]] = {}
-    labels: dict[FunctionKey, str] = {}
+    functions: dict[FunctionKey, FunctionSummary] = {}
     for run in runs:
         seen = {f.key: f.compiles for f in run.functions}
-        labels.update({f.key: function_label(f) for f in run.functions})
+        functions.update({f.key: f for f in run.functions})
         for key in set(counts) | set(seen):
             counts.setdefault(key, set()).add(seen.get(key, 0))
     # In the order of the keys' text (a line may be None, which does not compare with a number).
     ordered = sorted(counts.items(), key=lambda item: str(item[0]))
-    return tuple(f"{labels[key]} compiled {sorted(n)} times across repeats" for key, n in ordered if len(n) > 1)
+    return tuple(Unstable(functions[key], tuple(sorted(n))) for key, n in ordered if len(n) > 1)
+
+
+@dataclass(frozen=True)
+class CompareReport:
+    """Everything ``compare`` reports: the plan, every configuration's runs, and each one diffed
+    against the baseline (built once; every format and ``--out`` render this)."""
+
+    torch_version: str
+    plan: ComparePlan
+    results: tuple[VariantResult, ...]
+    diffs: tuple[RunDiff, ...]
+
+
+def build_report(plan: ComparePlan, results: list[VariantResult], catalog: Catalog) -> CompareReport:
+    """Diff the first run of each configuration against the baseline's first run."""
+    diffs: tuple[RunDiff, ...] = ()
+    if results:
+        base = results[0]
+        diffs = tuple(diff_runs(base.run, r.run, base.variant.label, r.variant.label) for r in results[1:])
+    return CompareReport(catalog.torch_version, plan, tuple(results), diffs)

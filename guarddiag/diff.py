@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from guarddiag.guardexpr import ID_MARK, readable_expr, readable_source
 from guarddiag.guardkinds import as_state_change
 from guarddiag.ids import FunctionKey
-from guarddiag.model import Cause, FunctionSummary, Run, function_label, script_outcome
+from guarddiag.model import Cause, FunctionSummary, Run
 
 CauseKey = tuple[str, str, str]
 
@@ -60,7 +60,8 @@ class CauseDelta:
 class FunctionDelta:
     """One compiled function in either run: its counts in both and its causes side by side.
 
-    Counts are None when the function did not compile at all in that run.
+    Counts are None when the function did not compile at all in that run. ``function`` is the
+    function as run A compiled it (as B did, when only B compiled it): its name, file, line, process.
     """
 
     name: str
@@ -73,7 +74,7 @@ class FunctionDelta:
     limit_hit_before: bool
     limit_hit_after: bool
     causes: tuple[CauseDelta, ...]
-    label: str
+    function: FunctionSummary
 
     @property
     def removed(self) -> int:
@@ -104,6 +105,11 @@ class FunctionDelta:
         return "same"
 
     @property
+    def order(self) -> tuple[int, int]:
+        """Sort key: the biggest change first, then the most recompiles (reports break ties by name)."""
+        return (-(self.removed + self.added), -max(self.recompiles_before or 0, self.recompiles_after or 0))
+
+    @property
     def changed(self) -> bool:
         """Whether the verdict has something to say about this function."""
         return bool(self.removed or self.added or self.limit_hit_before != self.limit_hit_after)
@@ -116,8 +122,8 @@ class RunDiff:
     before_label: str
     after_label: str
     functions: tuple[FunctionDelta, ...]
-    # ``label: how it ended`` for each side whose script did not finish: its counts are partial.
-    incomplete: tuple[str, ...] = ()
+    # ``(label, run)`` for each side whose script did not finish: its counts are partial.
+    incomplete: tuple[tuple[str, Run], ...] = ()
 
     @property
     def recompiles_before(self) -> int:
@@ -290,68 +296,13 @@ def _function_delta(a: FunctionSummary | None, b: FunctionSummary | None) -> Fun
         limit_hit_before=bool(a and a.limit_hit),
         limit_hit_after=bool(b and b.limit_hit),
         causes=tuple(causes),
-        label=function_label(ref),
+        function=ref,
     )
 
 
 def diff_runs(before: Run, after: Run, before_label: str = "A", after_label: str = "B") -> RunDiff:
     """Every function of either run with its recompile causes counted in both, biggest change first."""
     deltas = [_function_delta(a, b) for a, b in _pair_functions(before.functions, after.functions)]
-    deltas.sort(
-        key=lambda f: (-(f.removed + f.added), -max(f.recompiles_before or 0, f.recompiles_after or 0), f.label)
-    )
-    incomplete = tuple(
-        f"{label}: {script_outcome(run)}" for label, run in ((before_label, before), (after_label, after)) if run.status != "ok"
-    )
+    deltas.sort(key=lambda f: f.order)
+    incomplete = tuple((label, run) for label, run in ((before_label, before), (after_label, after)) if run.status != "ok")
     return RunDiff(before_label=before_label, after_label=after_label, functions=tuple(deltas), incomplete=incomplete)
-
-
-# --- verdict ----------------------------------------------------------------------------------
-
-
-def verdict(d: RunDiff) -> list[str]:
-    """One line per function whose recompiles changed, or one line saying nothing changed; no
-    attribution at all when a side stopped early (its missing recompiles are not the flag's doing)."""
-    if d.incomplete:
-        return [f"no change is attributed: {x}; its counts cover only what ran before it stopped" for x in d.incomplete]
-    lines = [_verdict_line(d, f) for f in d.functions if f.changed]
-    if not lines:
-        return [f"{d.after_label} changes no recompile ({d.recompiles_before} before, {d.recompiles_after} after)"]
-    return lines
-
-
-def _verdict_line(d: RunDiff, f: FunctionDelta) -> str:
-    before = f.recompiles_before or 0
-    if f.removed:
-        line = f"{d.after_label} removes {f.removed} of {before} recompiles of {f.label} ({_describe(f, 'removed')})"
-        line += f"; adds {f.added} ({_describe(f, 'added')})" if f.added else "; adds none"
-    elif f.added:
-        line = f"{d.after_label} adds {f.added} {_plural(f.added)} of {f.label} ({_describe(f, 'added')})"
-    else:
-        line = f"{d.after_label} changes no recompile of {f.label} ({before} before, {f.recompiles_after or 0} after)"
-    if f.status == "new":
-        line += f"; not compiled in {d.before_label}"
-    elif f.status == "gone":
-        line += f"; not compiled in {d.after_label}"
-    if f.limit_hit_after and not f.limit_hit_before:
-        line += "; now hits the recompile limit"
-    elif f.limit_hit_before and not f.limit_hit_after:
-        line += "; no longer hits the recompile limit"
-    return line
-
-
-def _describe(f: FunctionDelta, side: str) -> str:
-    """``value on self.layer_idx``, or ``4 value on n, 1 tensor on x`` when several kinds changed."""
-    counts: dict[str, int] = {}
-    for c in f.causes:
-        n = getattr(c, side)
-        if n:
-            what = f"{c.category} on {c.source}" if c.source else f"{c.category}: {c.subject}"
-            counts[what] = counts.get(what, 0) + n
-    if len(counts) == 1:
-        return next(iter(counts))
-    return ", ".join(f"{n} {what}" for what, n in counts.items())
-
-
-def _plural(n: int) -> str:
-    return "recompile" if n == 1 else "recompiles"

@@ -21,7 +21,8 @@ from guarddiag.build import RunBuilder
 from guarddiag.causes import readable_source
 from guarddiag.logparse.events import Event, GuardListing
 from guarddiag.logparse.framing import parse_compile_id
-from guarddiag.model import Cause, FunctionSummary, Guard, function_label
+from guarddiag.model import Cause, FunctionSummary, Guard
+from guarddiag.render.words import function_label
 from guarddiag.sourceinfo import local_roles
 
 SCHEMA = "guarddiag.explain/1"

@@ -13,23 +13,30 @@ from dataclasses import dataclass
 from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relative_file
 from guarddiag.config import Settings
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
-from guarddiag.model import FunctionSummary, Run, capture_gap, cause_groups, function_label, script_outcome
-from guarddiag.render.summary import limit_sentence
+from guarddiag.model import FunctionSummary, Run, compile_gap
 
 FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed"})
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing the gate has to say about a script or a function."""
+    """One thing the gate has to say about a script or a function, as facts (render.gate words them).
+
+    ``function`` is the compiled function it is about (None for the script itself, and for ``gone``:
+    a baseline entry, named by ``name``, ``file`` and ``line``, that did not compile). ``run`` is the
+    run of a ``script_failed``; ``allowed`` and ``baseline`` the numbers a regression or improvement
+    was measured against (``baseline`` None: not in it); ``categories`` what a ``new_cause`` adds."""
 
     kind: str  # regression | limit_hit | new_cause | script_failed | improvement | gone
     script: str
-    function: str
     file: str
     line: int | None
-    message: str
-    details: tuple[str, ...] = ()
+    function: FunctionSummary | None = None
+    name: str = ""
+    run: Run | None = None
+    allowed: int | None = None
+    baseline: int | None = None
+    categories: tuple[str, ...] = ()
 
     @property
     def failing(self) -> bool:
@@ -41,7 +48,7 @@ class Row:
     """One checked function: what the baseline said, what happened, what is allowed."""
 
     script: str
-    function: str
+    function: FunctionSummary
     file: str
     line: int | None
     before: int | None
@@ -123,23 +130,12 @@ def evaluate(
     rows: list[Row] = []
     findings: list[Finding] = []
     for path, run in runs.items():
-        gap = capture_gap(run)
-        if run.status != "ok" or gap:
-            findings.append(
-                Finding(
-                    "script_failed",
-                    path,
-                    "",
-                    path,
-                    None,
-                    f"{path}: {script_outcome(run) if run.status != 'ok' else gap}; not compared with the baseline"
-                    + (f"; torch log: {run.log_path}" if run.log_path else ""),
-                )
-            )
+        if run.status != "ok" or compile_gap(run) is not None:
+            findings.append(Finding("script_failed", path, path, None, run=run))
             continue
         script = baseline.script(path) if baseline else None
         if baseline is not None and script is None:
-            findings.append(Finding("gone", path, "", path, None, f"{path}: not in the baseline; `--update` adds it"))
+            findings.append(Finding("gone", path, path, None))
         ordered = [(f, relative_file(f.file, settings.root)) for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))]
         matches = _match(ordered, script)
         seen = {b.key for b in matches.values()}
@@ -148,67 +144,34 @@ def evaluate(
             allowed = _allowed(base, script, (budgets or {}).get(path), baseline is not None)
             if settings.max_recompiles is not None:
                 allowed = settings.max_recompiles if allowed is None else min(allowed, settings.max_recompiles)
-            label = function_label(f)
-            groups = tuple(f"{g.count}x {g.category}: {g.subject}" for g in cause_groups(f))
             status = "new" if base is None and baseline is not None and script is not None else "ok"
             if allowed is not None and f.recompiles > allowed:
                 status = "REGRESSION"
-                was = f"baseline {base.recompiles}" if base is not None else "not in the baseline"
-                findings.append(
-                    Finding(
-                        "regression",
-                        path,
-                        label,
-                        rel,
-                        f.line,
-                        f"{label}: {f.recompiles} recompiles, {f.recompiles - allowed} over the {allowed} allowed ({was})",
-                        groups,
-                    )
-                )
+                was = base.recompiles if base is not None else None
+                findings.append(Finding("regression", path, rel, f.line, f, f.name, allowed=allowed, baseline=was))
             elif base is not None and f.recompiles < base.recompiles:
                 status = "improved"
-                findings.append(
-                    Finding(
-                        "improvement",
-                        path,
-                        label,
-                        rel,
-                        f.line,
-                        f"{label}: {f.recompiles} recompiles, down from {base.recompiles}; "
-                        "record it with `guarddiag check --update`",
-                    )
-                )
+                findings.append(Finding("improvement", path, rel, f.line, f, f.name, baseline=base.recompiles))
             # A limit hit caps the recompile count, so counts cannot show it: more hits than the
             # baseline recorded (a function new to it recorded none) is a regression even without
             # --fail-on-limit-hit: past the limit the function runs without compiling.
             new_hits = baseline is not None and len(f.limit_hits) > (base.limit_hits if base is not None else 0)
             if (settings.fail_on_limit_hit or new_hits) and f.limit_hit:
                 status = "REGRESSION"
-                findings.append(Finding("limit_hit", path, label, rel, f.line, f"{label}: {limit_sentence(f.limit_hits[0])}", groups))
+                findings.append(Finding("limit_hit", path, rel, f.line, f, f.name))
             if settings.fail_on_new_cause and base is not None:
                 new = sorted({c for c in (e.causes[0].category for e in f.recompile_events if e.causes)} - dict(base.causes).keys())
                 if new:
                     status = "REGRESSION"
-                    findings.append(
-                        Finding(
-                            "new_cause",
-                            path,
-                            label,
-                            rel,
-                            f.line,
-                            f"{label}: recompiles for a cause the baseline did not have: {', '.join(new)}",
-                            tuple(g for g in groups if g.split(": ")[0].split(" ")[1] in new),
-                        )
-                    )
+                    findings.append(Finding("new_cause", path, rel, f.line, f, f.name, categories=tuple(new)))
             rows.append(
                 Row(
-                    path, label, rel, f.line, base.recompiles if base else None, f.recompiles, allowed, status,
+                    path, f, rel, f.line, base.recompiles if base else None, f.recompiles, allowed, status,
                     base.limit_hits if base else None, len(f.limit_hits),
                 )
             )
         for b in script.functions if script else ():
             if b.key not in seen:
-                message = f"{b.name} ({b.file}:{b.line}): in the baseline, not compiled in this run"
-                findings.append(Finding("gone", path, b.name, b.file, b.line, message))
+                findings.append(Finding("gone", path, b.file, b.line, name=b.name))
     return GateResult(tuple(rows), tuple(findings))
 

@@ -204,61 +204,10 @@ class Run:
         return sum(len(f.graph_breaks) for f in self.functions)
 
 
-def script_outcome(run: Run) -> str:
-    """How a run that did not finish cleanly ended, in words: ``the script failed (exit status 1)``, or,
-    when its uncaught exception names a --flag, ``the script failed on --flag NAME=VALUE (...)``."""
-    if run.error_flags:
-        flags = ", ".join(f"--flag {f}" for f in run.error_flags)
-        return f"the script failed on {flags} ({run.error}): its error names that flag; fix or drop it"
-    ended = {"timeout": "timed out", "killed": "was killed", "interrupted": "was interrupted"}.get(run.status, run.status)
-    return f"the script {ended} (exit status {run.exit_code})"
-
-
-def capture_gap(run: Run) -> str | None:
-    """When torch compiled more in the script's process than its log shows: the log lost lines, and
-    every count here is too low."""
+def compile_gap(run: Run) -> tuple[int, int] | None:
+    """``(compiles torch counted, compiles the log shows)`` in the script's own process when the log
+    shows fewer: it lost lines, and every count of the run is too low. None when nothing is missing."""
     seen = sum(f.compiles for f in run.functions if not f.rank)
     if run.torch_compiles is None or run.torch_compiles <= seen:
         return None
-    return (
-        f"torch compiled {run.torch_compiles} times in the script's process but its log shows {seen}: "
-        "log lines were lost (did the script change torch's logging: TORCH_LOGS_FORMAT, logging.disable, "
-        "its own handlers?), so these counts are too low"
-    )
-
-
-def function_label(f: FunctionSummary) -> str:
-    """``forward (model.py:12)``, or the frame id when the log never named the frame."""
-    if not f.name:
-        return f"<unidentified frame {', '.join(f.frame_ids)}>"
-    where = (f"{_short_path(f.file)}:{f.line}" if f.line is not None else _short_path(f.file)) if f.file else "?"
-    rank = f.rank
-    return f"{f.name} ({where})" + (f" [{rank}]" if rank else "")
-
-
-def _short_path(path: str) -> str:
-    parts = path.replace("\\", "/").split("/")
-    return "/".join(parts[-2:]) if len(parts) > 2 else path
-
-
-@dataclass(frozen=True)
-class CauseGroup:
-    """Recompiles of one function that share a category and subject."""
-
-    category: str
-    subject: str
-    count: int
-    unlogged: int
-    example: str
-
-
-def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
-    """Group a function's recompiles by the cause against the newest cache entry (torch lists it first)."""
-    counts: dict[tuple[str, str], list] = {}
-    for event in f.recompile_events:
-        cause = event.causes[0]
-        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0]])
-        entry[0] += 1
-        entry[1] += 0 if event.logged else 1
-    groups = [CauseGroup(cat, subj, n, unlogged, ex) for (cat, subj), (n, unlogged, ex) in counts.items()]
-    return sorted(groups, key=lambda g: -g.count)
+    return run.torch_compiles, seen

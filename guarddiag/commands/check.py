@@ -1,119 +1,43 @@
-"""Wiring for ``baseline`` and ``check``: settings, runs, gate, outputs. The CLI calls only this."""
+"""``guarddiag check``: gate the runs on the baseline and thresholds; print the report, write the
+step summary, JUnit file and annotations the environment asks for."""
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import typer
+
 from guarddiag import baseline as baseline_io
-from guarddiag.baseline import relative_file
-from guarddiag.child.runner import RunRequest, check_script, execute_many
-from guarddiag.config import ScriptSpec, Settings
-from guarddiag.errors import SCRIPT_FAILED, InputError
+from guarddiag.commands.baseline import collect_runs, record_baseline, warn
+from guarddiag.commands.options import check_format, command_settings, flag_options
+from guarddiag.config import Settings
+from guarddiag.errors import InputError
 from guarddiag.gate import GateResult, evaluate
-from guarddiag.model import Run, script_outcome
-from guarddiag.render.gate import render_annotations, render_junit, render_markdown, render_text
-from guarddiag.store import load_run, write_atomic
+from guarddiag.model import Run
+from guarddiag.render.gate import finding_message, render_annotations, render_check, render_junit, render_markdown
+from guarddiag.store import write_atomic
 
 
-def _specs(items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str], ...]) -> list[ScriptSpec | Path]:
-    """Scripts to run (as specs) and run records to read (as paths), from the command line or the config.
-
-    A script named on the command line that the config lists keeps its configured args, flags and budget.
-    """
-    configured = [ScriptSpec(s.path, s.args, s.flags + flags, s.max_recompiles) for s in settings.scripts]
-    if not items:
-        if not configured:
-            raise InputError(
-                "nothing to check: give scripts or run records, or list them under `scripts` in [tool.guarddiag] of pyproject.toml"
-            )
-        return list(configured)
-    out: list[ScriptSpec | Path] = []
-    for item in items:
-        if item.endswith(".json"):
-            out.append(Path(item))
-            continue
-        same = [s for s in configured if os.path.normpath(s.path) == os.path.normpath(item)]
-        out.extend(same or [ScriptSpec(item, (), flags)])
-    return out
-
-
-def run_key(script: str, args: Sequence[str], root: Path) -> str:
-    """How a run is named in the baseline: the script relative to the project root, then its arguments."""
-    return " ".join([relative_file(script, root), *args])
-
-
-def collect_runs(
-    items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str], ...], progress: bool
-) -> tuple[dict[str, Run], dict[str, int | None]]:
-    """Run the scripts (in parallel) and read the records; keyed by script path relative to the root."""
-    specs = _specs(items, settings, flags)
-    runs: dict[str, Run] = {}
-    budgets: dict[str, int | None] = {}
-    requests = []
-    def claim(key: str, what: str) -> str:
-        if key in runs or key in budgets:
-            raise InputError(f"{what}: a second run of `{key}`; give each script (with its arguments) once")
-        return key
-
-    for spec in specs:
-        if isinstance(spec, Path):
-            run = load_run(spec)
-            runs[claim(run_key(run.script or str(spec), run.argv, settings.root), str(spec))] = run
-            continue
-        path = settings.root / spec.path
-        check_script(path)
-        key = claim(run_key(str(path), spec.args, settings.root), spec.path)
-        budgets[key] = spec.max_recompiles
-        requests.append(
-            (key, RunRequest(path, spec.args, settings.python, spec.flags, settings.timeout, capture_output=True, label=key))
-        )
-
-    def report(request: RunRequest, run: Run) -> None:
-        if progress:
-            print(f"  {request.label}: {run.status}, {run.recompiles} recompiles ({run.duration_s:.1f}s)", file=sys.stderr, flush=True)
-
-    results = execute_many([r for _, r in requests], settings.jobs or os.cpu_count() or 1, report)
-    for (key, _), run in zip(requests, results, strict=True):
-        runs[key] = run
-    return runs, budgets
-
-
-def record_baseline(runs: dict[str, Run], settings: Settings, out: Path, anew: bool = False) -> baseline_io.Baseline:
-    """Write a baseline of these runs, refusing when a script failed (its counts are partial).
-
-    The baseline already at ``out`` gives its budgets and other scripts. When it cannot be read
-    (corrupt, written by a newer guarddiag), ``anew`` (``guarddiag baseline -o``) replaces it with a
-    warning; else (``check --update``, which must keep budgets) it is refused, naming the way out."""
-    failed = [k for k, r in runs.items() if r.status != "ok"]
-    if failed:
-        raise InputError(
-            f"{failed[0]}: {script_outcome(runs[failed[0]])}; "
-            f"no baseline written (its counts would be partial); torch log: {runs[failed[0]].log_path}",
-            SCRIPT_FAILED,
-        )
-    if out.is_dir():
-        raise InputError(f"{out}: is a directory; give the baseline file to write (e.g. guarddiag-baseline.yaml)")
-    try:
-        previous = baseline_io.load(out) if out.exists() else None
-    except InputError as exc:
-        if not anew:
-            raise InputError(
-                f"{exc}; or write it anew from these runs with `guarddiag baseline -o {out}` (its budgets are lost)"
-            ) from None
-        _warn(f"warning: {exc}; writing it anew from these runs: the budgets and scripts it had are not kept")
-        previous = None
-    new = baseline_io.from_runs(runs, settings.root, previous)
-    baseline_io.save(new, out)
-    return new
-
-
-def _warn(message: str) -> None:
-    """One ``guarddiag:`` line on stderr that does not stop the command."""
-    print(f"guarddiag: {message}", file=sys.stderr, flush=True)
+def check_command(
+    items: list[str], overrides: dict[str, object], baseline_given: bool, update: bool, junit: Path | None,
+    flags: list[str] | None, fmt: str, env: Mapping[str, str],
+) -> int:
+    """Run the checks and print the report in ``fmt``; the exit code (5 on a regression, 3 when a
+    script failed). ``--update`` records the runs as the new baseline instead of gating."""
+    check_format(fmt)
+    config = command_settings(overrides)
+    runs, budgets = collect_runs(items, config, flag_options(flags, config.python), sys.stderr.isatty())
+    if update:
+        path = config.root / config.baseline
+        record_baseline(runs, config, path)
+        typer.echo(f"updated {path}")
+        return 0
+    output = run_check(runs, config, budgets, baseline_given, junit, env, fmt)
+    typer.echo(output.text)
+    return output.result.exit_code
 
 
 @dataclass(frozen=True)
@@ -131,8 +55,12 @@ def run_check(
     baseline_given: bool,
     junit: Path | None,
     env: Mapping[str, str],
+    fmt: str = "table",
 ) -> CheckOutput:
-    """Gate the runs; write the step summary, JUnit file and annotations the environment asks for."""
+    """Gate the runs; write the step summary, JUnit file and annotations the environment asks for.
+
+    Annotations lead the table on stdout; with another format they go to stderr, so that stdout
+    stays one JSON, YAML or Markdown document."""
     path = settings.root / settings.baseline
     if path.is_dir():
         raise InputError(f"--baseline {path}: is a directory; give the baseline file (e.g. guarddiag-baseline.yaml)")
@@ -144,7 +72,7 @@ def run_check(
     else:
         base = None
     result = evaluate(runs, base, settings, budgets)
-    text = render_text(result)
+    text = render_check(result, fmt)
     # The verdict is the point of `check`: an output that cannot be written is a warning, never a new exit code.
     summary = env.get("GITHUB_STEP_SUMMARY")
     if summary:
@@ -152,7 +80,7 @@ def run_check(
             with open(summary, "a", encoding="utf-8") as fh:
                 fh.write(render_markdown(result))
         except OSError as exc:
-            _warn(
+            warn(
                 f"warning: $GITHUB_STEP_SUMMARY {summary}: cannot append the summary ({exc.strerror or exc}); "
                 "the report is on stdout; point it at a writable file"
             )
@@ -161,13 +89,15 @@ def run_check(
             write_atomic(junit, render_junit(result))
         except OSError as exc:
             why = exc.strerror or exc
-            _warn(f"warning: --junit {junit}: cannot write the JUnit XML ({why}); the report is on stdout; give a writable path")
+            warn(f"warning: --junit {junit}: cannot write the JUnit XML ({why}); the report is on stdout; give a writable path")
     failed = [f for f in result.findings if f.kind == "script_failed"]
     if failed:
         more = f" (and {len(failed) - 1} more script(s), see the report)" if len(failed) > 1 else ""
-        _warn(f"{failed[0].message}{more}; fix the script and run `guarddiag check` again")
+        warn(f"{finding_message(failed[0])}{more}; fix the script and run `guarddiag check` again")
     if env.get("GITHUB_ACTIONS") == "true":
         annotations = render_annotations(result)
-        if annotations:
+        if annotations and fmt == "table":
             text = annotations + "\n" + text
+        elif annotations:
+            print(annotations, file=sys.stderr, flush=True)
     return CheckOutput(text, result)

@@ -10,8 +10,9 @@ from guarddiag.child.runner import RunRequest, execute
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.explain import Explanation, explain_events
 from guarddiag.logparse.parser import LogParser
-from guarddiag.model import Run, script_outcome
+from guarddiag.model import Run
 from guarddiag.render.explain import FORMATS, render_explanation
+from guarddiag.render.words import script_outcome
 from guarddiag.store import load_run
 
 

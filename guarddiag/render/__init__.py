@@ -1,6 +1,9 @@
-"""Renderers: ``render(run) -> str`` for each output format; no I/O here.
+"""Renderers: the only place that writes English. One module per report, each in every format of
+:data:`FORMATS`, no I/O: the run report (``render(run)`` here: table.py, markdown.py, summary.py),
+diff.py (``diff``), compare.py (``compare``), gate.py (``check``), flags.py, explain.py; words.py
+holds the phrases they share.
 
-Imports are deferred: the CLI imports this package for FORMATS on every start.
+Imports are deferred: a command imports only the renderer it prints with.
 """
 
 from __future__ import annotations

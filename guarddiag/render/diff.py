@@ -1,5 +1,6 @@
-"""Compare reports: one or more :class:`~guarddiag.diff.RunDiff` (one per flip, each against
-the same baseline) as a terminal table, JSON, YAML or Markdown. No I/O here.
+"""Diff reports (``guarddiag diff``, and the diffs part of ``compare``): one or more
+:class:`~guarddiag.diff.RunDiff` (one per flip, each against the same baseline) as a terminal
+table, JSON, YAML or Markdown, with the verdict lines that say what each change did. No I/O here.
 
 JSON/YAML schema versions (``schema`` key):
   guarddiag.diff/1 -- first version: ``diffs[]`` with every field and property of RunDiff,
@@ -12,8 +13,9 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from guarddiag.diff import CauseDelta, FunctionDelta, RunDiff, verdict
+from guarddiag.diff import CauseDelta, FunctionDelta, RunDiff
 from guarddiag.render.formats import render_as
+from guarddiag.render.words import function_label, script_outcome
 
 DIFF_SCHEMA = "guarddiag.diff/1"
 # Which side of a cause each report line shows, in the order they are shown.
@@ -38,9 +40,9 @@ def _diff_to_dict(d: RunDiff) -> dict[str, object]:
         "recompiles_after": d.recompiles_after,
         "removed": d.removed,
         "added": d.added,
-        "incomplete": list(d.incomplete),
+        "incomplete": incomplete(d),
         "verdict": verdict(d),
-        "functions": [_function_to_dict(f) for f in d.functions],
+        "functions": [_function_to_dict(f) for f in _ordered(d)],
     }
 
 
@@ -49,7 +51,7 @@ def _function_to_dict(f: FunctionDelta) -> dict[str, object]:
         "name": f.name,
         "file": f.file,
         "line": f.line,
-        "label": f.label,
+        "label": function_label(f.function),
         "status": f.status,
         "compiles_before": f.compiles_before,
         "compiles_after": f.compiles_after,
@@ -92,7 +94,7 @@ def _limit(f: FunctionDelta) -> str:
 def _rows(d: RunDiff) -> list[list[object]]:
     return [
         [
-            f.label,
+            function_label(f.function),
             _arrow(f.compiles_before, f.compiles_after),
             _arrow(f.recompiles_before, f.recompiles_after),
             f.removed,
@@ -101,7 +103,7 @@ def _rows(d: RunDiff) -> list[list[object]]:
             _limit(f),
             f.status,
         ]
-        for f in d.functions
+        for f in _ordered(d)
     ]
 
 
@@ -120,10 +122,10 @@ def _table(diffs: Sequence[RunDiff]) -> str:
         out += [f"{d.before_label} -> {d.after_label}: {_totals(d)}", ""]
         if d.functions:
             out += [tabulate(_rows(d), headers=_HEADERS), ""]
-        for f in d.functions:
+        for f in _ordered(d):
             if not f.causes:
                 continue
-            out.append(f"{f.label}: {f.status}")
+            out.append(f"{function_label(f.function)}: {f.status}")
             for c in f.causes:
                 for side in _SIDES:
                     n = getattr(c, side)
@@ -136,10 +138,73 @@ def _table(diffs: Sequence[RunDiff]) -> str:
 
 
 def _markdown(diffs: Sequence[RunDiff]) -> str:
-    out = ["## guarddiag compare"]
+    return "\n".join(["## guarddiag compare", *markdown_sections(diffs)]) + "\n"
+
+
+def markdown_sections(diffs: Sequence[RunDiff]) -> list[str]:
+    """Markdown lines of a section (``###``) per diff, for a document that has its own top heading."""
+    out: list[str] = []
     for d in diffs:
         out += ["", f"### {d.before_label} -> {d.after_label}", "", _totals(d), ""]
         rows = [[f"`{row[0]}`", *row[1:]] for row in _rows(d)]
         out += [tabulate(rows, headers=_HEADERS, tablefmt="github"), ""]
         out += [f"- {line}" for line in verdict(d)]
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _ordered(d: RunDiff) -> list[FunctionDelta]:
+    """The functions biggest change first; ties by how they are named in the report."""
+    return sorted(d.functions, key=lambda f: (f.order, function_label(f.function)))
+
+
+def incomplete(d: RunDiff) -> list[str]:
+    """``label: how it ended`` for each side whose script did not finish."""
+    return [f"{label}: {script_outcome(run)}" for label, run in d.incomplete]
+
+
+def verdict(d: RunDiff) -> list[str]:
+    """One line per function whose recompiles changed, or one line saying nothing changed; no
+    attribution at all when a side stopped early (its missing recompiles are not the flag's doing)."""
+    if d.incomplete:
+        return [f"no change is attributed: {x}; its counts cover only what ran before it stopped" for x in incomplete(d)]
+    lines = [_verdict_line(d, f) for f in _ordered(d) if f.changed]
+    if not lines:
+        return [f"{d.after_label} changes no recompile ({d.recompiles_before} before, {d.recompiles_after} after)"]
+    return lines
+
+
+def _verdict_line(d: RunDiff, f: FunctionDelta) -> str:
+    before, label = f.recompiles_before or 0, function_label(f.function)
+    if f.removed:
+        line = f"{d.after_label} removes {f.removed} of {before} recompiles of {label} ({_describe(f, 'removed')})"
+        line += f"; adds {f.added} ({_describe(f, 'added')})" if f.added else "; adds none"
+    elif f.added:
+        line = f"{d.after_label} adds {f.added} {_plural(f.added)} of {label} ({_describe(f, 'added')})"
+    else:
+        line = f"{d.after_label} changes no recompile of {label} ({before} before, {f.recompiles_after or 0} after)"
+    if f.status == "new":
+        line += f"; not compiled in {d.before_label}"
+    elif f.status == "gone":
+        line += f"; not compiled in {d.after_label}"
+    if f.limit_hit_after and not f.limit_hit_before:
+        line += "; now hits the recompile limit"
+    elif f.limit_hit_before and not f.limit_hit_after:
+        line += "; no longer hits the recompile limit"
+    return line
+
+
+def _describe(f: FunctionDelta, side: str) -> str:
+    """``value on self.layer_idx``, or ``4 value on n, 1 tensor on x`` when several kinds changed."""
+    counts: dict[str, int] = {}
+    for c in f.causes:
+        n = getattr(c, side)
+        if n:
+            what = f"{c.category} on {c.source}" if c.source else f"{c.category}: {c.subject}"
+            counts[what] = counts.get(what, 0) + n
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{n} {what}" for what, n in counts.items())
+
+
+def _plural(n: int) -> str:
+    return "recompile" if n == 1 else "recompiles"

@@ -1,4 +1,9 @@
-"""Renderers for ``check``: terminal table, Markdown (step summary), JUnit XML, GitHub annotations."""
+"""Renderers for ``check``: terminal table, Markdown (step summary), JSON/YAML, JUnit XML, GitHub annotations.
+
+JSON/YAML schema versions (``schema`` key):
+  guarddiag.check/1 -- first version: ``exit_code``, ``verdict``, ``rows[]`` (one per checked
+  function) and ``findings[]`` (facts, plus the ``message`` and ``details`` the table shows).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,11 @@ from itertools import groupby
 from tabulate import tabulate
 
 from guarddiag.gate import Finding, GateResult
+from guarddiag.render.formats import render_as
+from guarddiag.render.summary import cause_group_line, cause_groups
+from guarddiag.render.words import capture_gap, function_label, limit_sentence, script_outcome
 
+CHECK_SCHEMA = "guarddiag.check/1"
 _HEADERS = ["script", "function", "baseline", "now", "allowed", "limit hits", "status"]
 
 
@@ -17,7 +26,7 @@ def _rows(result: GateResult) -> list[list[object]]:
     return [
         [
             r.script,
-            r.function,
+            function_label(r.function),
             "-" if r.before is None else r.before,
             r.after,
             "-" if r.allowed is None else r.allowed,
@@ -45,8 +54,43 @@ def _verdict(result: GateResult) -> str:
     return f"OK: no recompile regression{note}"
 
 
+def finding_message(f: Finding) -> str:
+    """The finding in one line: ``forward (model.py:30): 7 recompiles, 2 over the 5 allowed (baseline 5)``."""
+    if f.kind == "script_failed":
+        assert f.run is not None, "a script_failed finding carries its run"
+        why = script_outcome(f.run) if f.run.status != "ok" else capture_gap(f.run)
+        log = f"; torch log: {f.run.log_path}" if f.run.log_path else ""
+        return f"{f.script}: {why}; not compared with the baseline{log}"
+    if f.function is None:
+        if f.kind == "gone" and f.name:
+            return f"{f.name} ({f.file}:{f.line}): in the baseline, not compiled in this run"
+        return f"{f.script}: not in the baseline; `--update` adds it"
+    label, recompiles = function_label(f.function), f.function.recompiles
+    if f.kind == "regression":
+        assert f.allowed is not None, "a regression is measured against what is allowed"
+        was = f"baseline {f.baseline}" if f.baseline is not None else "not in the baseline"
+        return f"{label}: {recompiles} recompiles, {recompiles - f.allowed} over the {f.allowed} allowed ({was})"
+    if f.kind == "improvement":
+        return f"{label}: {recompiles} recompiles, down from {f.baseline}; record it with `guarddiag check --update`"
+    if f.kind == "limit_hit":
+        return f"{label}: {limit_sentence(f.function.limit_hits[0])}"
+    if f.kind == "new_cause":
+        return f"{label}: recompiles for a cause the baseline did not have: {', '.join(f.categories)}"
+    raise ValueError(f"unknown finding kind {f.kind!r}")
+
+
+def finding_details(f: Finding) -> list[str]:
+    """The recompile causes behind a failing finding (for ``new_cause``: only the new categories)."""
+    if f.function is None or f.kind not in ("regression", "limit_hit", "new_cause"):
+        return []
+    groups = cause_groups(f.function)
+    if f.kind == "new_cause":
+        groups = [g for g in groups if g.category in f.categories]
+    return [cause_group_line(g) for g in groups]
+
+
 def _finding_lines(f: Finding) -> list[str]:
-    return [f"{f.kind}: {f.message}", *(f"    {d}" for d in f.details)]
+    return [f"{f.kind}: {finding_message(f)}", *(f"    {d}" for d in finding_details(f))]
 
 
 def render_text(result: GateResult) -> str:
@@ -57,8 +101,59 @@ def render_text(result: GateResult) -> str:
             out += [""] + _finding_lines(f)
     gone = [f for f in result.findings if f.kind == "gone"]
     if gone:
-        out += ["", *(f"note: {f.message}" for f in gone)]
+        out += ["", *(f"note: {finding_message(f)}" for f in gone)]
     return "\n".join([*out, "", _verdict(result)])
+
+
+def render_check(result: GateResult, fmt: str) -> str:
+    """The check report in one of :data:`guarddiag.render.FORMATS` (markdown: the step summary)."""
+    return render_as(fmt, lambda: check_to_dict(result), lambda: render_markdown(result), lambda: render_text(result))
+
+
+def check_to_dict(result: GateResult) -> dict[str, object]:
+    """The JSON form of a check: every checked function and every finding, as facts."""
+    return {
+        "schema": CHECK_SCHEMA,
+        "exit_code": result.exit_code,
+        "verdict": _verdict(result),
+        "rows": [
+            {
+                "script": r.script,
+                "function": r.function.name,
+                "label": function_label(r.function),
+                "file": r.file,
+                "line": r.line,
+                "process": r.function.rank,
+                "baseline": r.before,
+                "recompiles": r.after,
+                "allowed": r.allowed,
+                "limit_hits_baseline": r.limit_hits_before,
+                "limit_hits": r.limit_hits,
+                "status": r.status,
+            }
+            for r in result.rows
+        ],
+        "findings": [_finding_to_dict(f) for f in result.findings],
+    }
+
+
+def _finding_to_dict(f: Finding) -> dict[str, object]:
+    function = f.function
+    return {
+        "kind": f.kind,
+        "failing": f.failing,
+        "script": f.script,
+        "function": function.name if function is not None else f.name,
+        "file": f.file,
+        "line": f.line,
+        "recompiles": function.recompiles if function is not None else None,
+        "allowed": f.allowed,
+        "baseline": f.baseline,
+        "categories": list(f.categories),
+        "status": f.run.status if f.run is not None else None,
+        "message": finding_message(f),
+        "details": finding_details(f),
+    }
 
 
 def render_markdown(result: GateResult) -> str:
@@ -67,7 +162,7 @@ def render_markdown(result: GateResult) -> str:
     if result.rows:
         out.append(tabulate(_rows(result), headers=_HEADERS, tablefmt="github"))
     for f in result.findings:
-        out += ["", f"- **{f.kind}** {f.message}", *(f"  - {d}" for d in f.details)]
+        out += ["", f"- **{f.kind}** {finding_message(f)}", *(f"  - {d}" for d in finding_details(f))]
     return "\n".join(out) + "\n"
 
 
@@ -94,13 +189,15 @@ def render_junit(result: GateResult) -> str:
         run_case = ET.SubElement(suite, "testcase", classname=script, name="run")
         cases += 1
         for f in crashed:
-            ET.SubElement(run_case, "error", message=f.message, type="script_failed").text = f.message
+            message = finding_message(f)
+            ET.SubElement(run_case, "error", message=message, type="script_failed").text = message
         for row in by_script.get(script, []):
-            case = ET.SubElement(suite, "testcase", classname=script, name=row.function, file=row.file, line=str(row.line or 0))
+            label = function_label(row.function)
+            case = ET.SubElement(suite, "testcase", classname=script, name=label, file=row.file, line=str(row.line or 0))
             cases += 1
             own = [f for f in result.failures if f.script == script and f.function == row.function]
             for f in own:
-                ET.SubElement(case, "failure", message=f.message, type=f.kind).text = "\n".join(_finding_lines(f))
+                ET.SubElement(case, "failure", message=finding_message(f), type=f.kind).text = "\n".join(_finding_lines(f))
             failures += bool(own)
         suite.set("tests", str(cases))
         suite.set("failures", str(failures))
@@ -133,6 +230,6 @@ def render_annotations(result: GateResult) -> str:
             continue
         level = "error" if f.failing else "notice"
         where = f"file={_prop(f.file)}" + (f",line={f.line}" if f.line else "")
-        body = "\n".join([f.message, *f.details])
+        body = "\n".join([finding_message(f), *finding_details(f)])
         lines.append(f"::{level} {where},title={_prop('guarddiag ' + f.kind)}::{_escape(body)}")
     return "\n".join(lines)

@@ -1,23 +1,16 @@
-"""What the human-readable renderers share: causes grouped per function, labels."""
+"""What the reports of one run share: headline, notes under it, causes grouped per function, detail lines."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
-from guarddiag.model import (
-    CauseGroup,
-    FailedCompile,
-    FunctionSummary,
-    LimitHit,
-    Run,
-    capture_gap,
-    cause_groups,
-    function_label,
-    script_outcome,
-)
+from guarddiag.model import FunctionSummary, Run
+from guarddiag.render.words import capture_gap, failed_sentence, function_label, limit_sentence, script_outcome
 
 __all__ = [
     "CauseGroup",
+    "cause_group_line",
     "cause_groups",
     "compiles_cell",
     "failed_sentence",
@@ -32,16 +25,6 @@ __all__ = [
 
 # A process started by a guarddiag run inside the script (runner.py starts its child on this file).
 _BOOTSTRAP = os.path.join("guarddiag", "child", "_bootstrap.py")
-_OUTCOMES = {
-    "eager": "torch runs it without compiling from here on",
-    "raised": "the call raised FailOnRecompileLimitHit (fail_on_recompile_limit_hit or fullgraph=True)",
-    "compiled_again": "torch compiled it again later (the limit was raised, its cache reset, or another isolated region)",
-}
-_FAILED = {
-    "error": "failed",
-    "skipped": "skipped: Dynamo found nothing to compile and runs it eagerly",
-    "no_code": "installed no code (the log shows no guards for it; it failed or was skipped)",
-}
 
 
 def headline(run: Run) -> str:
@@ -109,26 +92,13 @@ def compiles_cell(run: Run, f: FunctionSummary) -> int | str:
     return "" if run.parse.paste_messages is not None else f.compiles
 
 
-def limit_sentence(hit: LimitHit) -> str:
-    """``hit recompile_limit (8) at 0/8 on value of argument `n`: torch runs it without compiling from here on``."""
-    where = f" at {hit.compile_id}" if hit.compile_id else ""
-    why = f" on {hit.cause.subject}" if hit.cause is not None else ""
-    return f"hit {hit.limit} ({hit.value}){where}{why}: {_OUTCOMES.get(hit.outcome, hit.outcome)}"
-
-
-def failed_sentence(failed: FailedCompile) -> str:
-    """``compile 1/0 failed: Unsupported: ...``; the attempt counts as a compile, but no code was installed."""
-    reason = f": {failed.reason[:160]}" if failed.reason else ""
-    return f"compile {failed.compile_id} {_FAILED.get(failed.kind, failed.kind)}{reason}"
-
-
 def function_detail_lines(f: FunctionSummary) -> list[str]:
     """A function's section under its headline, indented: cause groups with an example, compiles that
     installed no code, limit hits (the terminal report and the watch's report alike)."""
     out = []
     for g in cause_groups(f):
         unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
-        out.append(f"  {g.count}x {g.category}: {g.subject}{unlogged}")
+        out.append(f"  {cause_group_line(g)}{unlogged}")
         out.append(f"      e.g. {g.example[:160]}")
     out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
     out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
@@ -138,3 +108,31 @@ def function_detail_lines(f: FunctionSummary) -> list[str]:
 def wants_details(f: FunctionSummary) -> bool:
     """Whether a function gets a section of its own under the table."""
     return bool(f.recompiles or f.limit_hit or f.failed_compiles)
+
+
+@dataclass(frozen=True)
+class CauseGroup:
+    """Recompiles of one function that share a category and subject."""
+
+    category: str
+    subject: str
+    count: int
+    unlogged: int
+    example: str
+
+
+def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
+    """Group a function's recompiles by the cause against the newest cache entry (torch lists it first)."""
+    counts: dict[tuple[str, str], list] = {}
+    for event in f.recompile_events:
+        cause = event.causes[0]
+        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0]])
+        entry[0] += 1
+        entry[1] += 0 if event.logged else 1
+    groups = [CauseGroup(cat, subj, n, unlogged, ex) for (cat, subj), (n, unlogged, ex) in counts.items()]
+    return sorted(groups, key=lambda g: -g.count)
+
+
+def cause_group_line(g: CauseGroup) -> str:
+    """``5x value: value of `self.layer_idx` on argument `self```."""
+    return f"{g.count}x {g.category}: {g.subject}"

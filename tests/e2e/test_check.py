@@ -148,3 +148,23 @@ def test_torch_logs_format_of_the_user_does_not_change_the_counts(project):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record = json.loads((project / "r.json").read_text())
     assert record["totals"]["compiles"] == record["torch_compiles"] == 6
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml", "markdown"])
+def test_check_in_every_format_keeps_annotations_off_stdout(project, fmt):
+    """The table is tested above; the other formats are one document on stdout even on a CI runner."""
+    from tests.documents import assert_document
+
+    _set_layers(project, 8)
+    proc = run_guarddiag("check", "model.py", "-f", fmt, cwd=project, env={"GITHUB_ACTIONS": "true"})
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    doc = assert_document(proc.stdout, fmt, "guarddiag.check/1")
+    if fmt == "markdown":
+        assert "**FAILED: 1 recompile regression(s)**" in doc and "| model.py" in doc
+    else:
+        (row,) = doc["rows"]
+        assert (row["function"], row["baseline"], row["recompiles"], row["allowed"], row["status"]) == ("forward", 5, 7, 5, "REGRESSION")
+        (finding,) = doc["findings"]
+        assert finding["kind"] == "regression" and finding["message"].endswith("7 recompiles, 2 over the 5 allowed (baseline 5)")
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("::error ")]
+    assert "file=model.py,line=30" in line

@@ -230,3 +230,20 @@ def test_directories_where_files_belong(workdir):
         proc = run_guarddiag(*args, cwd=workdir)
         assert proc.returncode == 2, (args, proc.stderr)
         _one_clean_line(proc.stderr)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("fmt", ["table", "json", "yaml", "markdown"])
+def test_run_in_every_format(workdir, fmt):
+    from tests.documents import assert_document
+
+    (workdir / "tiny.py").write_text(TINY)
+    proc = run_guarddiag("run", "tiny.py", "-f", fmt, cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    # The script's own output comes first (it ran in the foreground); the report is the rest.
+    report = proc.stdout.split("\n", 1)[1] if proc.stdout.startswith("argv") else proc.stdout
+    out = assert_document(report, fmt, None if fmt in ("table", "markdown") else "guarddiag.run/1")
+    if fmt in ("json", "yaml"):
+        assert out["totals"]["recompiles"] == 1
+    else:
+        assert "f (tiny.py:5)" in out and "value of argument `n`" in out

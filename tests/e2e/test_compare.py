@@ -133,3 +133,59 @@ def test_same_environment_twice_with_repeats_changes_nothing(workdir):
     assert all(not r["unstable"] for r in doc["runs"])
     (diff,) = doc["diffs"]
     assert all(f["removed"] == 0 and f["added"] == 0 for f in diff["functions"])
+
+
+TINY = """
+import torch
+
+@torch.compile(backend="eager")
+def scale(x, n):
+    return x * n
+
+for n in range(3):
+    scale(torch.ones(2), n)
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_project(tmp_path_factory):
+    """A one-function script; the folder keeps the flag catalog cache between the tests that use it."""
+    folder = tmp_path_factory.mktemp("formats")
+    (folder / "tiny.py").write_text(TINY)
+    return folder
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("fmt", ["table", "json", "yaml", "markdown"])
+def test_compare_in_every_format(tiny_project, fmt):
+    from tests.documents import assert_document
+
+    out = tiny_project / f"compare-{fmt}.json"
+    proc = run_guarddiag("compare", "tiny.py", "--flag", "automatic_dynamic_shapes", "-f", fmt, "-o", str(out), cwd=tiny_project)
+    assert proc.returncode == 0, proc.stderr
+    doc = assert_document(proc.stdout, fmt, "guarddiag.compare/1")
+    saved = json.loads(out.read_text())  # --out writes the JSON of the same report, whatever the format
+    assert saved["schema"] == "guarddiag.compare/1"
+    assert [r["label"] for r in saved["runs"]] == ["baseline", "automatic_dynamic_shapes=false"]
+    (scale,) = saved["diffs"][0]["functions"]
+    assert (scale["recompiles_before"], scale["recompiles_after"]) == (1, 2)
+    if fmt in ("json", "yaml"):
+        assert doc == saved
+    elif fmt == "markdown":
+        assert "| configuration" in doc and "### baseline -> automatic_dynamic_shapes=false" in doc
+    else:
+        assert doc.startswith("guarddiag compare (torch ") and "automatic_dynamic_shapes=false adds 1 recompile of scale" in doc
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("fmt", ["table", "json", "yaml", "markdown"])
+def test_flags_in_every_format(tiny_project, fmt):
+    from tests.documents import assert_document
+
+    proc = run_guarddiag("flags", "automatic_dynamic_shapes", "-f", fmt, cwd=tiny_project)
+    assert proc.returncode == 0, proc.stderr
+    doc = assert_document(proc.stdout, fmt, "guarddiag.flag-list/1")
+    if fmt in ("json", "yaml"):
+        assert "automatic_dynamic_shapes" in [f["name"] for f in doc["flags"]]
+    else:
+        assert "TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES" in doc

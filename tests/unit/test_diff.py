@@ -10,11 +10,12 @@ import pytest
 import yaml
 
 from guarddiag.build import build_from_lines
-from guarddiag.diff import RunDiff, cause_key, diff_runs, guard_pattern, verdict
+from guarddiag.diff import RunDiff, cause_key, diff_runs, guard_pattern
 from guarddiag.guardexpr import normalize_guard
 from guarddiag.model import Run
 from guarddiag.render import FORMATS
-from guarddiag.render.diff import DIFF_SCHEMA, render_diffs
+from guarddiag.render.diff import DIFF_SCHEMA, incomplete, render_diffs, verdict
+from guarddiag.render.words import function_label
 from tests.conftest import LOGS, ROOT, in_checkout
 
 
@@ -196,7 +197,7 @@ def test_ranks_are_different_functions():
     assert keys == [("rank0", "train_step", "/workspace/train.py", 41), ("rank1", "train_step", "/workspace/train.py", 41)]
     rank0_only = replace(run, functions=tuple(f for f in run.functions if f.frame_ids[0].startswith("rank0:")))
     d = diff_runs(rank0_only, run)
-    assert sorted((f.label, f.status) for f in d.functions) == [
+    assert sorted((function_label(f.function), f.status) for f in d.functions) == [
         ("train_step (workspace/train.py:41) [rank0]", "same"),
         ("train_step (workspace/train.py:41) [rank1]", "new"),
     ]
@@ -277,17 +278,17 @@ def test_no_change_is_credited_to_a_side_that_stopped_early():
     stopped = replace(full, functions=(), status="failed", exit_code=1, error="ValueError: bad", error_flags=("x=1",))
     d = diff_runs(full, stopped, "baseline", "x=1")
     assert d.removed == 2
-    assert d.incomplete == ("x=1: the script failed on --flag x=1 (ValueError: bad): its error names that flag; fix or drop it",)
-    assert verdict(d) == [f"no change is attributed: {d.incomplete[0]}; its counts cover only what ran before it stopped"]
-    assert json.loads(render_diffs([d], "json"))["diffs"][0]["incomplete"] == list(d.incomplete)
+    assert incomplete(d) == ["x=1: the script failed on --flag x=1 (ValueError: bad): its error names that flag; fix or drop it"]
+    assert verdict(d) == [f"no change is attributed: {incomplete(d)[0]}; its counts cover only what ran before it stopped"]
+    assert json.loads(render_diffs([d], "json"))["diffs"][0]["incomplete"] == incomplete(d)
     crashed = replace(full, status="failed", exit_code=1)
-    assert diff_runs(crashed, full).incomplete == ("A: the script failed (exit status 1)",)
+    assert incomplete(diff_runs(crashed, full)) == ["A: the script failed (exit status 1)"]
 
 
 def test_grad_mode_recompiles_match_between_torch_2_1_and_2_13():
     """torch 2.1 fails ``___is_grad_enabled()``, 2.13 reports ``GLOBAL_STATE changed: grad_mode``: one cause."""
     d = diff_runs(_log("torch-2.1.2/grad_mode.log"), _log("torch-2.13.0/grad_mode.log"), "2.1.2", "2.13.0")
-    (f,) = [f for f in d.functions if f.label.startswith("compute_loss")]
+    (f,) = [f for f in d.functions if f.function.name == "compute_loss"]
     assert (f.recompiles_before, f.recompiles_after, f.removed, f.added, f.status) == (1, 1, 0, 0, "same")
     assert [(c.category, c.source, c.pattern, c.before, c.after) for c in f.causes] == [
         ("global_state", "", "GLOBAL_STATE changed: grad_mode", 1, 1)

@@ -47,7 +47,11 @@ def test_values_are_checked_against_the_type():
 def test_inline_inbuilt_nn_modules_is_a_no_op_on_2_13_and_a_real_flip_on_2_4():
     plan = plan_compare(_catalog("2.13.0"), ["inline_inbuilt_nn_modules"], False, ["py"])
     assert plan.variants == ()
-    (note,) = plan.no_ops
+    from guarddiag.render.compare import no_op_sentence
+
+    (no_op,) = plan.no_ops
+    assert no_op.flag == "inline_inbuilt_nn_modules" and no_op.torch_version.startswith("2.13.0") and "always True" in no_op.reason
+    note = no_op_sentence(no_op)
     assert "inline_inbuilt_nn_modules does nothing in torch 2.13.0" in note and "always True" in note
     plan = plan_compare(_catalog("2.4.1"), ["inline_inbuilt_nn_modules"], False, ["py"])
     assert [v.flags for v in plan.variants] == [(("inline_inbuilt_nn_modules", "true"),)]
@@ -87,6 +91,7 @@ def test_counts_that_vary_between_repeats_are_flagged():
     from guarddiag.build import build_from_lines
     from guarddiag.compare import unstable_functions
     from guarddiag.model import Run
+    from guarddiag.render.compare import unstable_sentence
     from tests.conftest import LOGS
 
     def run_of(path):
@@ -95,8 +100,9 @@ def test_counts_that_vary_between_repeats_are_flagged():
 
     same = run_of("torch-2.4.1/fresh_module_instance.log")
     assert unstable_functions((same, same)) == ()
-    (note,) = unstable_functions((same, run_of("torch-2.4.1/fresh_module_instance.inline1.log")))
-    assert note.startswith("forward (scenarios/fresh_module_instance.py:32) compiled [1, 12] times")
+    (unstable,) = unstable_functions((same, run_of("torch-2.4.1/fresh_module_instance.inline1.log")))
+    assert (unstable.function.name, unstable.compiles) == ("forward", (1, 12))
+    assert unstable_sentence(unstable).startswith("forward (scenarios/fresh_module_instance.py:32) compiled [1, 12] times")
 
 
 def test_catalog_cache_is_keyed_by_torch_install_and_environment(tmp_path, monkeypatch):
@@ -209,7 +215,11 @@ def test_the_same_flag_given_twice_is_one_configuration():
 
 
 def test_flags_table_hides_internal_names_wraps_notes_and_shows_values_as_they_are():
-    from guarddiag.commands.compare import flags_table
+    from guarddiag.commands.flags import select_flags
+    from guarddiag.render.flags import render_flags
+
+    def flags_table(catalog, pattern, show_all, fmt):
+        return render_flags(select_flags(catalog, pattern, show_all), fmt)
 
     catalog = _catalog("2.13.0")
     table = flags_table(catalog, None, False, "table")

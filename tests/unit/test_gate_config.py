@@ -13,7 +13,7 @@ from guarddiag.config import Settings, load_settings
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED, InputError
 from guarddiag.gate import evaluate
 from guarddiag.model import Run
-from guarddiag.render.gate import render_text
+from guarddiag.render.gate import finding_details, finding_message, render_text
 from tests.conftest import LOGS
 
 
@@ -71,8 +71,9 @@ def test_gate_regression_improvement_and_identity(tmp_path: Path):
     result = evaluate({"m.py": after}, base, settings)
     assert result.exit_code == REGRESSION
     (finding,) = result.failures
-    assert "11 recompiles, 11 over the 0 allowed (baseline 0)" in finding.message
-    assert finding.details == ("11x identity: local `self`: a different object",)
+    assert (finding.allowed, finding.baseline, finding.function.recompiles) == (0, 0, 11)
+    assert "11 recompiles, 11 over the 0 allowed (baseline 0)" in finding_message(finding)
+    assert finding_details(finding) == ["11x identity: local `self`: a different object"]
     result = evaluate({"m.py": before}, baseline_io.from_runs({"m.py": after}, tmp_path), settings)
     assert result.exit_code == OK and len(result.improvements) == 1
 
@@ -88,12 +89,20 @@ def test_gate_new_cause_limit_and_failed_script(tmp_path: Path):
         )
     )
     result = evaluate({"s.py": shape}, trimmed, Settings(root=tmp_path, fail_on_new_cause=True))
-    assert result.exit_code == REGRESSION and result.failures[0].kind == "new_cause"
+    (new,) = result.failures
+    assert result.exit_code == REGRESSION and new.kind == "new_cause"
+    kept = trimmed.scripts[0].functions[0].causes[0][0]
+    assert kept not in new.categories and new.categories
+    # The details list only the causes of the new categories, never the one the baseline has.
+    assert finding_details(new) and all(line.split(": ")[0].split(" ")[1] in new.categories for line in finding_details(new))
+    assert finding_message(new).endswith(f"a cause the baseline did not have: {', '.join(new.categories)}")
     limit = _run("torch-2.13.0/recompile_limit.log")
     assert evaluate({"r.py": limit}, None, Settings(root=tmp_path, fail_on_limit_hit=True)).exit_code == REGRESSION
     assert evaluate({"r.py": limit}, None, Settings(root=tmp_path)).exit_code == OK
     crashed = evaluate({"r.py": _run("torch-2.13.0/recompile_limit.log", "failed")}, None, Settings(root=tmp_path, max_recompiles=0))
     assert crashed.exit_code == SCRIPT_FAILED and not any(f.kind == "regression" for f in crashed.findings)
+    (failed,) = crashed.findings
+    assert finding_message(failed) == "r.py: the script failed (exit status 1); not compared with the baseline"
 
 
 def test_baseline_round_trip_keeps_budgets(tmp_path: Path):
@@ -136,7 +145,7 @@ def test_a_new_limit_hit_fails_against_the_baseline(tmp_path: Path):
 
 
 def test_a_configured_script_named_on_the_command_line_keeps_its_settings(tmp_path: Path):
-    from guarddiag.commands.check import _specs, run_key
+    from guarddiag.commands.baseline import _specs, run_key
 
     (tmp_path / "guarddiag.yaml").write_text("scripts:\n- path: bench.py\n  args: [--steps, '20']\n  max_recompiles: 3\n")
     settings = load_settings(tmp_path, {}, {})
@@ -157,7 +166,7 @@ def test_a_second_function_of_the_same_name_and_file_is_new_not_the_baseline_one
     result = evaluate({"m.py": replace(run, functions=(replace(forward, recompile_events=(), compiles=1), other))}, base, settings)
     assert result.exit_code == REGRESSION
     (finding,) = result.failures
-    assert finding.line == forward.line + 40 and "5 recompiles, 5 over the 0 allowed (not in the baseline)" in finding.message
+    assert finding.line == forward.line + 40 and "5 recompiles, 5 over the 0 allowed (not in the baseline)" in finding_message(finding)
     assert [r.status for r in result.rows] == ["REGRESSION", "ok"]
 
 
@@ -181,7 +190,7 @@ def test_a_new_function_that_hits_the_limit_fails_by_default(tmp_path: Path):
     result = evaluate({"r.py": limited}, empty, settings, budgets={"r.py": 100})
     assert result.exit_code == REGRESSION
     assert [x.kind for x in result.failures] == ["limit_hit"]
-    assert "runs it without compiling from here on" in result.failures[0].message
+    assert "runs it without compiling from here on" in finding_message(result.failures[0])
     (row,) = result.rows
     assert (row.limit_hits_before, row.limit_hits, row.status) == (None, 1, "REGRESSION")
     assert " -> 1" in render_text(result) and "limit hits" in render_text(result)

@@ -1,0 +1,130 @@
+"""``guarddiag baseline``: run the scripts (or read run records) and record their recompiles in a YAML
+baseline to commit; ``check --update`` records through here too."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import typer
+
+from guarddiag import baseline as baseline_io
+from guarddiag.baseline import relative_file
+from guarddiag.child.runner import RunRequest, check_script, execute_many
+from guarddiag.commands.options import command_settings, flag_options
+from guarddiag.config import ScriptSpec, Settings
+from guarddiag.errors import SCRIPT_FAILED, InputError
+from guarddiag.model import Run
+from guarddiag.render.words import script_outcome
+from guarddiag.store import load_run
+
+
+def baseline_command(
+    items: list[str], out: Path | None, flags: list[str] | None, python: str | None, jobs: int | None, timeout: float | None
+) -> None:
+    """Run or read everything named (else the configured scripts) and write the baseline anew."""
+    config = command_settings({"python": python, "jobs": jobs, "timeout": timeout, "baseline": str(out) if out else None})
+    runs, _ = collect_runs(items, config, flag_options(flags, config.python), sys.stderr.isatty())
+    path = config.root / config.baseline
+    recorded = record_baseline(runs, config, path, anew=True)
+    n = sum(len(s.functions) for s in recorded.scripts)
+    typer.echo(f"wrote {path}: {len(recorded.scripts)} scripts, {n} functions, {sum(r.recompiles for r in runs.values())} recompiles")
+
+
+def _specs(items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str], ...]) -> list[ScriptSpec | Path]:
+    """Scripts to run (as specs) and run records to read (as paths), from the command line or the config.
+
+    A script named on the command line that the config lists keeps its configured args, flags and budget.
+    """
+    configured = [ScriptSpec(s.path, s.args, s.flags + flags, s.max_recompiles) for s in settings.scripts]
+    if not items:
+        if not configured:
+            raise InputError(
+                "nothing to check: give scripts or run records, or list them under `scripts` in [tool.guarddiag] of pyproject.toml"
+            )
+        return list(configured)
+    out: list[ScriptSpec | Path] = []
+    for item in items:
+        if item.endswith(".json"):
+            out.append(Path(item))
+            continue
+        same = [s for s in configured if os.path.normpath(s.path) == os.path.normpath(item)]
+        out.extend(same or [ScriptSpec(item, (), flags)])
+    return out
+
+
+def run_key(script: str, args: Sequence[str], root: Path) -> str:
+    """How a run is named in the baseline: the script relative to the project root, then its arguments."""
+    return " ".join([relative_file(script, root), *args])
+
+
+def collect_runs(
+    items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str], ...], progress: bool
+) -> tuple[dict[str, Run], dict[str, int | None]]:
+    """Run the scripts (in parallel) and read the records; keyed by script path relative to the root."""
+    specs = _specs(items, settings, flags)
+    runs: dict[str, Run] = {}
+    budgets: dict[str, int | None] = {}
+    requests = []
+    def claim(key: str, what: str) -> str:
+        if key in runs or key in budgets:
+            raise InputError(f"{what}: a second run of `{key}`; give each script (with its arguments) once")
+        return key
+
+    for spec in specs:
+        if isinstance(spec, Path):
+            run = load_run(spec)
+            runs[claim(run_key(run.script or str(spec), run.argv, settings.root), str(spec))] = run
+            continue
+        path = settings.root / spec.path
+        check_script(path)
+        key = claim(run_key(str(path), spec.args, settings.root), spec.path)
+        budgets[key] = spec.max_recompiles
+        requests.append(
+            (key, RunRequest(path, spec.args, settings.python, spec.flags, settings.timeout, capture_output=True, label=key))
+        )
+
+    def report(request: RunRequest, run: Run) -> None:
+        if progress:
+            print(f"  {request.label}: {run.status}, {run.recompiles} recompiles ({run.duration_s:.1f}s)", file=sys.stderr, flush=True)
+
+    results = execute_many([r for _, r in requests], settings.jobs or os.cpu_count() or 1, report)
+    for (key, _), run in zip(requests, results, strict=True):
+        runs[key] = run
+    return runs, budgets
+
+
+def record_baseline(runs: dict[str, Run], settings: Settings, out: Path, anew: bool = False) -> baseline_io.Baseline:
+    """Write a baseline of these runs, refusing when a script failed (its counts are partial).
+
+    The baseline already at ``out`` gives its budgets and other scripts. When it cannot be read
+    (corrupt, written by a newer guarddiag), ``anew`` (``guarddiag baseline -o``) replaces it with a
+    warning; else (``check --update``, which must keep budgets) it is refused, naming the way out."""
+    failed = [k for k, r in runs.items() if r.status != "ok"]
+    if failed:
+        raise InputError(
+            f"{failed[0]}: {script_outcome(runs[failed[0]])}; "
+            f"no baseline written (its counts would be partial); torch log: {runs[failed[0]].log_path}",
+            SCRIPT_FAILED,
+        )
+    if out.is_dir():
+        raise InputError(f"{out}: is a directory; give the baseline file to write (e.g. guarddiag-baseline.yaml)")
+    try:
+        previous = baseline_io.load(out) if out.exists() else None
+    except InputError as exc:
+        if not anew:
+            raise InputError(
+                f"{exc}; or write it anew from these runs with `guarddiag baseline -o {out}` (its budgets are lost)"
+            ) from None
+        warn(f"warning: {exc}; writing it anew from these runs: the budgets and scripts it had are not kept")
+        previous = None
+    new = baseline_io.from_runs(runs, settings.root, previous)
+    baseline_io.save(new, out)
+    return new
+
+
+def warn(message: str) -> None:
+    """One ``guarddiag:`` line on stderr that does not stop the command."""
+    print(f"guarddiag: {message}", file=sys.stderr, flush=True)

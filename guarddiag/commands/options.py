@@ -1,0 +1,48 @@
+"""What several commands read the same way: ``--format``, ``--flag NAME=VALUE``, layered settings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from guarddiag.errors import InputError
+from guarddiag.render.formats import FORMATS
+
+if TYPE_CHECKING:
+    from guarddiag.config import Settings
+
+
+def check_format(fmt: str) -> None:
+    """Refuse an unknown ``--format`` before any work is done."""
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt}: unknown format; use one of {', '.join(FORMATS)}")
+
+
+def flag_options(texts: list[str] | None, python: str) -> tuple[tuple[str, str], ...]:
+    """``--flag NAME=VALUE`` options. A NAME without a value is looked up in the target torch's flag
+    catalog, so the error can name the flag meant (``allow_unspec_int_on_nn_modul``: did you mean ...)."""
+    from guarddiag.child.runner import parse_flag
+
+    flags = []
+    for text in texts or []:
+        try:
+            flags.append(parse_flag(text))
+        except InputError:
+            if "=" in text or not text.strip().isidentifier() and "." not in text:
+                raise
+            from guarddiag.flags import load_catalog
+
+            flag = load_catalog(python).resolve(text.strip())  # an unknown name: the closest ones
+            example = ("false" if flag.value else "true") if flag.is_bool else "VALUE"
+            raise InputError(
+                f"--flag {text}: no value; give NAME=VALUE, e.g. --flag {flag.name}={example} (now {flag.value!r})"
+            ) from None
+    return tuple(flags)
+
+
+def command_settings(cli: dict[str, object]) -> Settings:
+    """Defaults < ``[tool.guarddiag]`` in pyproject.toml < environment < these command-line values."""
+    from guarddiag.config import load_settings
+
+    return load_settings(Path.cwd(), os.environ, cli)
