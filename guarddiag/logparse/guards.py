@@ -46,6 +46,14 @@ def split_comment(text: str) -> tuple[str, str]:
     return text[:hash_at].strip(), _location(text[hash_at + 2 :])
 
 
+def guard_expr(text: str) -> str:
+    """The expression of ``expr  # comment``, as :func:`split_comment` gives it, without reading the location."""
+    cut = text.find("  # ")
+    if cut < 0:
+        cut = _comment_hash(text)
+    return (text[:cut] if cut >= 0 else text).strip()
+
+
 def _comment_hash(text: str) -> int:
     """Index of the first ``#`` with white space on both sides (``\\s+#\\s``), or -1; linear in the text."""
     at = text.find("#", 1)
@@ -101,13 +109,15 @@ def _first_source(expr: str) -> str:
 class TreeReader:
     """Reads a guard listing line by line, keeping only the path of managers above."""
 
-    def __init__(self, keep: frozenset[str] | None = None) -> None:
+    def __init__(self, keep: frozenset[str] | None = None, locations: bool = True) -> None:
+        """``locations``: False leaves ``Guard.location`` empty (reading it is a sixth of a full parse)."""
         self._sources: list[str] = []
         self.guards: list[Guard] = []
         self.raw: list[tuple[str, str]] = []
         # Counting needs only a few guard kinds, whose expressions name their object; building the
         # others (and the manager path above each guard) is most of the parse time.
         self._keep = keep
+        self._locations = locations
 
     def keep_raw(self, label: str, rest: str) -> None:
         """A kept guard's kind and expression (with its comment), read later and only if needed
@@ -128,14 +138,18 @@ class TreeReader:
         start = text.find("+- ")
         if start < 0:
             return True  # a wrapped tree line: nothing to keep
-        depth = start // 2
-        rest = text[start + 3 :]
+        self.tree_line(start // 2, text[start + 3 :])
+        return True
+
+    def tree_line(self, depth: int, rest: str) -> None:
+        """One line of the tree at ``depth``, ``rest`` what follows its ``+- `` (LogParser.parse calls this
+        directly for the lines of a listing read whole)."""
         colon = rest.find(":")
         label = rest[:colon] if colon > 0 else rest
         rest = rest[colon + 1 :].lstrip() if colon > 0 else ""
         if "Manager" in label or rest.startswith("GuardManager"):
             if self._keep is not None:
-                return True  # counting takes sources from the expressions: no manager stack
+                return  # counting takes sources from the expressions: no manager stack
             del self._sources[depth:]
             begin = rest.find("source=")
             end = rest.find(", accessed_by=", begin)
@@ -143,14 +157,13 @@ class TreeReader:
                 self._sources.append(rest[begin + 7 : end])
             else:
                 self._sources.append(self._sources[-1] if self._sources else "")
-            return True
+            return
         if self._keep is not None:
             if label in self._keep:
                 self.keep_raw(label, rest)
-            return True
+            return
         if label.endswith("Accessor") or not label.isupper():
-            return True
-        expr, location = split_comment(rest)
+            return
+        expr, location = split_comment(rest) if self._locations else (guard_expr(rest), "")
         parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
         self.guards.append(Guard(label, parent or _first_source(expr), expr, location))
-        return True

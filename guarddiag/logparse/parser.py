@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from guarddiag.logparse.events import (
@@ -63,6 +63,8 @@ class _Block:
     # Guard kinds a counting parser keeps; other tree lines may be skipped unread, and kept ones
     # handed to ``keep_raw`` without the rest of the line reading (see LogParser.parse).
     skippable: frozenset[str] | None = None
+    # A listing read whole: its tree lines may go straight here as (depth, text after "+- ").
+    tree_line: Callable[[int, str], None] | None = None
 
     def keep_raw(self, label: str, rest: str) -> None:  # pragma: no cover - only blocks with skippable
         raise NotImplementedError
@@ -78,11 +80,12 @@ class _Block:
 
 
 class _GuardBlock(_Block):
-    def __init__(self, cid: str | None, keep: frozenset[str] | None) -> None:
+    def __init__(self, cid: str | None, keep: frozenset[str] | None, locations: bool = True) -> None:
         self.cid = cid
-        self.reader = TreeReader(keep)
+        self.reader = TreeReader(keep, locations)
         self.skippable = keep
         self.keep_raw = self.reader.keep_raw  # the hot path's one call per kept guard line
+        self.tree_line = self.reader.tree_line if keep is None else None
         self.done = False
 
     def feed(self, body: str) -> bool:
@@ -91,7 +94,7 @@ class _GuardBlock(_Block):
         text = body.strip()
         if text.startswith("Guard eval latency"):
             self.done = True
-            self.skippable = None  # the listing is over: no more lines for the hot path to take
+            self.skippable = self.tree_line = None  # the listing is over: no more lines for the hot path to take
             return True
         if text.startswith("GUARDS:") and self.reader.guards:
             return False
@@ -216,9 +219,11 @@ _NONE: list[Event] = []  # returned by the hot path; never appended to
 class LogParser:
     """Feed lines, get events. One instance per log stream."""
 
-    def __init__(self, keep_guards: frozenset[str] | None = None) -> None:
-        """``keep_guards``: the guard kinds to report in listings (None: all of them)."""
+    def __init__(self, keep_guards: frozenset[str] | None = None, locations: bool = True) -> None:
+        """``keep_guards``: the guard kinds to report in listings (None: all of them); ``locations``:
+        False leaves ``Guard.location`` (the user code line of a tree guard) empty, for readers that never show it."""
         self._keep_guards = keep_guards
+        self._locations = locations
         self.counters = ParseCounters()
         self._open: dict[_Key, _Block] = {}
         self._last: _Block | None = None
@@ -245,7 +250,8 @@ class LogParser:
         # Hottest path, inlined with its state in locals (re-read after every feed): a guard-tree line
         # of the open listing is counted and dismissed when its kind is not kept, and its kind and
         # expression go straight to the listing when it is (TreeReader.feed reads them the same way).
-        skippable, prefix, plen, keep_raw = None, "", 0, None
+        # A listing read whole takes each tree line the same way, at TreeReader.tree_line.
+        skippable, prefix, plen, keep_raw, tree_line = None, "", 0, None, None
         for line in lines:
             if skippable is not None and line.startswith(prefix):
                 start = line.find("+- ", plen)
@@ -259,10 +265,17 @@ class LogParser:
                         keep_raw(label, line[end + 1 :].strip())
                         skipped += 1
                         continue
+            elif tree_line is not None and line.startswith(prefix):
+                start = line.find("+- ", plen)
+                if start >= 0 and line[plen] in "+|":
+                    tree_line((start - plen) // 2, line[start + 3 :].rstrip())
+                    skipped += 1
+                    continue
             events = feed(line)
             block = self._prefix_block
             skippable = block.skippable if block is not None else None
             keep_raw = block.keep_raw if skippable is not None else None
+            tree_line = block.tree_line if block is not None else None
             prefix, plen = self._prefix, self._prefix_len
             if events:
                 counters.lines += skipped
@@ -387,7 +400,7 @@ class LogParser:
         if f.artifact == "__guards":
             text = body.strip()
             if text.startswith("GUARDS:"):
-                block = _GuardBlock(cid, self._keep_guards)
+                block = _GuardBlock(cid, self._keep_guards, self._locations)
             elif text.startswith("Python shape guard function"):
                 block = _ShapeFnBlock()
             elif text.startswith("Guard eval latency") or not text:
