@@ -109,8 +109,12 @@ def _first_source(expr: str) -> str:
 class TreeReader:
     """Reads a guard listing line by line, keeping only the path of managers above."""
 
-    def __init__(self, keep: frozenset[str] | None = None, locations: bool = True) -> None:
-        """``locations``: False leaves ``Guard.location`` empty (reading it is a sixth of a full parse)."""
+    def __init__(
+        self, keep: frozenset[str] | None = None, locations: bool = True, seen: dict[tuple[str, str, str], Guard] | None = None
+    ) -> None:
+        """``locations``: False leaves ``Guard.location`` empty (reading it is a sixth of a full parse);
+        ``seen``: the guards of earlier listings by line, shared by a parser's listings: a line read
+        before under the same parent object is the same guard."""
         self._sources: list[str] = []
         self.guards: list[Guard] = []
         self.raw: list[tuple[str, str]] = []
@@ -118,6 +122,7 @@ class TreeReader:
         # others (and the manager path above each guard) is most of the parse time.
         self._keep = keep
         self._locations = locations
+        self._seen = seen
 
     def keep_raw(self, label: str, rest: str) -> None:
         """A kept guard's kind and expression (with its comment), read later and only if needed
@@ -162,8 +167,17 @@ class TreeReader:
             if label in self._keep:
                 self.keep_raw(label, rest)
             return
+        parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
+        seen = self._seen
+        if seen is not None:
+            guard = seen.get((label, rest, parent))
+            if guard is not None:
+                self.guards.append(guard)
+                return
         if label.endswith("Accessor") or not label.isupper():
             return
         expr, location = split_comment(rest) if self._locations else (guard_expr(rest), "")
-        parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
-        self.guards.append(Guard(label, parent or _first_source(expr), expr, location))
+        guard = Guard(label, parent or _first_source(expr), expr, location)
+        if seen is not None:
+            seen[(label, rest, parent)] = guard
+        self.guards.append(guard)

@@ -80,9 +80,9 @@ class _Block:
 
 
 class _GuardBlock(_Block):
-    def __init__(self, cid: str | None, keep: frozenset[str] | None, locations: bool = True) -> None:
+    def __init__(self, cid: str | None, keep: frozenset[str] | None, locations: bool = True, seen: dict | None = None) -> None:
         self.cid = cid
-        self.reader = TreeReader(keep, locations)
+        self.reader = TreeReader(keep, locations, seen)
         self.skippable = keep
         self.keep_raw = self.reader.keep_raw  # the hot path's one call per kept guard line
         self.tree_line = self.reader.tree_line if keep is None else None
@@ -224,6 +224,8 @@ class LogParser:
         False leaves ``Guard.location`` (the user code line of a tree guard) empty, for readers that never show it."""
         self._keep_guards = keep_guards
         self._locations = locations
+        # Without locations a guard line reads the same in every listing: read each once.
+        self._seen_guards: dict | None = {} if not locations and keep_guards is None else None
         self.counters = ParseCounters()
         self._open: dict[_Key, _Block] = {}
         self._last: _Block | None = None
@@ -400,7 +402,7 @@ class LogParser:
         if f.artifact == "__guards":
             text = body.strip()
             if text.startswith("GUARDS:"):
-                block = _GuardBlock(cid, self._keep_guards, self._locations)
+                block = _GuardBlock(cid, self._keep_guards, self._locations, self._seen_guards)
             elif text.startswith("Python shape guard function"):
                 block = _ShapeFnBlock()
             elif text.startswith("Guard eval latency") or not text:
