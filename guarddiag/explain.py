@@ -15,7 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import TypeVar
+from types import MappingProxyType
+from typing import Any, NamedTuple, TypeVar
 
 from guarddiag.build import RunBuilder
 from guarddiag.causes import readable_source
@@ -139,14 +140,13 @@ _BUILTIN = re.compile(r"^G\['__builtins_dict___\d+'\]\['(?P<name>\w+)'\]$")
 _SINGLETONS = ("builtins.bool", "bool", "NoneType", "builtins.NoneType")
 
 
-@dataclass(frozen=True)
-class _Fact:
-    """One guard, read: the object it checks, how, and the value it pins."""
+class _Fact(NamedTuple):
+    """One guard, read: the object it checks, how, and the value it pins (a tuple: one is made per distinct guard)."""
 
     source: str
     how: str
     value: str = ""
-    extra: Mapping[str, str] = field(default_factory=dict)
+    extra: Mapping[str, str] = MappingProxyType({})
 
 
 def read_guard(g: Guard) -> _Fact | None:
@@ -163,10 +163,11 @@ def read_guard(g: Guard) -> _Fact | None:
         size = _SIZE_TERM.search(expr)
         if size is not None:
             return _Fact(size["src"], "shape", expr)
-    for pattern, make in _READERS:
-        m = pattern.match(expr)
-        if m is not None:
-            return make(m, g)
+    for starts, pattern, make in _READERS:
+        if expr.startswith(starts):
+            m = pattern.match(expr)
+            if m is not None:
+                return make(m, g)
     m = _VALUE.match(expr)
     if m is not None and m["val"].startswith(("G[", "L[")):
         return None  # two names for one object (``G['F'] is G['__import_...'].F``): nothing a user changes
@@ -184,18 +185,20 @@ def _tensor_fact(m: re.Match[str], g: Guard) -> _Fact:
     )
 
 
-# Tried in order, the first that matches reads the guard.
-_READERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], Guard], _Fact]], ...] = (
-    (_TENSOR, _tensor_fact),
-    (_ID, lambda m, g: _Fact(m["src"], "identity", m["id"], {"type": m["type"] or ""})),
-    (_TYPE, lambda m, g: _Fact(m["src"], "type", m["id"], {"type": m["type"] or ""})),
-    (_KEY_AT, lambda m, g: _Fact(m["src"] or m["src2"], "key", m["key"], {"index": m["i"]})),
-    (_KEY_SET, lambda m, g: _Fact(m["src"] or m["src2"], "keys", m["keys"] if m["keys"] is not None else m["keys2"])),
-    (_LEN, lambda m, g: _Fact(m["src"], "length", m["n"], {"dict": "1" if g.kind == "DICT_LENGTH" else ""})),
-    (_CONTAINS, lambda m, g: _Fact(m["src"], "contains", m["key"], {"negated": "1" if m["neg"] else ""})),
-    (_MARKING, lambda m, g: _Fact(m["src"], "marking")),
-    (_ISNAN, lambda m, g: _Fact(m["src"], "dynamic_scalar")),
-    (_SCALAR_RANGE, lambda m, g: _Fact(m["src"] or m["src2"], "dynamic_scalar")),
+_SOURCE_START = ("L[", "G[", "___odict_getitem(")
+# Each reader with the text every expression it matches starts with (so a guard tries only the
+# reader its first word names: no expression matches two of them), tried in order.
+_READERS: tuple[tuple[tuple[str, ...], re.Pattern[str], Callable[[re.Match[str], Guard], _Fact]], ...] = (
+    (("check_tensor(",), _TENSOR, _tensor_fact),
+    (("___check_obj_id(",), _ID, lambda m, g: _Fact(m["src"], "identity", m["id"], {"type": m["type"] or ""})),
+    (("___check_type_id(",), _TYPE, lambda m, g: _Fact(m["src"], "type", m["id"], {"type": m["type"] or ""})),
+    (("list(",), _KEY_AT, lambda m, g: _Fact(m["src"] or m["src2"], "key", m["key"], {"index": m["i"]})),
+    (("set(", "___key_to_id("), _KEY_SET, lambda m, g: _Fact(m["src"] or m["src2"], "keys", m["keys"] if m["keys"] is not None else m["keys2"])),
+    (("len(",), _LEN, lambda m, g: _Fact(m["src"], "length", m["n"], {"dict": "1" if g.kind == "DICT_LENGTH" else ""})),
+    (("___dict_contains(", "not ___dict_contains("), _CONTAINS, lambda m, g: _Fact(m["src"], "contains", m["key"], {"negated": "1" if m["neg"] else ""})),
+    (("hasattr(",), _MARKING, lambda m, g: _Fact(m["src"], "marking")),
+    (("not math.isnan(",), _ISNAN, lambda m, g: _Fact(m["src"], "dynamic_scalar")),
+    (("-", *"0123456789", *_SOURCE_START), _SCALAR_RANGE, lambda m, g: _Fact(m["src"] or m["src2"], "dynamic_scalar")),
 )
 
 
@@ -231,13 +234,14 @@ def user_name(src: str) -> str:
     m = _BUILTIN.match(src)
     if m is not None:
         return m["name"]
-    name = readable_source(src)
-    name = re.sub(r"\.__code__$", "", name)
-    return re.sub(r"\['(\w+)'\]", lambda k: f"['{k.group(1)}']", name)
+    return readable_source(src).removesuffix(".__code__")
+
+
+_ROOT_NAME = re.compile(r"[LG]\['([^']*)'\]")
 
 
 def _root(src: str) -> str:
-    m = re.match(r"[LG]\['([^']*)'\]", src.removeprefix("___odict_getitem("))
+    m = _ROOT_NAME.match(src.removeprefix("___odict_getitem("))
     return m.group(1) if m else ""
 
 
@@ -278,8 +282,10 @@ class _Index:
     :class:`_Memo` is reused only where the same questions get the same answers.
     """
 
-    def __init__(self, nodes: Mapping[str, _Node]) -> None:
+    def __init__(self, nodes: Mapping[str, _Node], key_steps: dict[str, tuple[tuple[str, str], ...]] | None = None) -> None:
         self.nodes = nodes
+        # Each source's (prefix, key) steps, kept across the listings of one function.
+        self._key_steps = key_steps if key_steps is not None else {}
         self.asked: list[tuple[str, str, object]] | None = None
         self._keys_under: dict[str, set[str]] | None = None
         self._bool_ids: set[str] | None = None
@@ -289,14 +295,17 @@ class _Index:
         """The keys other sources read right under the node ``src``: ``'a'`` for ``src['a']`` and ``src['a'].b``."""
         if self._keys_under is None:
             index: dict[str, set[str]] = {}
+            steps = self._key_steps
             for s in self.nodes:
-                # s.startswith(src + "[") holds exactly when s has a "[" at len(src) and s[:len(src)] == src.
-                p = s.find("[")
-                while p != -1:
-                    m = _KEY_STEP.match(s, p)
-                    if m is not None:
-                        index.setdefault(s[:p], set()).add(m.group(1))
-                    p = s.find("[", p + 1)
+                known = steps.get(s)
+                if known is None:
+                    known = steps[s] = _key_steps(s)
+                for prefix, key in known:
+                    keys = index.get(prefix)
+                    if keys is None:
+                        index[prefix] = {key}
+                    else:
+                        keys.add(key)
             self._keys_under = index
         return self._note("keys_under", src, self._keys_under.get(src, _NO_KEYS))
 
@@ -333,6 +342,19 @@ class _Index:
         return answer
 
 
+def _key_steps(s: str) -> tuple[tuple[str, str], ...]:
+    """Every (prefix, key) with ``s`` = ``prefix[key]...``: s.startswith(src + "[") holds exactly when s
+    has a "[" at len(src) and s[:len(src)] == src."""
+    out = []
+    p = s.find("[")
+    while p != -1:
+        m = _KEY_STEP.match(s, p)
+        if m is not None:
+            out.append((s[:p], m.group(1)))
+        p = s.find("[", p + 1)
+    return tuple(out)
+
+
 _T = TypeVar("_T")
 _NO_KEYS: frozenset[str] = frozenset()
 
@@ -352,6 +374,7 @@ class _Memo:
         self.families: dict[str, tuple[str, str] | None] = {}
         self.rows: dict[tuple[str, tuple[int, ...]], tuple[GuardedObject | None, tuple[tuple[str, str, object], ...]]] = {}
         self.roles: Mapping[str, str] | None = None
+        self.key_steps: dict[str, tuple[tuple[str, str], ...]] = {}
 
     def row(self, node: _Node, index: _Index, roles: Mapping[str, str]) -> GuardedObject | None:
         """The row of ``node`` (``None``: it has none), reused from an earlier listing where it cannot differ."""
@@ -385,9 +408,8 @@ def _nodes(guards: Iterable[Guard], memo: _Memo | None = None) -> tuple[dict[str
     ambient: list[str] = []
     for g in guards:
         key = (g.kind, g.expr, g.source)  # all that read_guard reads of a guard
-        if key in steps:
-            step = steps[key]
-        else:
+        step = steps.get(key, _UNREAD)
+        if step is _UNREAD:
             step = steps[key] = _step(g)
         if step is None:
             continue
@@ -401,6 +423,9 @@ def _nodes(guards: Iterable[Guard], memo: _Memo | None = None) -> tuple[dict[str
             node = nodes[src] = _Node(src)
         node.facts.append(what)
     return nodes, ambient
+
+
+_UNREAD: Any = object()  # a guard not read yet (None is a guard that goes nowhere)
 
 
 def _step(g: Guard) -> tuple[str, _Fact | str] | None:
@@ -427,12 +452,17 @@ def _internal_name(src: str) -> str:
     return "torch internals"
 
 
+_PARAM = re.compile(r"\._(?:parameters|buffers)\['[^']*'\]$")
+_SUBMODULE = re.compile(r"\._modules\['[^']*'\]$")
+_SUBMODULE_ATTR = re.compile(r"\._modules\['[^']*'\]\.(?P<attr>\w+)$")
+
+
 def _is_param(src: str) -> bool:
-    return bool(re.search(r"\._(?:parameters|buffers)\['[^']*'\]$", src))
+    return "._" in src and _PARAM.search(src) is not None
 
 
 def _is_submodule(src: str) -> bool:
-    return bool(re.search(r"\._modules\['[^']*'\]$", src))
+    return "._modules[" in src and _SUBMODULE.search(src) is not None
 
 
 def _family(src: str) -> tuple[str, str] | None:
@@ -442,7 +472,7 @@ def _family(src: str) -> tuple[str, str] | None:
         return root, "buffers" if "._buffers[" in src else "parameters"
     if _is_submodule(src):
         return root, "submodules"
-    m = re.search(r"\._modules\['[^']*'\]\.(?P<attr>\w+)$", src)
+    m = _SUBMODULE_ATTR.search(src) if "._modules[" in src else None
     if m is not None:
         return root, f"attr:{m['attr']}"
     if src.endswith(".training"):
@@ -463,7 +493,7 @@ def objects_of(
     rows: list[GuardedObject] = []
     families: dict[tuple[str, str], list[GuardedObject]] = {}
     callables: list[GuardedObject] = []
-    index = _Index(nodes)
+    index = _Index(nodes, memo.key_steps)
     for src, node in nodes.items():
         row = memo.row(node, index, roles)
         if row is None:
@@ -745,7 +775,7 @@ def _collapse(root: str, kind: str, members: list[GuardedObject]) -> GuardedObje
         )
     if kind == "submodules":
         hows = Counter(m.how for m in members)
-        types = Counter(re.sub(r"^.*\((\w+)\)$", r"\1", m.name) for m in members)
+        types = Counter(_TYPE_SUFFIX.sub(r"\1", m.name) for m in members)
         listed = ", ".join(f"{t} x{c}" for t, c in types.most_common(4))
         if hows.most_common(1)[0][0] == "identity":
             return GuardedObject(
@@ -784,6 +814,9 @@ def _collapse(root: str, kind: str, members: list[GuardedObject]) -> GuardedObje
     )
 
 
+_TYPE_SUFFIX = re.compile(r"^.*\((\w+)\)$")
+
+
 def _callables_row(rows: list[GuardedObject]) -> GuardedObject:
     names = sorted({r.name.split("`")[1] for r in rows})
     shown = ", ".join(f"`{n}`" for n in names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
@@ -814,8 +847,7 @@ def explain_events(events: Iterable[Event], torch_version: str | None = None, fu
                 # A compile id listed twice (retries) keeps its last listing.
                 listings.setdefault(frame, {})[number] = event.guards
     functions, _ = builder.functions()
-    all_guards = [g for per in listings.values() for gs in per.values() for g in gs]
-    era = torch_era(torch_version, all_guards)
+    era = torch_era(torch_version, (g for per in listings.values() for gs in per.values() for g in gs))
     explained = tuple(
         _explain_function(f, listings.get(f.frame_ids[0], {}), torch_version, era, full) for f in functions if f.compiles
     )
@@ -905,16 +937,26 @@ def torch_era(torch_version: str | None, guards: Iterable[Guard]) -> str:
     v = _version_tuple(torch_version)
     if v is not None:
         return "inlined-modules" if v >= (2, 5) else "id-modules" if v >= (2, 4) else "id-modules-old"
-    guards = list(guards)
+    # One pass: a module checked by type settles it at once, the rest needs every guard.
     # torch < 2.4 prints flat guard lists; their shapes differ from the tree's (``___is_grad_enabled()``).
-    flat = any(g.kind == "DYNAMIC_INDICES" or "___is_grad_enabled" in g.expr for g in guards)
-    if any(g.kind == "TYPE_MATCH" and re.match(r"^[LG]\['[^']*'\]$", g.source) and "nn.modules" in g.expr for g in guards):
-        return "inlined-modules"
-    if any(g.kind == "TYPE_MATCH" and "._modules" in g.source for g in guards):
-        return "inlined-modules"
-    if any(g.kind in ("ID_MATCH", "EQUALS_MATCH") and g.source.endswith(".training") for g in guards):
+    flat = training = False
+    for g in guards:
+        kind = g.kind
+        if kind == "TYPE_MATCH":
+            if "._modules" in g.source or "nn.modules" in g.expr and _ROOT_SOURCE.match(g.source):
+                return "inlined-modules"
+        elif kind == "DYNAMIC_INDICES":
+            flat = True
+        elif kind in ("ID_MATCH", "EQUALS_MATCH") and g.source.endswith(".training"):
+            training = True
+        if not flat and "___is_grad_enabled" in g.expr:
+            flat = True
+    if training:
         return "id-modules-old" if flat else "id-modules"
     return "old" if flat else "unknown"
+
+
+_ROOT_SOURCE = re.compile(r"^[LG]\['[^']*'\]$")
 
 
 def _has_flag(torch_version: str | None, era: str, since: tuple[int, int]) -> bool | None:

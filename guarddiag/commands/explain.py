@@ -84,4 +84,4 @@ def _from_log(path: Path, torch_version: str | None, full: bool) -> Explanation:
 
 def explain_lines(lines: Iterable[str], torch_version: str | None = None, full: bool = False) -> Explanation:
     """Parse log lines and explain them (the whole pipeline, no files)."""
-    return explain_events(LogParser().parse(lines), torch_version, full)
+    return explain_events(LogParser(locations=False).parse(lines), torch_version, full)
