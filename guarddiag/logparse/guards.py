@@ -110,7 +110,7 @@ class TreeReader:
     """Reads a guard listing line by line, keeping only the path of managers above."""
 
     def __init__(
-        self, keep: frozenset[str] | None = None, locations: bool = True, seen: dict[tuple[str, str, str], Guard] | None = None
+        self, keep: frozenset[str] | None = None, locations: bool = True, seen: dict[tuple[str, str], Guard] | None = None
     ) -> None:
         """``locations``: False leaves ``Guard.location`` empty (reading it is a sixth of a full parse);
         ``seen``: the guards of earlier listings by line, shared by a parser's listings: a line read
@@ -146,12 +146,19 @@ class TreeReader:
         self.tree_line(start // 2, text[start + 3 :])
         return True
 
-    def tree_line(self, depth: int, rest: str) -> None:
-        """One line of the tree at ``depth``, ``rest`` what follows its ``+- `` (LogParser.parse calls this
+    def tree_line(self, depth: int, text: str) -> None:
+        """One line of the tree at ``depth``, ``text`` what follows its ``+- `` (LogParser.parse calls this
         directly for the lines of a listing read whole)."""
-        colon = rest.find(":")
-        label = rest[:colon] if colon > 0 else rest
-        rest = rest[colon + 1 :].lstrip() if colon > 0 else ""
+        seen = self._seen
+        if seen is not None:
+            parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
+            guard = seen.get((text, parent))
+            if guard is not None:  # a guard line read before under the same object: the same guard
+                self.guards.append(guard)
+                return
+        colon = text.find(":")
+        label = text[:colon] if colon > 0 else text
+        rest = text[colon + 1 :].lstrip() if colon > 0 else ""
         if "Manager" in label or rest.startswith("GuardManager"):
             if self._keep is not None:
                 return  # counting takes sources from the expressions: no manager stack
@@ -167,17 +174,11 @@ class TreeReader:
             if label in self._keep:
                 self.keep_raw(label, rest)
             return
-        parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
-        seen = self._seen
-        if seen is not None:
-            guard = seen.get((label, rest, parent))
-            if guard is not None:
-                self.guards.append(guard)
-                return
         if label.endswith("Accessor") or not label.isupper():
             return
         expr, location = split_comment(rest) if self._locations else (guard_expr(rest), "")
+        parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
         guard = Guard(label, parent or _first_source(expr), expr, location)
         if seen is not None:
-            seen[(label, rest, parent)] = guard
+            seen[(text, parent)] = guard
         self.guards.append(guard)
