@@ -280,3 +280,17 @@ def test_compiles_that_installed_no_code_are_not_called_cache_entries():
     assert "strict (counting/reset_and_failures.py:18): 1 compile, 1 of them installed no code" in text
     assert "no cache entry: every compile of it installed no code" in text
     assert "capture it with TORCH_LOGS=guards" not in text
+
+
+def test_the_model_carries_facts_and_the_renderer_the_words():
+    """explain/ names what is checked and what to do (a hint by name, a value as read); render/ says it."""
+    from guarddiag.explain.model import TypeObject, ValueObject
+
+    (f,) = [f for f in _facts("2.13.0", "module_int_attribute").functions if f.name == "forward"]
+    rows = {o.name: o for o in f.entries[0].objects if isinstance(o, ValueObject | TypeObject)}
+    assert rows["self.layer_idx"] == ValueObject("self.layer_idx", "argument", "self", "value", ("L['self'].layer_idx",), "0", "0")
+    assert isinstance(rows["self"], TypeObject) and rows["self"].type == "DecoderLayer"
+    (hint,) = f.hints
+    assert (hint.hint, hint.subject, hint.kind, hint.count) == ("allow_unspec_int_on_nn_module", "self.layer_idx", "fix", 5)
+    # The cause as guarddiag.model.Cause has it (its subject is that module's to say).
+    assert [(c.category, c.count) for c in f.causes] == [("value", 5)] and "self.layer_idx" in f.causes[0].subject
