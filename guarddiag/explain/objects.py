@@ -38,6 +38,7 @@ class Memo:
         self.rows: dict[tuple[str, tuple[int, ...]], tuple[GuardedObject | None, tuple[tuple[str, str, object], ...]]] = {}
         self.roles: Mapping[str, str] | None = None
         self.key_steps: dict[str, tuple[tuple[str, str], ...]] = {}
+        self.last_keys: tuple[tuple[str, ...], dict[str, set[str]]] | None = None
 
     def row(self, node: Node, index: Index, roles: Mapping[str, str]) -> GuardedObject | None:
         """The row of ``node`` (``None``: it has none), reused from an earlier listing where it cannot differ."""
@@ -77,7 +78,7 @@ def objects_of(
     rows: list[GuardedObject] = []
     families: dict[tuple[str, str], list[GuardedObject]] = {}
     callables: list[IdentityObject] = []
-    index = Index(nodes, memo.key_steps)
+    index = Index(nodes, memo.key_steps, memo.last_keys)
     for src, node in nodes.items():
         made = memo.row(node, index, roles)
         if made is None:
@@ -90,6 +91,7 @@ def objects_of(
             families.setdefault(fam, []).append(made)
         else:
             rows.append(made)
+    memo.last_keys = index.last_keys
     for (root, kind), members in families.items():
         rows.append(members[0] if len(members) == 1 and kind != "parameters" else _collapse(root, kind, members))
     if callables:
@@ -123,14 +125,14 @@ def _nodes(guards: Iterable[Guard], memo: Memo) -> tuple[dict[str, Node], list[s
         if step is None:
             continue
         src, what = step
-        if isinstance(what, str):
-            if what and what not in ambient:
-                ambient.append(what)
-            continue
-        node = nodes.get(src)
-        if node is None:
-            node = nodes[src] = Node(src)
-        node.facts.append(what)
+        if not isinstance(what, str):
+            node = nodes.get(src)
+            if node is None:
+                nodes[src] = Node(src, [what])
+            else:
+                node.facts.append(what)
+        elif what and what not in ambient:
+            ambient.append(what)
     return nodes, ambient
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from guarddiag.explain import facts as F
 from guarddiag.explain.facts import Fact
@@ -21,12 +20,14 @@ BOOL_BY_ID = "True/False (checked by id)"
 _CODE_TYPES = ("module", "builtin_function_or_method", "function", "code", "method-wrapper", "wrapper_descriptor")
 
 
-@dataclass
 class Node:
     """All facts about one source, gathered before its row is made."""
 
-    src: str
-    facts: list[Fact] = field(default_factory=list)
+    __slots__ = ("facts", "src")
+
+    def __init__(self, src: str, facts: list[Fact] | None = None) -> None:
+        self.src = src
+        self.facts = facts if facts is not None else []
 
     def of(self, how: str) -> list[Fact]:
         return [f for f in self.facts if f.how == how]
@@ -42,18 +43,29 @@ class Index:
     :class:`guarddiag.explain.objects.Memo` is reused only where the same questions get the same answers.
     """
 
-    def __init__(self, nodes: Mapping[str, Node], key_steps: dict[str, tuple[tuple[str, str], ...]] | None = None) -> None:
+    def __init__(
+        self,
+        nodes: Mapping[str, Node],
+        key_steps: dict[str, tuple[tuple[str, str], ...]] | None = None,
+        last_keys: tuple[tuple[str, ...], dict[str, set[str]]] | None = None,
+    ) -> None:
         self.nodes = nodes
         # Each source's (prefix, key) steps, kept across the listings of one function.
         self._key_steps = key_steps if key_steps is not None else {}
         self.asked: list[tuple[str, str, object]] | None = None
         self._keys_under: dict[str, set[str]] | None = None
+        # A listing's sources and their map of keys: the next listing of a function mostly has the same sources.
+        self.last_keys = last_keys
         self._bool_ids: set[str] | None = None
         self._identity_parents: set[str] | None = None
 
     def keys_under(self, src: str) -> AbstractSet[str]:
         """The keys other sources read right under the node ``src``: ``'a'`` for ``src['a']`` and ``src['a'].b``."""
         if self._keys_under is None:
+            sources = tuple(self.nodes)
+            if self.last_keys is not None and self.last_keys[0] == sources:
+                self._keys_under = self.last_keys[1]
+                return self._note("keys_under", src, self._keys_under.get(src, _NO_KEYS))
             index: dict[str, set[str]] = {}
             steps = self._key_steps
             for s in self.nodes:
@@ -67,6 +79,7 @@ class Index:
                     else:
                         keys.add(key)
             self._keys_under = index
+            self.last_keys = (sources, index)
         return self._note("keys_under", src, self._keys_under.get(src, _NO_KEYS))
 
     def bool_ids(self) -> set[str]:
@@ -144,8 +157,7 @@ def row(node: Node, index: Index, roles: Mapping[str, str]) -> GuardedObject | N
     return None
 
 
-@dataclass(frozen=True)
-class _Who:
+class _Who(NamedTuple):
     name: str
     role: str
     root: str
