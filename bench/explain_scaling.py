@@ -104,14 +104,14 @@ def measure(cmd: Sequence[str], env: dict[str, str] | None = None, timeout: floa
     return Sample(record["wall_s"], record["maxrss_kib"] / 1024, lines, cpu)
 
 
-# What explain must do before any explaining: parse the log keeping every guard of every listing
-# (``guarddiag parse`` keeps only the few kinds it counts, and skips building the rest).
+# What explain must do before any explaining: read the log keeping every guard of every listing, as
+# explain does (``guarddiag parse`` keeps only the few kinds it counts, and skips building the rest).
 FLOOR = """
 import sys
-from guarddiag.logparse.parser import LogParser
-with open(sys.argv[1], encoding="utf-8", errors="replace", newline="") as fh:
-    events = list(LogParser().parse(fh))
-print(len(events))
+from guarddiag.pipeline import LogReader, paused_gc
+with open(sys.argv[1], encoding="utf-8", errors="replace", newline="") as fh, paused_gc():
+    functions, _ = LogReader(guards=None, locations=False).read(fh).result()
+print(len(functions))
 """
 
 
@@ -185,7 +185,8 @@ def verdicts(results: list[SizeResult]) -> list[tuple[str, str, str, str, str]]:
         rows.append(
             (
                 "explain's parse alone, largest log",
-                f"`python -c` parsing every guard listing as explain must (LogParser() keeping all guards, no CLI, no explaining); "
+                f"`python -c` reading every guard listing as explain does (LogReader keeping all guards, no locations; no CLI, "
+                "no explaining); "
                 f"median of {len(big.floor)} ({_walls(big.floor)}); the floor of explain / parse",
                 f"{floor:.2f} s = **{floor / big.parse_s:.2f}x** parse (CPU: "
                 f"{statistics.median(s.cpu_s for s in big.floor) / big.parse_cpu:.2f}x)",

@@ -9,15 +9,13 @@ The 1024-block run takes a few minutes on 2 cores.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_model_log import BENCH, describe, record_log  # noqa: E402  (sibling scripts, not a package)
+
 DATA = BENCH / "data" / "explain"
-TORCH_LOGS = "dynamo,guards,recompiles,graph_breaks"
 SIZES = (16, 64, 256, 1024)
 
 
@@ -30,25 +28,7 @@ def record(blocks: int, python: str, data: Path = DATA, force: bool = False) -> 
     path = log_path(blocks, data)
     if path.exists() and not force:
         return path
-    data.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, TORCH_LOGS=TORCH_LOGS)
-    env.pop("TORCH_TRACE", None)
-    tmp = path.with_suffix(".log.tmp")
-    started = time.monotonic()
-    with tmp.open("wb") as stderr:
-        proc = subprocess.run(
-            [python, str(BENCH / "explain_model.py"), "--blocks", str(blocks)],
-            env=env,
-            stderr=stderr,
-            stdout=subprocess.DEVNULL,
-            check=False,
-        )
-    if proc.returncode != 0:
-        tail = tmp.read_text(errors="replace").splitlines()[-5:]
-        raise SystemExit(f"make_explain_logs: {blocks} blocks: the model exited {proc.returncode}; last log lines:\n" + "\n".join(tail))
-    os.replace(tmp, path)
-    lines = sum(1 for _ in path.open("rb"))
-    print(f"{path}: {path.stat().st_size / 1e6:.1f} MB, {lines:,} lines ({time.monotonic() - started:.0f} s)", flush=True)
+    print(describe(path, record_log("explain_model.py", blocks, python, path)), flush=True)
     return path
 
 

@@ -26,7 +26,6 @@ from guarddiag.logparse.events import (
     LimitWarning,
     RecompileAnnounced,
 )
-from guarddiag.logparse.parser import LogParser
 from guarddiag.model import (
     Cause,
     FailedCompile,
@@ -34,7 +33,6 @@ from guarddiag.model import (
     GraphBreak,
     Guard,
     LimitHit,
-    ParseStats,
     RecompileEvent,
 )
 from guarddiag.sourceinfo import local_roles
@@ -387,17 +385,3 @@ class _LedgerIndex:
     def limit_outcome(self, frame: _Frame, number: int | None) -> str:
         record = self._take(frame, number)
         return "raised" if record is not None and record.fail_type == "FailOnRecompileLimitHit" else "eager"
-
-
-def build_from_lines(
-    lines: Iterable[str], roles: RolesLookup = local_roles, ledger: Sequence[CompileRecord] = ()
-) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
-    """Parse a whole log stream and build the per-function summaries and parse stats."""
-    parser = LogParser(keep_guards=PINNING_KINDS)
-    builder = RunBuilder(roles, ledger)
-    for event in parser.parse(lines):
-        builder.add(event)
-    functions, unnamed = builder.functions()
-    c = parser.counters
-    stats = ParseStats(c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed)
-    return functions, stats

@@ -16,8 +16,7 @@ from guarddiag.guardkinds import Category, GuardKind, ambient_state, failure_kin
 from guarddiag.ids import CACHE_ENTRY
 from guarddiag.model import Cause, Guard
 
-# normalize_guard and readable_source live in guardexpr; explain still imports them from here.
-__all__ = ["cause_from_changed_guard", "classify_failure", "classify_last_reason", "normalize_guard", "readable_source", "subject"]
+__all__ = ["cause_from_changed_guard", "classify_failure", "classify_last_reason", "subject"]
 
 
 def subject(src: str, roles: Mapping[str, str] | None = None) -> str:

@@ -2,7 +2,7 @@
 
 torch's own log records are captured while the block runs, formatted by torch's own
 formatter into the glog-style lines ``guarddiag run`` reads from a file, and fed to the
-same :class:`LogParser` and :class:`RunBuilder`, so counts and causes are the ones
+same parse pipeline (:class:`guarddiag.pipeline.LogReader`), so counts and causes are the ones
 ``guarddiag run`` would report for the same code.
 
 What is counted: compiles that happen *inside* the block. torch numbers frames
@@ -30,13 +30,12 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from guarddiag.build import RunBuilder
 from guarddiag.logparse.events import CompileSeen, Event
-from guarddiag.logparse.parser import LogParser
-from guarddiag.model import Cause, FunctionSummary, ParseStats, Run
-from guarddiag.render.summary import function_detail_lines, function_label
+from guarddiag.model import Cause, FunctionSummary, Run
+from guarddiag.pipeline import LogReader
+from guarddiag.render.watch import watch_report, watch_warnings
 
-__all__ = ["Watch", "WatchError", "function_details", "function_recompiles", "watch"]
+__all__ = ["Watch", "WatchError", "function_recompiles", "watch"]
 
 # The channels `guarddiag run` asks for (runner.REQUIRED_LOGS): the same lines, the same counts.
 _ARTIFACTS = ("guards", "recompiles", "graph_breaks")
@@ -218,9 +217,8 @@ class Watch:
             functions = (functions,)
         self.only: frozenset[str] | None = frozenset(functions) if functions is not None else None
         self._lock = threading.Lock()
-        self._parser = LogParser()
-        self._builder = RunBuilder()
         self._seen: set[str] = set()
+        self._reader = LogReader(guards=None, on_event=self._saw)
         self._fed = 0
         self._active = False
         self._finished: Run | None = None
@@ -254,7 +252,7 @@ class Watch:
                     _capture = None
         with self._lock:
             self._active = False
-            self._finished = self._build(self._parser, self._builder, time.monotonic() - self._started)
+            self._finished = self._build(self._reader, time.monotonic() - self._started)
 
     def _feed(self, lines: list[str]) -> None:
         """Called from whichever thread logged: the lock keeps the parser's block state whole."""
@@ -262,21 +260,15 @@ class Watch:
             if not self._active:
                 return
             for line in lines:
-                for event in self._parser.feed(line):
-                    self._add(self._builder, event)
+                self._reader.feed(line)
             self._fed += 1
 
-    def _add(self, builder: RunBuilder, event: Event) -> None:
+    def _saw(self, event: Event) -> None:
         if isinstance(event, CompileSeen):
             self._seen.add(event.compile_id)
-        builder.add(event)
 
-    def _build(self, parser: LogParser, builder: RunBuilder, duration: float | None) -> Run:
-        for event in parser.finish():
-            self._add(builder, event)
-        functions, unnamed = builder.functions()
-        c = parser.counters
-        stats = ParseStats(c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed)
+    def _build(self, reader: LogReader, duration: float | None) -> Run:
+        functions, stats = reader.result()
         return Run(functions=functions, parse=stats, torch_version=_torch_version(), source="watch", duration_s=duration)
 
     @property
@@ -290,9 +282,8 @@ class Watch:
             if self._finished is not None:
                 return self._finished
             if self._snapshot is None or self._snapshot[0] != self._fed:
-                # Copies: finishing the parser closes open blocks, and the block is still logging.
-                parser, builder = copy.deepcopy((self._parser, self._builder))
-                self._snapshot = (self._fed, self._build(parser, builder, None))
+                # A copy: finishing the parser closes open blocks, and the block is still logging.
+                self._snapshot = (self._fed, self._build(self._reader.snapshot(), None))
             return self._snapshot[1]
 
     @property
@@ -336,13 +327,7 @@ class Watch:
 
     def warnings(self) -> list[str]:
         """What the counts cannot show by themselves, one line each (the log lost records under the watch)."""
-        if not self.lost_log:
-            return []
-        return [
-            f"warning: torch compiled {self.torch_compiles} times in the block but its log showed the watch fewer: "
-            "the code changed torch's logging under the watch (torch._logging.set_logs, logging.disable), so the "
-            "counts are torch's own and causes are missing for the compiles the log did not show"
-        ]
+        return watch_warnings(self)
 
     def _torch_records(self) -> list[dict]:
         return [r for r in list(self._records) if r.get("name") is not None and (self.only is None or r["name"] in self.only)]
@@ -364,33 +349,12 @@ class Watch:
 
     def report(self) -> str:
         """Plain text: totals, then each function with recompiles or limit hits and its grouped causes."""
-        functions = self.functions
-        what = f" of {', '.join(sorted(self.only))}" if self.only is not None else ""
-        out = [
-            f"guarddiag watch{what}: {len(functions)} compiled functions, {self.compiles} compiles, "
-            f"{self.recompiles} recompiles, {self.limit_hits} recompile-limit hits, {self.graph_breaks} graph breaks"
-        ]
-        out += self.warnings()
-        out += function_details(functions)
-        if len(out) == 1:
-            out.append("no recompiles")
-        return "\n".join(out)
+        return watch_report(self)
 
 
 def function_recompiles(f: FunctionSummary) -> int:
     """Recompiles of ``f`` that were in the captured log (its compiles before a watch began are not)."""
     return len(f.recompile_events)
-
-
-def function_details(functions: Iterable[FunctionSummary]) -> list[str]:
-    """For each function with recompiles or limit hits: a headline, then its cause groups with an example."""
-    out: list[str] = []
-    for f in sorted(functions, key=lambda f: (-function_recompiles(f), f.name)):
-        if not f.recompile_events and not f.limit_hit and not f.failed_compiles:
-            continue
-        out.append(f"{function_label(f)}: {function_recompiles(f)} recompiles")
-        out += function_detail_lines(f)
-    return out
 
 
 def _compile_number(record: dict) -> int:

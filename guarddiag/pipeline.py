@@ -1,4 +1,6 @@
-"""``guarddiag parse``: a run record from a log captured elsewhere (CI log, torchrun, a paste).
+"""The parse pipeline (lines -> events -> :class:`RunBuilder` -> functions and :class:`ParseStats`),
+driven by :class:`LogReader` for ``guarddiag run``, ``parse``, ``explain`` and the in-process watch;
+and ``guarddiag parse``: a run record from a log captured elsewhere (CI log, torchrun, a paste).
 
 A file with no framed torch line is read as a paste (:mod:`guarddiag.logparse.paste`): torch's
 messages found by their text. Both readers see the lines in one pass: the paste reader only until
@@ -11,16 +13,99 @@ form the log parser does not know): then the paste reading is the result.
 from __future__ import annotations
 
 import contextlib
+import copy
+import gc
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from guarddiag.build import RolesLookup, RunBuilder, build_from_lines
+from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
+
+# The guard kinds counting needs (the others are skipped unread); the lead points this at the guard-kind table.
+from guarddiag.guardkinds import PINNING_KINDS as COUNTED_GUARDS
+from guarddiag.ledger import CompileRecord
+from guarddiag.logparse.events import Event
+from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import WINDOW, PasteReader, framed_part, mangled_line
 from guarddiag.model import FunctionSummary, ParseStats, Run
 from guarddiag.sourceinfo import local_roles
+
+Parsed = tuple[tuple[FunctionSummary, ...], ParseStats]
+
+
+class LogReader:
+    """One log read into the run model: lines -> :class:`LogParser` events -> :class:`RunBuilder`.
+
+    ``guards``: the guard kinds listings keep (None: every guard, as explain and the watch read them);
+    ``locations``: False leaves guards without their user-code location; ``on_event``: sees each
+    event before the builder does. Lines come whole (:meth:`read`) or one by one (:meth:`feed`).
+    """
+
+    def __init__(
+        self,
+        roles: RolesLookup = local_roles,
+        ledger: Sequence[CompileRecord] = (),
+        *,
+        guards: frozenset[str] | None = COUNTED_GUARDS,
+        locations: bool = True,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.parser = LogParser(keep_guards=guards, locations=locations)
+        self.builder = RunBuilder(roles, ledger)
+        self._on_event = on_event
+
+    def add(self, event: Event) -> None:
+        """Fold one event in (events from another reader: a paste, an event stream)."""
+        if self._on_event is not None:
+            self._on_event(event)
+        self.builder.add(event)
+
+    def feed(self, line: str) -> None:
+        """Take one line (the watch, as torch logs it)."""
+        for event in self.parser.feed(line):
+            self.add(event)
+
+    def read(self, lines: Iterable[str]) -> LogReader:
+        """Take a whole stream, on the parser's hot path."""
+        with paused_gc():
+            for event in self.parser.parse(lines):
+                self.add(event)
+        return self
+
+    def result(self) -> Parsed:
+        """Close what is still open; the functions and the parse stats of every line taken."""
+        for event in self.parser.finish():
+            self.add(event)
+        functions, unnamed = self.builder.functions()
+        c = self.parser.counters
+        return functions, ParseStats(c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed)
+
+    def snapshot(self) -> LogReader:
+        """A copy to finish while this one goes on reading (``on_event`` is shared, not copied)."""
+        return copy.deepcopy(self, {id(self._on_event): self._on_event})
+
+
+def build_from_lines(
+    lines: Iterable[str], roles: RolesLookup = local_roles, ledger: Sequence[CompileRecord] = ()
+) -> Parsed:
+    """A whole log stream (a torch log, not a paste) read into per-function summaries and parse stats."""
+    return LogReader(roles, ledger).read(lines).result()
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection meanwhile: a big log's guards are hundreds of thousands of live
+    objects, making no cycles, that the collector would scan again and again (a fifth of explain's time)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def parse_log(path: str) -> Run:
@@ -48,10 +133,10 @@ def parse_logs(paths: Sequence[str]) -> Run:
     return Run(functions=functions, parse=stats, source="parse", log_path=paths[0] if len(paths) == 1 else ", ".join(paths))
 
 
-def read_log(lines: Iterable[str], roles: RolesLookup = local_roles) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
+def read_log(lines: Iterable[str], roles: RolesLookup = local_roles) -> Parsed:
     """The functions and parse stats of a log, or of a paste when no line is a framed torch line."""
     paste = _PasteWatch(roles)
-    functions, stats = build_from_lines(paste.tee(lines), roles)
+    functions, stats = LogReader(roles).read(paste.tee(lines)).result()
     if paste.reader is None:
         return functions, stats
     if paste.excerpt:
@@ -75,7 +160,7 @@ class _PasteWatch:
     def __init__(self, roles: RolesLookup) -> None:
         self.reader: PasteReader | None = PasteReader()
         self.excerpt = False
-        self._builder = RunBuilder(roles)
+        self._events = LogReader(roles)
 
     def tee(self, lines: Iterable[str]) -> Iterator[str]:
         """The lines for the log parser. A line with other output before its torch prefix (a
@@ -113,19 +198,19 @@ class _PasteWatch:
     def _feed(self, line: str) -> None:
         assert self.reader is not None
         for event in self.reader.feed(line):
-            self._builder.add(event)
+            self._events.add(event)
 
     def _wrapped(self, seen: int, framed: int) -> bool:
         """A log cut at a terminal width: its lines have a wrap width, and a quarter of them no frame."""
         assert self.reader is not None
         return self.reader.wrap_width() > 0 and (seen - framed) * 4 >= seen
 
-    def result(self, lines: int) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
+    def result(self, lines: int) -> Parsed:
         """What the paste shows, once every line was read."""
         assert self.reader is not None
         for event in self.reader.finish():
-            self._builder.add(event)
-        functions, _ = self._builder.functions()
+            self._events.add(event)
+        functions, _ = self._events.result()
         return functions, ParseStats(lines=lines, paste_messages=self.reader.messages)
 
 

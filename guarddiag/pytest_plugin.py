@@ -66,7 +66,7 @@ def budget_from_marker(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Budget:
 
 def budget_failure(w: Watch, budget: Budget) -> str | None:
     """The failure message when the watched call broke the budget, else None (pure: no pytest, no torch)."""
-    from guarddiag.inprocess import function_details
+    from guarddiag.render.watch import function_details
 
     over = w.recompiles > budget.max_recompiles
     hits = w.limit_hits if budget.fail_on_limit_hit else 0

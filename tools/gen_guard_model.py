@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from guarddiag.commands.explain import explain_lines, explain_path  # noqa: E402
-from guarddiag.explain import Explanation, FunctionExplanation, GuardedObject  # noqa: E402
+from guarddiag.render.explain_words import ExplanationWords, FunctionWords, ObjectWords, explanation_words  # noqa: E402
 
 DOC = ROOT / "docs" / "guard-model.md"
 LOGS = ROOT / "tests" / "fixtures" / "logs"
@@ -61,9 +61,9 @@ ROWS = (
 )
 
 
-def explanations(recorded: bool) -> dict[tuple[str, str], Explanation]:
+def explanations(recorded: bool) -> dict[tuple[str, str], ExplanationWords]:
     """(version, scenario) -> explanation; torch 2.13 is run live unless ``recorded``."""
-    out: dict[tuple[str, str], Explanation] = {}
+    out: dict[tuple[str, str], ExplanationWords] = {}
     for scenario in sorted({r.scenario for r in ROWS} | {"grad_mode"}):
         for version in VERSIONS:
             if version == VERSIONS[0] and not recorded:
@@ -71,7 +71,7 @@ def explanations(recorded: bool) -> dict[tuple[str, str], Explanation]:
                     out[version, scenario] = _live(ROOT / "scenarios" / f"{scenario}.py", Path(tmp))
                 continue
             with (LOGS / f"torch-{version}" / f"{scenario}.log").open(encoding="utf-8") as fh:
-                out[version, scenario] = explain_lines(map(_in_checkout, fh), torch_version=version)
+                out[version, scenario] = explanation_words(explain_lines(map(_in_checkout, fh), torch_version=version))
     return out
 
 
@@ -80,7 +80,7 @@ def _in_checkout(line: str) -> str:
     return line.replace(NEUTRAL_PROJECT + "/", f"{ROOT}/")
 
 
-def _live(script: Path, workdir: Path) -> Explanation:
+def _live(script: Path, workdir: Path) -> ExplanationWords:
     import os
 
     cwd = Path.cwd()
@@ -89,20 +89,20 @@ def _live(script: Path, workdir: Path) -> Explanation:
         explanation, _ = explain_path(script, full=False)
     finally:
         os.chdir(cwd)
-    return explanation
+    return explanation_words(explanation)
 
 
-def _function(e: Explanation, name: str) -> FunctionExplanation | None:
+def _function(e: ExplanationWords, name: str) -> FunctionWords | None:
     return next((f for f in e.functions if f.name == name), None)
 
 
-def _object(f: FunctionExplanation, name: str, entry: int) -> GuardedObject | None:
+def _object(f: FunctionWords, name: str, entry: int) -> ObjectWords | None:
     if not f.entries or (entry > 0 and entry >= len(f.entries)):
         return None
     return next((o for o in f.entries[entry].objects if o.name.startswith(name) or name in o.name), None)
 
 
-def cell(e: Explanation, row: Row) -> str:
+def cell(e: ExplanationWords, row: Row) -> str:
     """What explain says about the row's object on one torch version."""
     f = _function(e, row.function)
     if f is None:
@@ -116,14 +116,14 @@ def cell(e: Explanation, row: Row) -> str:
     return f"**{o.how}** ({o.detail}): " + "; ".join(s.replace("|", "/") for s in said)
 
 
-def ambient_cell(e: Explanation) -> str:
+def ambient_cell(e: ExplanationWords) -> str:
     f = _function(e, "compute_loss")
     if f is None or not f.entries:
         return "(not compiled)"
     return f"**ambient**: {f.entries[0].ambient}; {f.compiles} entries (grad on, then off)"
 
 
-def table(found: dict[tuple[str, str], Explanation]) -> str:
+def table(found: dict[tuple[str, str], ExplanationWords]) -> str:
     head = ["object kind", "scenario", *(f"torch {v}" for v in VERSIONS)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in ROWS:

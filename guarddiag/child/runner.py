@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from guarddiag.build import build_from_lines
 from guarddiag.child import _bootstrap, proctree
 from guarddiag.child._site import _guarddiag_process as _process
 from guarddiag.child.folders import RUN_FOLDERS, keep_runs, new_run_dir, prune_runs, recreate_if_removed
@@ -28,6 +27,7 @@ from guarddiag.errors import InputError
 from guarddiag.ledger import compiles_in, read_ledger
 from guarddiag.merge import add_stats, in_process
 from guarddiag.model import FunctionSummary, ParseStats, Run
+from guarddiag.pipeline import LogReader
 from guarddiag.store import save_run
 
 # Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
@@ -228,12 +228,12 @@ def _parse_run_logs(run_dir: Path, log_path: Path) -> tuple[tuple[FunctionSummar
     each with torch's own record of its compiles; and the compiles torch recorded in the main process."""
     ledger = read_ledger(run_dir / _bootstrap.LEDGER_NAME)
     with log_path.open(encoding="utf-8", errors="replace") as fh:
-        functions, stats = build_from_lines(fh, ledger=ledger or ())
+        functions, stats = LogReader(ledger=ledger or ()).read(fh).result()
     children = sorted(run_dir.glob("torch.child-*.log"), key=lambda p: int(p.stem.rpartition("-")[2] or 0))
     for number, path in enumerate(children, 1):
         child_ledger = read_ledger(path.with_name(f"{path.stem}.compiles.jsonl")) or ()
         with path.open(encoding="utf-8", errors="replace") as fh:
-            child_functions, child_stats = build_from_lines(fh, ledger=child_ledger)
+            child_functions, child_stats = LogReader(ledger=child_ledger).read(fh).result()
         functions += tuple(in_process(f, f"child{number}") for f in child_functions)
         stats = add_stats(stats, child_stats)
     return functions, stats, compiles_in(ledger)

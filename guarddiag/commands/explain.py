@@ -6,14 +6,12 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from guarddiag.child.runner import RunRequest, execute
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
-from guarddiag.explain import Explanation, explain_events
-from guarddiag.logparse.parser import LogParser
+from guarddiag.explain import Explanation, GuardListings, explain_functions
 from guarddiag.model import Run
+from guarddiag.pipeline import LogReader, paused_gc
 from guarddiag.render.explain import FORMATS, render_explanation
 from guarddiag.render.words import script_outcome
-from guarddiag.store import load_run
 
 
 def explain_target(target: str, fmt: str, full: bool, python: str = sys.executable) -> str:
@@ -43,6 +41,8 @@ def explain_path(path: Path, full: bool, python: str = sys.executable) -> tuple[
 
 def _explain_path(path: Path, full: bool, python: str, timeout: float | None) -> tuple[Explanation, list[str], Run | None]:
     if path.suffix == ".py":
+        from guarddiag.child.runner import RunRequest, execute  # a script only: the child process machinery
+
         run = execute(RunRequest(script=path, python=python, capture_output=True, timeout=timeout))
         notes = [f"torch log: {run.log_path} (the script's output is beside it)"]
         if run.status != "ok":
@@ -54,6 +54,8 @@ def _explain_path(path: Path, full: bool, python: str, timeout: float | None) ->
                 )
         return _from_log(Path(run.log_path or ""), run.torch_version, full), notes, run
     if path.suffix == ".json":
+        from guarddiag.store import load_run
+
         run = load_run(path)
         if not run.log_path or run.log_path == "-":
             raise InputError(f"{path}: this run record names no log file; explain the log or the script instead")
@@ -85,4 +87,9 @@ def _from_log(path: Path, torch_version: str | None, full: bool) -> Explanation:
 
 def explain_lines(lines: Iterable[str], torch_version: str | None = None, full: bool = False) -> Explanation:
     """Parse log lines and explain them (the whole pipeline, no files)."""
-    return explain_events(LogParser().parse(lines), torch_version, full)
+    listings = GuardListings()
+    # Every guard of every listing, without the user-code locations explain never shows.
+    reader = LogReader(guards=None, locations=False, on_event=listings.add)
+    with paused_gc():
+        functions, _ = reader.read(lines).result()
+        return explain_functions(functions, listings, torch_version, full)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 from guarddiag.ids import CACHE_ENTRY
 from guarddiag.logparse.events import (
@@ -44,6 +45,8 @@ class Block:
     # Guard kinds a counting parser keeps; other tree lines may be skipped unread, and kept ones
     # handed to ``keep_raw`` without the rest of the line reading (see LogParser.parse).
     skippable: frozenset[str] | None = None
+    # A listing read whole: its tree lines may go straight here as (depth, text after "+- ").
+    tree_line: Callable[[int, str], None] | None = None
 
     def keep_raw(self, label: str, rest: str) -> None:  # pragma: no cover - only blocks with skippable
         raise NotImplementedError
@@ -59,11 +62,12 @@ class Block:
 
 
 class GuardBlock(Block):
-    def __init__(self, cid: str | None, keep: frozenset[str] | None) -> None:
+    def __init__(self, cid: str | None, keep: frozenset[str] | None, locations: bool = True, seen: dict | None = None) -> None:
         self.cid = cid
-        self.reader = TreeReader(keep)
+        self.reader = TreeReader(keep, locations, seen)
         self.skippable = keep
         self.keep_raw = self.reader.keep_raw  # the hot path's one call per kept guard line
+        self.tree_line = self.reader.tree_line if keep is None else None
         self.done = False
 
     def feed(self, body: str) -> bool:
@@ -72,7 +76,7 @@ class GuardBlock(Block):
         text = body.strip()
         if text.startswith("Guard eval latency"):
             self.done = True
-            self.skippable = None  # the listing is over: no more lines for the hot path to take
+            self.skippable = self.tree_line = None  # the listing is over: no more lines for the hot path to take
             return True
         if text.startswith("GUARDS:") and self.reader.guards:
             return False

@@ -18,8 +18,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from guarddiag.ids import CompileId
-
 _RANK = r"(?:\[rank(?P<rank>\d+)\]:\s?)?"
 _CID = r"(?:\[(?P<cid>!?\d+(?:/\d+)*(?:_\d+)?)\]\s?)?"
 _ART = r"(?:\[(?P<art>__\w+)\]\s?)?"
@@ -97,6 +95,3 @@ def _framed(m: re.Match[str], artifact: str | None) -> Framed:
         body=m["body"],
     )
 
-
-# explain.py still imports the parser of compile ids from here (until it uses guarddiag.ids itself).
-parse_compile_id = CompileId.parse

@@ -23,6 +23,14 @@ def split_comment(text: str) -> tuple[str, str]:
     return text[:hash_at].strip(), _location(text[hash_at + 2 :])
 
 
+def guard_expr(text: str) -> str:
+    """The expression of ``expr  # comment``, as :func:`split_comment` gives it, without reading the location."""
+    cut = text.find("  # ")
+    if cut < 0:
+        cut = _comment_hash(text)
+    return (text[:cut] if cut >= 0 else text).strip()
+
+
 def _comment_hash(text: str) -> int:
     """Index of the first ``#`` with white space on both sides (``\\s+#\\s``), or -1; linear in the text."""
     at = text.find("#", 1)
@@ -70,13 +78,20 @@ def flat_guard(text: str) -> Guard:
 class TreeReader:
     """Reads a guard listing line by line, keeping only the path of managers above."""
 
-    def __init__(self, keep: frozenset[str] | None = None) -> None:
+    def __init__(
+        self, keep: frozenset[str] | None = None, locations: bool = True, seen: dict[tuple[str, str], Guard] | None = None
+    ) -> None:
+        """``locations``: False leaves ``Guard.location`` empty (reading it is a sixth of a full parse);
+        ``seen``: the guards of earlier listings by line, shared by a parser's listings: a line read
+        before under the same parent object is the same guard."""
         self._sources: list[str] = []
         self.guards: list[Guard] = []
         self.raw: list[tuple[str, str]] = []
         # Counting needs only a few guard kinds, whose expressions name their object; building the
         # others (and the manager path above each guard) is most of the parse time.
         self._keep = keep
+        self._locations = locations
+        self._seen = seen
 
     def keep_raw(self, label: str, rest: str) -> None:
         """A kept guard's kind and expression (with its comment), read later and only if needed
@@ -97,14 +112,25 @@ class TreeReader:
         start = text.find("+- ")
         if start < 0:
             return True  # a wrapped tree line: nothing to keep
-        depth = start // 2
-        rest = text[start + 3 :]
-        colon = rest.find(":")
-        label = rest[:colon] if colon > 0 else rest
-        rest = rest[colon + 1 :].lstrip() if colon > 0 else ""
+        self.tree_line(start // 2, text[start + 3 :])
+        return True
+
+    def tree_line(self, depth: int, text: str) -> None:
+        """One line of the tree at ``depth``, ``text`` what follows its ``+- `` (LogParser.parse calls this
+        directly for the lines of a listing read whole)."""
+        seen = self._seen
+        if seen is not None:
+            parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
+            guard = seen.get((text, parent))
+            if guard is not None:  # a guard line read before under the same object: the same guard
+                self.guards.append(guard)
+                return
+        colon = text.find(":")
+        label = text[:colon] if colon > 0 else text
+        rest = text[colon + 1 :].lstrip() if colon > 0 else ""
         if "Manager" in label or rest.startswith("GuardManager"):
             if self._keep is not None:
-                return True  # counting takes sources from the expressions: no manager stack
+                return  # counting takes sources from the expressions: no manager stack
             del self._sources[depth:]
             begin = rest.find("source=")
             end = rest.find(", accessed_by=", begin)
@@ -112,14 +138,16 @@ class TreeReader:
                 self._sources.append(rest[begin + 7 : end])
             else:
                 self._sources.append(self._sources[-1] if self._sources else "")
-            return True
+            return
         if self._keep is not None:
             if label in self._keep:
                 self.keep_raw(label, rest)
-            return True
+            return
         if label.endswith("Accessor") or not label.isupper():
-            return True
-        expr, location = split_comment(rest)
+            return
+        expr, location = split_comment(rest) if self._locations else (guard_expr(rest), "")
         parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
-        self.guards.append(Guard(label, parent or first_source(expr), expr, location))
-        return True
+        guard = Guard(label, parent or first_source(expr), expr, location)
+        if seen is not None:
+            seen[(text, parent)] = guard
+        self.guards.append(guard)

@@ -64,9 +64,13 @@ _NONE: list[Event] = []  # returned by the hot path; never appended to
 class LogParser:
     """Feed lines, get events. One instance per log stream."""
 
-    def __init__(self, keep_guards: frozenset[str] | None = None) -> None:
-        """``keep_guards``: the guard kinds to report in listings (None: all of them)."""
+    def __init__(self, keep_guards: frozenset[str] | None = None, locations: bool = True) -> None:
+        """``keep_guards``: the guard kinds to report in listings (None: all of them); ``locations``:
+        False leaves ``Guard.location`` (the user code line of a tree guard) empty, for readers that never show it."""
         self._keep_guards = keep_guards
+        self._locations = locations
+        # Without locations a guard line reads the same in every listing: read each once.
+        self._seen_guards: dict | None = {} if not locations and keep_guards is None else None
         self.counters = ParseCounters()
         self._open: dict[_Key, Block] = {}
         self._last: Block | None = None
@@ -93,7 +97,8 @@ class LogParser:
         # Hottest path, inlined with its state in locals (re-read after every feed): a guard-tree line
         # of the open listing is counted and dismissed when its kind is not kept, and its kind and
         # expression go straight to the listing when it is (TreeReader.feed reads them the same way).
-        skippable, prefix, plen, keep_raw = None, "", 0, None
+        # A listing read whole takes each tree line the same way, at TreeReader.tree_line.
+        skippable, prefix, plen, keep_raw, tree_line = None, "", 0, None, None
         for line in lines:
             if skippable is not None and line.startswith(prefix):
                 start = line.find("+- ", plen)
@@ -107,10 +112,17 @@ class LogParser:
                         keep_raw(label, line[end + 1 :].strip())
                         skipped += 1
                         continue
+            elif tree_line is not None and line.startswith(prefix):
+                start = line.find("+- ", plen)
+                if start >= 0 and line[plen] in "+|":
+                    tree_line((start - plen) // 2, line[start + 3 :].rstrip())
+                    skipped += 1
+                    continue
             events = feed(line)
             block = self._prefix_block
             skippable = block.skippable if block is not None else None
             keep_raw = block.keep_raw if skippable is not None else None
+            tree_line = block.tree_line if block is not None else None
             prefix, plen = self._prefix, self._prefix_len
             if events:
                 counters.lines += skipped
@@ -235,7 +247,7 @@ class LogParser:
         if f.artifact == "__guards":
             text = body.strip()
             if text.startswith("GUARDS:"):
-                block = GuardBlock(cid, self._keep_guards)
+                block = GuardBlock(cid, self._keep_guards, self._locations, self._seen_guards)
             elif text.startswith("Python shape guard function"):
                 block = ShapeFnBlock()
             elif text.startswith("Guard eval latency") or not text:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from tabulate import tabulate
-
-from guarddiag.explain import CacheEntry, Explanation, FunctionExplanation
+from guarddiag.explain import Explanation
+from guarddiag.render.explain_words import EntryWords, ExplanationWords, FunctionWords, explanation_words
 from guarddiag.render.formats import FORMATS, render_as
 
 __all__ = ["FORMATS", "explanation_to_dict", "render_explanation"]
@@ -23,22 +22,23 @@ _ERAS = {
 
 def render_explanation(explanation: Explanation, fmt: str) -> str:
     """The explanation in one of :data:`FORMATS`."""
-    return render_as(fmt, lambda: explanation_to_dict(explanation), lambda: _markdown(explanation), lambda: _text(explanation))
+    words = explanation_words(explanation)
+    return render_as(fmt, lambda: dataclasses.asdict(words), lambda: _markdown(words), lambda: _text(words))
 
 
 def explanation_to_dict(explanation: Explanation) -> dict[str, object]:
     """Plain data for JSON/YAML; ``pinned`` stays in (it is what differs between entries)."""
-    return dataclasses.asdict(explanation)
+    return dataclasses.asdict(explanation_words(explanation))
 
 
-def _headline(e: Explanation) -> str:
+def _headline(e: ExplanationWords) -> str:
     version = f"torch {e.torch_version}" if e.torch_version else "torch version unknown"
     era = _ERAS.get(e.era, "")
     n = len(e.functions)
     return f"guard model of {n} compiled function{'' if n == 1 else 's'} ({version}{'; ' + era if era else ''})"
 
 
-def _function_title(f: FunctionExplanation) -> str:
+def _function_title(f: FunctionWords) -> str:
     if f.no_code:
         return (
             f"{f.label}: {f.compiles} compile{'' if f.compiles == 1 else 's'}, {f.no_code} of them installed no code "
@@ -47,7 +47,7 @@ def _function_title(f: FunctionExplanation) -> str:
     return f"{f.label}: {f.compiles} cache entr{'y' if f.compiles == 1 else 'ies'}, {f.recompiles} recompiles"
 
 
-def _text(e: Explanation) -> str:
+def _text(e: ExplanationWords) -> str:
     out = [_headline(e)]
     for f in e.functions:
         out += ["", _function_title(f)]
@@ -70,7 +70,7 @@ def _text(e: Explanation) -> str:
     return "\n".join(out)
 
 
-def _entry_text(entry: CacheEntry) -> list[str]:
+def _entry_text(entry: EntryWords) -> list[str]:
     out = [f"  cache entry {entry.compile_id} checks:"]
     for o in entry.objects:
         out.append(f"    {o.name}: {o.detail}")
@@ -80,7 +80,7 @@ def _entry_text(entry: CacheEntry) -> list[str]:
     return out
 
 
-def _diff_text(entries: tuple[CacheEntry, ...]) -> list[str]:
+def _diff_text(entries: tuple[EntryWords, ...]) -> list[str]:
     if not entries:
         return []
     shown = entries[:MAX_DIFFS]
@@ -92,7 +92,9 @@ def _diff_text(entries: tuple[CacheEntry, ...]) -> list[str]:
     return out
 
 
-def _markdown(e: Explanation) -> str:
+def _markdown(e: ExplanationWords) -> str:
+    from tabulate import tabulate  # markdown only: the table format starts faster without it
+
     out = ["## guarddiag explain", "", _headline(e)]
     for f in e.functions:
         out += ["", f"### `{f.label}`", "", _function_title(f).split(": ", 1)[1], ""]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from guarddiag.commands.explain import explain_lines, explain_path
-from guarddiag.explain import Explanation, FixHint, FunctionExplanation
+from guarddiag.render.explain_words import FunctionWords, HintWords, explanation_words
 from tests.conftest import (
     FIXTURES,
     LOGS,
@@ -58,7 +58,7 @@ SELECTORS: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
-def claim(f: FunctionExplanation, change: str) -> bool:
+def claim(f: FunctionWords, change: str) -> bool:
     """Whether explain says the change recompiles, from its sentences only."""
     objects = f.entries[0].objects
     for name, recompiles, stays in SELECTORS[change]:
@@ -87,7 +87,8 @@ def test_every_recompile_claim_holds_when_the_change_is_made(variable: str, tmp_
     python = other_torch_python(variable) if variable else sys.executable
     assert python is not None
     monkeypatch.chdir(tmp_path)
-    explanation, _ = explain_path(PROBE, full=False, python=python)
+    facts, _ = explain_path(PROBE, full=False, python=python)
+    explanation = explanation_words(facts)
     (step,) = [f for f in explanation.functions if f.name == "step"]
     truth = _probe_truth(python)
     claims = {change: claim(step, change) for change in SELECTORS}
@@ -120,9 +121,9 @@ def _has_command() -> bool:
     return proc.returncode == 0
 
 
-def _hints(log: Path, function: str) -> tuple[FixHint, ...]:
+def _hints(log: Path, function: str) -> tuple[HintWords, ...]:
     with log.open(encoding="utf-8") as fh:
-        explanation: Explanation = explain_lines(fh)
+        explanation = explanation_words(explain_lines(fh))
     (f,) = [f for f in explanation.functions if f.name == function]
     assert f.hints, f"explain shows no fix hint for {function} in {log}"
     return f.hints

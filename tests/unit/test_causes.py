@@ -78,7 +78,7 @@ def test_run_table_prints_exactly_as_tabulate_would():
     """render.columns replaces tabulate on the hot path only if the report stays the same."""
     from tabulate import tabulate
 
-    from guarddiag.build import build_from_lines
+    from guarddiag.pipeline import build_from_lines
     from guarddiag.render.columns import simple_table
     from tests.conftest import LOGS
 

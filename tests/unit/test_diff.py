@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from guarddiag.build import build_from_lines
 from guarddiag.diff import RunDiff, cause_key, diff_runs, guard_pattern
 from guarddiag.guardexpr import normalize_guard
 from guarddiag.model import Run
+from guarddiag.pipeline import build_from_lines
 from guarddiag.render import FORMATS
 from guarddiag.render.diff import DIFF_SCHEMA, incomplete, render_diffs, verdict
 from guarddiag.render.words import function_label

@@ -11,9 +11,10 @@ import yaml
 
 from guarddiag.commands.explain import explain_lines, explain_target
 from guarddiag.errors import InputError
-from guarddiag.explain import Explanation, FunctionExplanation, GuardedObject, read_guard, user_name
+from guarddiag.explain import Explanation, read_guard, user_name
 from guarddiag.model import Guard
 from guarddiag.render.explain import render_explanation
+from guarddiag.render.explain_words import ExplanationWords, FunctionWords, ObjectWords, explanation_words
 from guarddiag.store import save_run
 from tests.conftest import LOGS, ROOT, in_checkout
 
@@ -23,17 +24,22 @@ MODERN = ("2.13.0", "2.15.0")
 SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.py"))
 
 
-def _explain(version: str, scenario: str, full: bool = False) -> Explanation:
+def _facts(version: str, scenario: str, full: bool = False) -> Explanation:
     with (LOGS / f"torch-{version}" / f"{scenario}.log").open(encoding="utf-8") as fh:
         return explain_lines(map(in_checkout, fh), full=full)
 
 
-def _function(e: Explanation, name: str) -> FunctionExplanation:
+def _explain(version: str, scenario: str, full: bool = False) -> ExplanationWords:
+    """The guard model as the user reads it (every format shows these words)."""
+    return explanation_words(_facts(version, scenario, full))
+
+
+def _function(e: ExplanationWords, name: str) -> FunctionWords:
     (f,) = [f for f in e.functions if f.name == name]
     return f
 
 
-def _row(f: FunctionExplanation, name: str, entry: int = 0) -> GuardedObject:
+def _row(f: FunctionWords, name: str, entry: int = 0) -> ObjectWords:
     rows = [o for o in f.entries[entry].objects if o.name == name or o.name.startswith(name + " (")]
     assert len(rows) == 1, [o.name for o in f.entries[entry].objects]
     return rows[0]
@@ -46,7 +52,8 @@ def _says(sentences: tuple[str, ...], *words: str) -> bool:
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_every_recorded_log_explains_every_compile(version: str, scenario: str):
-    e = _explain(version, scenario)
+    facts = _facts(version, scenario)
+    e = explanation_words(facts)
     assert e.functions
     for f in e.functions:
         assert len(f.entries) == f.compiles, f.label  # one guard model per cache entry
@@ -55,7 +62,7 @@ def test_every_recorded_log_explains_every_compile(version: str, scenario: str):
             for o in entry.objects:
                 assert not re.search(r"(?<![\w])[LG]\['", o.name), o.name  # user terms, not torch sources
                 assert o.recompiles or o.no_recompile, o.name
-    text = render_explanation(e, "table")
+    text = render_explanation(facts, "table")
     assert "Python shape guard function" not in text and "___check" not in text
 
 
@@ -273,3 +280,17 @@ def test_compiles_that_installed_no_code_are_not_called_cache_entries():
     assert "strict (counting/reset_and_failures.py:18): 1 compile, 1 of them installed no code" in text
     assert "no cache entry: every compile of it installed no code" in text
     assert "capture it with TORCH_LOGS=guards" not in text
+
+
+def test_the_model_carries_facts_and_the_renderer_the_words():
+    """explain/ names what is checked and what to do (a hint by name, a value as read); render/ says it."""
+    from guarddiag.explain.model import TypeObject, ValueObject
+
+    (f,) = [f for f in _facts("2.13.0", "module_int_attribute").functions if f.name == "forward"]
+    rows = {o.name: o for o in f.entries[0].objects if isinstance(o, ValueObject | TypeObject)}
+    assert rows["self.layer_idx"] == ValueObject("self.layer_idx", "argument", "self", "value", ("L['self'].layer_idx",), "0", "0")
+    assert isinstance(rows["self"], TypeObject) and rows["self"].type == "DecoderLayer"
+    (hint,) = f.hints
+    assert (hint.hint, hint.subject, hint.kind, hint.count) == ("allow_unspec_int_on_nn_module", "self.layer_idx", "fix", 5)
+    # The cause as guarddiag.model.Cause has it (its subject is that module's to say).
+    assert [(c.category, c.count) for c in f.causes] == [("value", 5)] and "self.layer_idx" in f.causes[0].subject

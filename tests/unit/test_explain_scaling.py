@@ -15,9 +15,14 @@ from typing import Any
 
 import pytest
 
-from guarddiag import explain
-from guarddiag.explain import GuardedObject, objects_of
+from guarddiag.explain import objects as explain_objects
+from guarddiag.explain import objects_of
+from guarddiag.logparse.events import GuardListing
+from guarddiag.logparse.parser import LogParser
 from guarddiag.model import Guard
+from guarddiag.render import explain_words
+from guarddiag.render.explain_words import ObjectWords, object_words
+from tests.conftest import LOGS
 
 N = 150  # objects per family; the test runs N and 2N
 
@@ -100,7 +105,7 @@ def _tensor(src: str, size: str) -> str:
 
 def _visits_of_objects_of(n: int, full: bool, monkeypatch: pytest.MonkeyPatch) -> int:
     visits = _Visits()
-    real = explain._nodes
+    real = explain_objects._nodes
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         nodes, ambient = real(*args, **kwargs)
@@ -112,7 +117,7 @@ def _visits_of_objects_of(n: int, full: bool, monkeypatch: pytest.MonkeyPatch) -
         counted.visits = visits
         return counted, ambient
 
-    monkeypatch.setattr(explain, "_nodes", counting)
+    monkeypatch.setattr(explain_objects, "_nodes", counting)
     rows, _ = objects_of(_listing(n), {"self": "argument", "d": "argument", "x": "argument"}, full)
     assert rows  # the listing was read: one row per object or family
     return visits.count
@@ -131,7 +136,7 @@ def test_objects_of_visits_each_object_a_bounded_number_of_times(full: bool, mon
 def test_the_synthetic_listing_asks_every_question_of_the_index():
     """The listing above reaches each whole-listing question a row can ask (else the count proves nothing)."""
     rows, _ = objects_of(_listing(4), {"self": "argument", "d": "argument", "x": "argument"}, full=True)
-    by_name = {r.name: r for r in rows}
+    by_name = {words.name: words for words in map(object_words, rows)}
     assert any("only read at key 'k0', 'k1', 'k2', 'k3'" in s for s in by_name["argument `d` (dict)"].no_recompile)
     assert by_name["`net0.training`"].detail == "value True/False (checked by id)"
     assert by_name["global `mod0`"].how == "identity"
@@ -151,11 +156,11 @@ def _visits_of_differences(n: int) -> int:
     visits = _Visits()
 
     def rows(prefix: str) -> _CountingRows:
-        out = _CountingRows(GuardedObject(f"`{prefix}{i}`", "value", f"value {i}", pinned=str(i)) for i in range(n))
+        out = _CountingRows(ObjectWords(f"`{prefix}{i}`", "value", f"value {i}", pinned=str(i)) for i in range(n))
         out.visits = visits
         return out
 
-    differs = explain._differences(rows("a"), rows("b"))
+    differs = explain_words._differences(rows("a"), rows("b"))
     assert len(differs) == 2 * n  # n new objects, n gone
     return visits.count
 
@@ -163,3 +168,23 @@ def _visits_of_differences(n: int) -> int:
 def test_differences_between_entries_are_linear():
     small, big = _visits_of_differences(N), _visits_of_differences(2 * N)
     assert big <= 2.2 * small, (small, big)
+
+
+def _listings(parser: LogParser, lines: list[str], whole: bool) -> list[tuple[str | None, tuple[Guard, ...]]]:
+    # Line by line: every line through the blocks, none on the parse hot path.
+    events = list(parser.parse(lines)) if whole else [e for line in lines for e in parser.feed(line)] + parser.finish()
+    return [(e.compile_id, e.guards) for e in events if isinstance(e, GuardListing)]
+
+
+@pytest.mark.parametrize("log", sorted(p.name for p in (LOGS / "torch-2.13.0").glob("*.log")))
+def test_a_listing_read_whole_is_the_listing_read_line_by_line(log: str):
+    """explain's fast read (issue 18): tree lines on the parse hot path, each guard line read once
+    across listings, no locations; the same guards as the line-by-line read, locations aside."""
+    lines = (LOGS / "torch-2.13.0" / log).read_text(encoding="utf-8").splitlines(keepends=True)
+    slow = _listings(LogParser(), lines, whole=False)
+    assert _listings(LogParser(), lines, whole=True) == slow
+    fast = _listings(LogParser(locations=False), lines, whole=True)
+    unlocated = [(cid, tuple(Guard(g.kind, g.source, g.expr) for g in guards)) for cid, guards in slow]
+    assert fast == unlocated
+    if any(g.location for _, guards in slow for g in guards):
+        assert fast != slow  # the locations were there to leave out

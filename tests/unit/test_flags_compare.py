@@ -88,9 +88,9 @@ def test_nothing_to_compare():
 
 
 def test_counts_that_vary_between_repeats_are_flagged():
-    from guarddiag.build import build_from_lines
     from guarddiag.compare import unstable_functions
     from guarddiag.model import Run
+    from guarddiag.pipeline import build_from_lines
     from guarddiag.render.compare import unstable_sentence
     from tests.conftest import LOGS
 

@@ -15,9 +15,8 @@ import tracemalloc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from guarddiag.build import build_from_lines
 from guarddiag.model import Run
-from guarddiag.pipeline import parse_logs
+from guarddiag.pipeline import build_from_lines, parse_logs
 from guarddiag.store import run_to_dict
 from tests.conftest import LOGS
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from guarddiag import baseline as baseline_io
-from guarddiag.build import build_from_lines
 from guarddiag.config import Settings, load_settings
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED, InputError
 from guarddiag.gate import evaluate
 from guarddiag.model import Run
+from guarddiag.pipeline import build_from_lines
 from guarddiag.render.gate import finding_details, finding_message, render_text
 from tests.conftest import LOGS
 

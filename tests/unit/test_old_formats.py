@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from guarddiag.build import build_from_lines
+from guarddiag.pipeline import build_from_lines
 from tests.conftest import LOGS
 
 HANDMADE = LOGS / "handmade"

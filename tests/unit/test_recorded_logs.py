@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from guarddiag.build import build_from_lines
+from guarddiag.pipeline import build_from_lines
 from tests.conftest import LOGS
 
 RECORDED = sorted(p for p in LOGS.glob("torch-*/*.log") if p.with_name(p.name[: -len(".log")] + ".truth.json").exists())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guarddiag.build import build_from_lines
+from guarddiag.pipeline import build_from_lines
 from guarddiag.sourceinfo import local_roles
 from tests.conftest import LOGS, SCENARIOS, in_checkout
 

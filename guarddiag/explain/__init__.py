@@ -1,0 +1,110 @@
+"""The guard model of a compiled function: what its cache entries depend on, and what would recompile.
+
+Pure: parsed functions and their guard listings in, an :class:`Explanation` of facts out, by job:
+:mod:`~guarddiag.explain.facts` reads guards, :mod:`~guarddiag.explain.rows` and
+:mod:`~guarddiag.explain.objects` group them into objects, :mod:`~guarddiag.explain.hints` says
+what to fix. :mod:`guarddiag.render.explain_words` writes every sentence.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from guarddiag.explain.facts import frame_of, read_guard, user_name
+from guarddiag.explain.hints import fix_hints, torch_era
+from guarddiag.explain.model import (
+    SCHEMA,
+    CacheEntry,
+    CauseCount,
+    Explanation,
+    FixHint,
+    FunctionExplanation,
+    GuardedObject,
+)
+from guarddiag.explain.objects import Memo, objects_of
+from guarddiag.logparse.events import Event, GuardListing
+from guarddiag.model import FunctionSummary, Guard
+from guarddiag.pipeline import LogReader
+from guarddiag.render.words import function_label
+from guarddiag.sourceinfo import local_roles
+
+__all__ = [
+    "SCHEMA",
+    "CacheEntry",
+    "CauseCount",
+    "Explanation",
+    "FixHint",
+    "FunctionExplanation",
+    "GuardListings",
+    "GuardedObject",
+    "explain_events",
+    "explain_functions",
+    "fix_hints",
+    "objects_of",
+    "read_guard",
+    "torch_era",
+    "user_name",
+]
+
+
+class GuardListings:
+    """Each frame's guard listings by compile number, taken from the events (``LogReader(on_event=...)``)."""
+
+    def __init__(self) -> None:
+        self.by_frame: dict[str, dict[int, tuple[Guard, ...]]] = {}
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, GuardListing) and event.compile_id:
+            frame, number = frame_of(event.compile_id)
+            if frame is not None:
+                # A compile id listed twice (retries) keeps its last listing.
+                self.by_frame.setdefault(frame, {})[number] = event.guards
+
+    def guards(self) -> Iterable[Guard]:
+        return (g for per in self.by_frame.values() for gs in per.values() for g in gs)
+
+
+def explain_events(events: Iterable[Event], torch_version: str | None = None, full: bool = False) -> Explanation:
+    """The guard model of every compiled function in a parsed log."""
+    listings = GuardListings()
+    reader = LogReader(guards=None, on_event=listings.add)
+    for event in events:
+        reader.add(event)
+    functions, _ = reader.result()
+    return explain_functions(functions, listings, torch_version, full)
+
+
+def explain_functions(
+    functions: Iterable[FunctionSummary], listings: GuardListings, torch_version: str | None = None, full: bool = False
+) -> Explanation:
+    """The guard model of each compiled function, from its guard listings."""
+    era = torch_era(torch_version, listings.guards())
+    explained = tuple(
+        _explain_function(f, listings.by_frame.get(f.frame_ids[0], {}), torch_version, era, full) for f in functions if f.compiles
+    )
+    return Explanation(explained, torch_version, era, full)
+
+
+def _explain_function(
+    f: FunctionSummary, listings: Mapping[int, tuple[Guard, ...]], torch_version: str | None, era: str, full: bool
+) -> FunctionExplanation:
+    roles = local_roles(f.file, f.name, f.line)
+    memo = Memo()
+    entries = []
+    for number in sorted(listings):
+        objects, ambient = objects_of(listings[number], roles, full, memo)
+        entries.append(CacheEntry(f"{f.frame_ids[0]}/{number}", objects, ambient))
+    causes = Counter((e.causes[0].category, e.causes[0].subject) for e in f.recompile_events)
+    return FunctionExplanation(
+        function_label(f),
+        f.name,
+        f.file,
+        f.line,
+        f.compiles,
+        f.recompiles,
+        tuple(entries),
+        tuple(CauseCount(category, subject, n) for (category, subject), n in causes.most_common()),
+        fix_hints(f, torch_version, era),
+        len(f.failed_compiles),
+    )

@@ -1,0 +1,193 @@
+"""Reading guards into facts: every guard-expression pattern explain knows, in one place.
+
+A guard of a listing is read into a :class:`Fact` (which object, how it is checked, the value it
+pins); sources are named in the user's terms (:func:`user_name`). The guarded-object pattern, the
+ambient kinds and the listing spelling come from the shared reader (guarddiag.guardexpr,
+guarddiag.guardkinds); the patterns here read the values a listing pins, which only explain needs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import NamedTuple
+
+from guarddiag.guardexpr import readable_source, source_group
+from guarddiag.guardkinds import AMBIENT_KINDS
+from guarddiag.ids import CompileId
+from guarddiag.model import Guard
+
+_SRC = source_group("src")
+_TENSOR = re.compile(
+    r"^check_tensor\(" + _SRC + r", (?P<cls>\w+), DispatchKeySet\([^)]*\), (?P<dtype>torch\.\w+), device=(?P<device>[^,]+), "
+    r"requires_grad=(?P<rg>\w+), size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]\)"
+)
+_ID = re.compile(r"^___check_obj_id\(" + _SRC + r", (?P<id>\d+)\)(?:, type=<class '(?P<type>[^']+)'>)?")
+_TYPE = re.compile(r"^___check_type_id\(" + _SRC + r", (?P<id>\d+)\)(?:, type=<class '(?P<type>[^']+)'>)?")
+_SRC2 = source_group("src2")
+_KEY_AT = re.compile(r"^list\((?:dict\.keys\(" + _SRC + r"\)|" + _SRC2 + r"\.keys\(\))\)\[(?P<i>\d+)\] == (?P<key>.+)$")
+_KEY_SET = re.compile(r"^(?:set\(" + _SRC + r"\.keys\(\)\) == \{(?P<keys>.*)\}|___key_to_id\(" + _SRC2 + r"\) == \[(?P<keys2>.*)\])$")
+_LEN = re.compile(r"^len\(" + _SRC + r"\) == (?P<n>\d+)$")
+_CONTAINS = re.compile(r"^(?P<neg>not )?___dict_contains\((?P<key>'[^']*'), " + _SRC + r"\)$")
+_MARKING = re.compile(r"^hasattr\(" + _SRC + r", '_dynamo_\w+'\) == False$")
+_ISNAN = re.compile(r"^not math\.isnan\(" + _SRC + r"\)$")
+# An unspecialized (dynamic) int: only its range is guarded, e.g. ``-9223372036854775808 <= L['self'].layer_idx``.
+_SCALAR_RANGE = re.compile(r"^(?:-?\d+ <= " + _SRC + r"|" + _SRC2 + r" <= -?\d+)$")
+VALUE = re.compile(r"^" + _SRC + r" (?P<op>==|is not|is|!=) (?P<val>.+)$")
+SIZE_TERM = re.compile(r"(?P<src>[LG]\[[^\]]+\](?:\.\w+|\[[^\]]+\])*?)\.(?P<what>size|stride)\(\)\[(?P<dim>\d+)\]")
+LOWER = re.compile(r"^(?P<lo>\d+) <= (?P<term>\S+)$")
+UPPER = re.compile(r"^(?P<term>\S+) <= (?P<hi>\d+)$")
+_CODE_LINE = re.compile(r"^(?:def |return\b|if not |_var\d|Python shape guard function|\w+ = )")
+INTERNAL_GLOBAL = re.compile(r"^G\['__(?:import_|builtins_dict)|^G\['__import_torch")
+MODULE_INTERNALS = re.compile(r"\.(?:_modules|_parameters|_buffers|__dict__)$")
+BUILTIN = re.compile(r"^G\['__builtins_dict___\d+'\]\['(?P<name>\w+)'\]$")
+SINGLETONS = ("builtins.bool", "bool", "NoneType", "builtins.NoneType")
+ROOT_SOURCE = re.compile(r"^[LG]\['[^']*'\]$")
+KEY_STEP = re.compile(r"\[('[^']*'|\d+)\]")
+PARAM = re.compile(r"\._(?:parameters|buffers)\['[^']*'\]$")
+SUBMODULE = re.compile(r"\._modules\['[^']*'\]$")
+SUBMODULE_ATTR = re.compile(r"\._modules\['[^']*'\]\.(?P<attr>\w+)$")
+GLOBAL_NAME = re.compile(r"G\['[^']*'\]")
+# An attribute of an argument or global object (``self.layer_idx``), as a cause's source names it.
+MODULE_ATTRIBUTE = re.compile(r"^(?:[LG]\['[^']*'\]|[A-Za-z_]\w*)(?:\._modules\['[^']*'\])*\.\w+$")
+FLOAT_LITERAL = re.compile(r"\b\d+\.\d+")
+_ROOT_NAME = re.compile(r"[LG]\['([^']*)'\]")
+
+
+class Fact(NamedTuple):
+    """One guard, read: the object it checks, how, and the value it pins (a tuple: one is made per distinct guard)."""
+
+    source: str
+    how: str
+    value: str = ""
+    extra: Mapping[str, str] = MappingProxyType({})
+
+
+def read_guard(g: Guard) -> Fact | None:
+    """The fact a guard states, ``None`` for guard-function source lines and hooks torch adds for itself."""
+    expr = g.expr.strip()
+    if g.kind in AMBIENT_KINDS:
+        return Fact("", "ambient", _ambient_value(g))
+    if "top_saved_tensors_hooks" in expr:
+        return Fact("", "ambient", "saved-tensor hooks")
+    if not expr or _CODE_LINE.match(expr):
+        return None
+    # A size term always holds ".size()[" or ".stride()[": most guards need no search for one.
+    if (".size()[" in expr or ".stride()[" in expr) and not expr.startswith(("check_tensor(", "hasattr(")):
+        size = SIZE_TERM.search(expr)
+        if size is not None:
+            return Fact(size["src"], "shape", expr)
+    for starts, pattern, make in _READERS:
+        if expr.startswith(starts):
+            m = pattern.match(expr)
+            if m is not None:
+                return make(m, g)
+    m = VALUE.match(expr)
+    if m is not None and m["val"].startswith(("G[", "L[")):
+        return None  # two names for one object (``G['F'] is G['__import_...'].F``): nothing a user changes
+    if m is not None:
+        return Fact(m["src"], "value", m["val"] if m["op"] == "==" else f"{m['op']} {m['val']}")
+    return Fact(g.source, "other", expr) if g.source else None
+
+
+def _tensor_fact(m: re.Match[str], g: Guard) -> Fact:
+    return Fact(
+        m["src"],
+        "tensor",
+        f"{m['dtype']} {m['size']} {m['rg']} {m['device']}",
+        {"cls": m["cls"], "dtype": m["dtype"].removeprefix("torch."), "size": m["size"], "requires_grad": m["rg"], "device": m["device"]},
+    )
+
+
+def _either(first: str | None, second: str) -> str:
+    return first if first is not None else second
+
+
+def _contains_fact(m: re.Match[str], g: Guard) -> Fact:
+    return Fact(m["src"], "contains", m["key"], {"negated": "1" if m["neg"] else ""})
+
+
+_SOURCE_START = ("L[", "G[", "___odict_getitem(")
+# Each reader with the text every expression it matches starts with (so a guard tries only the
+# reader its first word names: no expression matches two of them), tried in order.
+_READERS: tuple[tuple[tuple[str, ...], re.Pattern[str], Callable[[re.Match[str], Guard], Fact]], ...] = (
+    (("check_tensor(",), _TENSOR, _tensor_fact),
+    (("___check_obj_id(",), _ID, lambda m, g: Fact(m["src"], "identity", m["id"], {"type": m["type"] or ""})),
+    (("___check_type_id(",), _TYPE, lambda m, g: Fact(m["src"], "type", m["id"], {"type": m["type"] or ""})),
+    (("list(",), _KEY_AT, lambda m, g: Fact(m["src"] or m["src2"], "key", m["key"], {"index": m["i"]})),
+    (("set(", "___key_to_id("), _KEY_SET, lambda m, g: Fact(m["src"] or m["src2"], "keys", _either(m["keys"], m["keys2"]))),
+    (("len(",), _LEN, lambda m, g: Fact(m["src"], "length", m["n"], {"dict": "1" if g.kind == "DICT_LENGTH" else ""})),
+    (("___dict_contains(", "not ___dict_contains("), _CONTAINS, _contains_fact),
+    (("hasattr(",), _MARKING, lambda m, g: Fact(m["src"], "marking")),
+    (("not math.isnan(",), _ISNAN, lambda m, g: Fact(m["src"], "dynamic_scalar")),
+    (("-", *"0123456789", *_SOURCE_START), _SCALAR_RANGE, lambda m, g: Fact(m["src"] or m["src2"], "dynamic_scalar")),
+)
+
+
+def _ambient_value(g: Guard) -> str:
+    """``grad mode off``, ``default device None``...: read off the guard where torch prints it."""
+    expr = g.expr
+    if g.kind == "GLOBAL_STATE":
+        state = expr.partition(" against ")[2]
+        if state:
+            try:
+                grad = json.loads(state).get("grad_mode")
+            except ValueError:
+                grad = None
+            if grad is not None:
+                return f"grad mode {'on' if grad else 'off'}, autocast, default dtype, deterministic algorithms"
+        if "___is_grad_enabled" in expr:
+            return f"grad mode {'off' if expr.startswith('not ') else 'on'}"
+        if "deterministic" in expr:
+            return "deterministic algorithms"
+        if "torch_function" in expr:
+            return "torch function mode"
+        return "global torch state (grad mode, autocast, default dtype, deterministic algorithms)"
+    if g.kind == "DEFAULT_DEVICE":
+        return "default device"
+    return AMBIENT_KINDS[g.kind]
+
+
+def user_name(src: str) -> str:
+    """``L['m']._modules['lin']._parameters['weight']`` -> ``m.lin.weight``; builtins by their name."""
+    m = BUILTIN.match(src)
+    if m is not None:
+        return m["name"]
+    return readable_source(src).removesuffix(".__code__")
+
+
+def root(src: str) -> str:
+    """The frame's name an object is reached from: ``m`` for ``L['m']._modules['lin']``."""
+    m = _ROOT_NAME.match(src.removeprefix("___odict_getitem("))
+    return m.group(1) if m else ""
+
+
+def role(src: str, roles: Mapping[str, str]) -> str:
+    """``global``, or the role of the local the object is reached from (``argument``, ``closure variable``...)."""
+    if src.startswith(("G[", "___odict_getitem(G[")):
+        return "global"
+    return roles.get(root(src), "local")
+
+
+def short_type(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[-1] if qualname else ""
+
+
+def size_dim(term: str) -> int | None:
+    """The dim of a size term (``L['x'].size()[1]`` -> 1); None for a stride or another expression."""
+    m = SIZE_TERM.fullmatch(term)
+    return int(m["dim"]) if m and m["what"] == "size" else None
+
+
+def term_text(term: str) -> str:
+    """``L['x'].size()[0]`` -> ``x.size(0)``."""
+    m = SIZE_TERM.search(term)
+    return f"{user_name(m['src'])}.size({m['dim']})" if m else term
+
+
+def frame_of(compile_id: str) -> tuple[str | None, int]:
+    """``rank1:3/2`` -> (``rank1:3``, 2); (None, 0) when it is not a compile id."""
+    cid = CompileId.parse(compile_id)
+    return (cid.frame_id, cid.number) if cid is not None else (None, 0)

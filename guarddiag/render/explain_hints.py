@@ -1,0 +1,64 @@
+"""The words of each fix hint of ``guarddiag explain`` (the hints themselves: guarddiag/explain/hints.py)."""
+
+from __future__ import annotations
+
+from guarddiag.explain.model import FixHint
+
+
+def hint_text(h: FixHint) -> str:
+    """The advice, about the hint's object."""
+    return _HINTS[h.hint](h.subject, h.literal)
+
+
+def hint_cause(h: FixHint) -> str:
+    """The causes a hint is for: ``value: self.layer_idx; value: self.depth``."""
+    return "; ".join(f"{category}: {subject}" for category, subject in h.causes)
+
+
+_HINTS = {
+    "reuse_module_or_upgrade": lambda src, _: (
+        f"this torch specializes on the id() of nn.Modules: reuse one `{src}` instance across calls, "
+        "or upgrade to torch >= 2.5, which checks modules by type"
+    ),
+    "inline_inbuilt_nn_modules": lambda src, _: (
+        f"nn.Modules are checked by id() here: set torch._dynamo.config.inline_inbuilt_nn_modules = True "
+        f"(torch 2.4; the default from 2.5) so that another `{src}` instance reuses the entry, or reuse one instance"
+    ),
+    "dynamic_range": lambda src, _: (
+        f"a size of `{src or 'a tensor'}` left the range its dynamic entry covers (sizes 0 and 1 are always specialized): "
+        "expected one more entry; avoid size-1 batches (e.g. DataLoader drop_last=True) if it matters"
+    ),
+    "mark_dynamic": lambda src, _: (
+        f"mark the varying dimension dynamic before the first call: torch._dynamo.mark_dynamic({src}, DIM) "
+        "(sizes 0 and 1 are still specialized)"
+    ),
+    "code_path": lambda src, literal: (
+        f"inherent: `{src}` picks a code path ({literal}), one cache entry per value; keep it to a few values, "
+        "or compile each path as its own function"
+    ),
+    "int_attribute_or_upgrade": lambda src, _: (
+        f"this torch always specializes int attributes of nn.Modules: keep `{src}` out of the compiled code "
+        "(pass it as a tensor or compute with it outside), or upgrade to torch >= 2.7 for allow_unspec_int_on_nn_module"
+    ),
+    "allow_unspec_int_on_nn_module": lambda src, _: (
+        f"set torch._dynamo.config.allow_unspec_int_on_nn_module = True so that the int `{src}` becomes a dynamic int "
+        "(torch >= 2.7)"
+    ),
+    "float_as_tensor": lambda src, _: (
+        f"`{src}` is a Python float baked into the graph: pass it as a tensor (torch.tensor(value)) so new values reuse the entry"
+    ),
+    "global_as_argument": lambda src, _: (
+        f"`{src}` is a global read inside the compiled code, its value baked in: read it outside and pass what "
+        "the code needs as an argument (a tensor for numbers)"
+    ),
+    "steers_python": lambda src, _: (
+        f"inherent while `{src}` steers Python (a loop count, a shape, a branch): each distinct value compiles once; "
+        "if it is only arithmetic, pass it as a tensor; otherwise use few distinct values, or raise "
+        "torch._dynamo.config.recompile_limit so that calls past the limit stay compiled"
+    ),
+    "same_content": lambda src, _: (
+        f"the content of `{src}` changes between calls: pass the same keys/length every time, filling missing entries "
+        "with values of the same kind (a tensor of the same dtype and requires_grad)"
+    ),
+    "ambient_state": lambda subject, _: f"expected: one entry per {subject} setting; no fix needed unless the states keep changing",
+}

@@ -1,0 +1,364 @@
+"""The words of a guard model: every sentence ``guarddiag explain`` says about a fact.
+
+:func:`explanation_words` turns an :class:`~guarddiag.explain.Explanation` (facts) into
+:class:`ExplanationWords`, the record every format of ``explain`` shows (JSON is it, as data).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from guarddiag.explain.model import (
+    SCHEMA,
+    CacheEntry,
+    CallablesObject,
+    ContentObject,
+    Explanation,
+    FamilyObject,
+    FunctionExplanation,
+    GuardedObject,
+    IdentityObject,
+    TensorObject,
+    TypeObject,
+    ValueObject,
+)
+from guarddiag.render.explain_hints import hint_cause, hint_text
+
+NOT_LISTED = (
+    "anything not listed is not checked: changing it does not recompile, "
+    "and the compiled code keeps using what it read when it was compiled"
+)
+
+
+@dataclass(frozen=True)
+class ObjectWords:
+    """One object (or a collapsed family of similar objects) and how a cache entry checks it."""
+
+    name: str
+    how: str
+    detail: str
+    recompiles: tuple[str, ...] = ()
+    no_recompile: tuple[str, ...] = ()
+    count: int = 1
+    sources: tuple[str, ...] = ()
+    # What the entry pinned (ids, values, sizes): compared across entries, never shown as such.
+    pinned: str = ""
+
+
+@dataclass(frozen=True)
+class EntryWords:
+    """The guard model of one compile of a frame; ``differs``: how it differs from the first entry."""
+
+    compile_id: str
+    objects: tuple[ObjectWords, ...]
+    ambient: str
+    differs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HintWords:
+    """A fix hint: the causes it is for, the advice, the command that checks it, "fix" or "note"."""
+
+    cause: str
+    count: int
+    hint: str
+    check: str = ""
+    kind: str = "fix"
+
+
+@dataclass(frozen=True)
+class FunctionWords:
+    """A compiled function's guard model in words."""
+
+    label: str
+    name: str
+    file: str
+    line: int | None
+    compiles: int
+    recompiles: int
+    entries: tuple[EntryWords, ...]
+    causes: tuple[str, ...] = ()
+    hints: tuple[HintWords, ...] = ()
+    no_code: int = 0
+
+
+@dataclass(frozen=True)
+class ExplanationWords:
+    """The guard model of every compiled function of a run, in words."""
+
+    functions: tuple[FunctionWords, ...]
+    torch_version: str | None = None
+    era: str = ""
+    full: bool = False
+    note: str = NOT_LISTED
+    schema: str = SCHEMA
+
+
+def explanation_words(e: Explanation) -> ExplanationWords:
+    """Every fact of ``e`` said in words."""
+    said: dict[int, ObjectWords] = {}  # by id(): rows are shared by the entries of a function
+    return ExplanationWords(tuple(_function(f, said) for f in e.functions), e.torch_version, e.era, e.full, NOT_LISTED, e.schema)
+
+
+def _function(f: FunctionExplanation, said: dict[int, ObjectWords]) -> FunctionWords:
+    entries: list[EntryWords] = []
+    for entry in f.entries:
+        words = _entry(entry, said)
+        if entries:
+            first = entries[0]
+            differs = _differences(first.objects, words.objects) + _ambient_changes(first.ambient, words.ambient)
+            words = EntryWords(words.compile_id, words.objects, words.ambient, differs)
+        entries.append(words)
+    causes = tuple(f"{c.count}x {c.category}: {c.subject}" for c in f.causes)
+    hints = tuple(HintWords(hint_cause(h), h.count, hint_text(h), h.check, h.kind) for h in f.hints)
+    return FunctionWords(f.label, f.name, f.file, f.line, f.compiles, f.recompiles, tuple(entries), causes, hints, f.no_code)
+
+
+def _entry(entry: CacheEntry, said: dict[int, ObjectWords]) -> EntryWords:
+    return EntryWords(entry.compile_id, tuple(object_words(o, said) for o in entry.objects), ", ".join(entry.ambient))
+
+
+def _differences(first: tuple[ObjectWords, ...], other: tuple[ObjectWords, ...]) -> tuple[str, ...]:
+    """What this entry pins differently from the first one, in the user's terms."""
+    before = {o.name: o for o in first}
+    out = []
+    for o in other:
+        if o.how == "identity (code)":
+            continue  # which torch functions a path calls follows from the values above
+        b = before.get(o.name)
+        if b is None:
+            out.append(f"also guards {o.name} ({o.detail})")
+        elif b.pinned != o.pinned or b.detail != o.detail:
+            out.append(f"{o.name}: {'another object (id)' if o.how.startswith('identity') else o.detail}")
+    names = {x.name for x in other}
+    gone = [o.name for o in first if o.how != "identity (code)" and o.name not in names]
+    out.extend(f"no longer guards {name}" for name in gone)
+    return tuple(out)
+
+
+def _ambient_changes(first: str, other: str) -> tuple[str, ...]:
+    """Ambient items of an entry that the first entry did not have (``grad mode off``)."""
+    known = set(first.split(", "))
+    new = [item for item in other.split(", ") if item and item not in known]
+    return (f"ambient: {', '.join(new)}",) if new else ()
+
+
+def object_words(o: GuardedObject, said: dict[int, ObjectWords] | None = None) -> ObjectWords:
+    """One row in words; ``said``: the words of rows said before, by id()."""
+    if said is not None:
+        known = said.get(id(o))
+        if known is not None:
+            return known
+    words = _say(o, said)
+    if said is not None:
+        said[id(o)] = words
+    return words
+
+
+def _say(o: GuardedObject, said: dict[int, ObjectWords] | None) -> ObjectWords:
+    if isinstance(o, TensorObject):
+        return _tensor(o)
+    if isinstance(o, ValueObject):
+        return _value(o)
+    if isinstance(o, IdentityObject):
+        return _identity(o)
+    if isinstance(o, TypeObject):
+        return _type(o)
+    if isinstance(o, ContentObject):
+        return _content(o)
+    if isinstance(o, FamilyObject):
+        return _family(o, said)
+    return _callables(o)
+
+
+def _label(o: TensorObject | ValueObject | IdentityObject | TypeObject | ContentObject) -> str:
+    return f"{o.role} `{o.name}`" if o.name == o.root else f"`{o.name}`"
+
+
+def _tensor(o: TensorObject) -> ObjectWords:
+    name, sizes = o.name, o.sizes
+    shown = "[" + ", ".join("*" if s == "None" else s for s in sizes) + "]"
+    detail = f"tensor {o.dtype} {shown} requires_grad={o.requires_grad}"
+    ranges = [_range(lo, hi) for _, lo, hi in o.ranges]
+    dynamic = [d for d, _, _ in o.ranges]
+    if dynamic:
+        detail += "; dynamic dim " + ", ".join(f"{d} ({r})" for d, r in zip(dynamic, ranges, strict=True))
+    recompile = [f"another dtype, device or requires_grad for `{name}` recompiles"]
+    static = [str(i) for i, s in enumerate(sizes) if s != "None"]
+    if static:
+        dims = ", ".join(static)
+        recompile.append(f"another size of `{name}` at dim {dims} recompiles: {'they are' if len(static) > 1 else 'it is'} static")
+    elif not sizes:
+        recompile.append(f"a `{name}` with dimensions (not 0-d) recompiles")
+    ok = [f"new values in `{name}`: no recompile, only its metadata is checked"]
+    if dynamic:
+        ok.append(f"another size of `{name}` at dim {', '.join(map(str, dynamic))}: no recompile, dynamic ({'; '.join(ranges)})")
+        recompile.extend(f"breaking `{left} == {right}` recompiles" for left, right in o.relations)
+    return ObjectWords(_label(o), o.how, detail, tuple(recompile), tuple(ok), sources=o.sources, pinned=o.pinned)
+
+
+def _range(lo: str, hi: str) -> str:
+    return f"size >= {lo}" + (f" and <= {hi}" if hi else "") + (", sizes 0 and 1 get their own entry" if lo == "2" else "")
+
+
+def _value(o: ValueObject) -> ObjectWords:
+    name, val = o.name, o.value
+    if name.endswith(".training"):
+        change = f"calling .train()/.eval() so that `{name}` changes recompiles"
+    else:
+        change = f"changing `{name}` recompiles: its value {val} is baked in"
+    return ObjectWords(_label(o), "value", f"value {val}", (change,), (), sources=o.sources, pinned=o.pinned)
+
+
+def _identity(o: IdentityObject) -> ObjectWords:
+    label, name = _label(o), o.name
+    if o.how == "identity (code)":
+        return ObjectWords(label, o.how, "id()", (), (), sources=o.sources, pinned=o.pinned)
+    what = f" ({o.type})" if o.type and o.type != name else ""
+    who = f"as {o.role} `{name}`" if name == o.root and o.role != "global" else f"as `{name}`"
+    if o.role == "global" and name == o.root:
+        recompile = (f"rebinding global `{name}` to another object recompiles: it is checked by id()",)
+    else:
+        recompile = (f"passing another object {who} recompiles, even an equal one: it is checked by id()",)
+    # An object pinned by id() is assumed unchanged: only attributes with a guard of their own are re-checked.
+    ok = (f"changing an attribute of `{name}` that is not listed here: no recompile (the compiled code keeps the old value)",)
+    return ObjectWords(label + what, o.how, "id()", recompile, ok, sources=o.sources, pinned=o.pinned)
+
+
+def _type(o: TypeObject) -> ObjectWords:
+    label, name, typ = _label(o), o.name, o.type
+    who = f"as {o.role} `{name}`" if name == o.root and o.role != "global" else f"for `{name}`"
+    if o.dynamic:
+        kind = typ if typ != "object" else "number"
+        return ObjectWords(
+            label,
+            o.how,
+            f"dynamic {kind} (type checked, value not)",
+            (f"a `{name}` of another type recompiles",),
+            (f"another {kind} value {who}: no recompile, `{name}` is a dynamic {kind}",),
+            sources=o.sources,
+        )
+    recompile = [f"an object of another type {who} recompiles"]
+    sub = o.submodules
+    if sub:
+        shown = ", ".join(sub) if len(sub) <= 6 else f"{sub[0]} .. {sub[-1]}"
+        recompile.append(f"adding, removing or reordering submodules of `{name}` recompiles: their names ({shown}) are checked")
+    ok: list[str] = []
+    read_keys = o.read_keys
+    if typ == "dict" or read_keys:
+        if read_keys:
+            ok.append(f"adding keys to `{name}`: no recompile, `{name}` is only read at key {', '.join(read_keys)}")
+    elif name == o.root and o.role != "global":
+        ok.append(f"passing another {typ} instance {who}: no recompile, only its type is checked (and what is listed under it)")
+    elif typ not in ("tuple", "list"):
+        ok.append(f"replacing `{name}` by another {typ} instance: no recompile, only its type is checked (and what is listed under it)")
+    shown_label = label + (f" ({typ})" if typ != "object" else "")
+    return ObjectWords(shown_label, o.how, f"type {typ}", tuple(recompile), tuple(ok), sources=o.sources)
+
+
+def _content(o: ContentObject) -> ObjectWords:
+    label, name = _label(o), o.name
+    if o.keys:
+        keys = o.keys
+        shown = ", ".join(keys) if len(keys) <= 6 else f"{keys[0]} .. {keys[-1]} ({len(keys)} keys)"
+        what = "submodules of" if o.submodules else "keys of"
+        return ObjectWords(
+            label,
+            o.how,
+            f"keys {shown}",
+            (f"adding, removing or reordering {what} `{name}` recompiles: its keys {shown} are checked in order",),
+            ("changing the values stored under those keys: only their own guards apply",),
+            sources=o.sources,
+            pinned=o.pinned,
+        )
+    if o.how == "content (key set)":
+        return ObjectWords(
+            label,
+            o.how,
+            f"keys {{{o.key_set}}}",
+            (f"adding or removing keys of `{name}` recompiles: its key set is checked",),
+            ("reordering its keys: no recompile",),
+            sources=o.sources,
+            pinned=o.pinned,
+        )
+    n, kind = o.length, o.type
+    change = "adding or removing keys of" if kind == "dict" else "another length of"
+    return ObjectWords(
+        label + (f" ({kind})" if kind else ""),
+        o.how,
+        f"length {n}",
+        (f"{change} `{name}` recompiles: its length {n} is checked",),
+        (),
+        sources=o.sources,
+        pinned=o.pinned,
+    )
+
+
+_TYPE_SUFFIX = re.compile(r"^.*\((\w+)\)$")
+
+
+def _family(o: FamilyObject, said: dict[int, ObjectWords] | None) -> ObjectWords:
+    """One row for a family: ``300 parameters under `m`: tensor metadata each, all static shapes``."""
+    n, root, kind = o.count, o.name, o.kind
+    common = {"count": n, "sources": o.sources, "pinned": o.pinned}
+    if kind in ("parameters", "buffers"):
+        dynamic = [m for m in o.members if "dynamic" in m.how]
+        shapes = "all static shapes" if not dynamic else f"{len(dynamic)} with dynamic dims"
+        return ObjectWords(
+            f"{n} {kind if n > 1 else kind[:-1]} under `{root}`",
+            o.how,
+            f"tensor metadata each, {shapes}",
+            ("changing the shape, dtype, device or requires_grad of any of them recompiles",),
+            ("updating their values (optimizer steps, load_state_dict of same shapes): no recompile",),
+            **common,
+        )
+    members = [object_words(m, said) for m in o.members]
+    if kind == "submodules":
+        types = Counter(_TYPE_SUFFIX.sub(r"\1", m.name) for m in members)
+        listed = ", ".join(f"{t} x{c}" for t, c in types.most_common(4))
+        if o.how == "identity":
+            return ObjectWords(
+                f"{n} submodules under `{root}` ({listed})",
+                o.how,
+                "id() each",
+                (f"replacing any submodule of `{root}` by another object recompiles: each is checked by id()",),
+                (),
+                **common,
+            )
+        return ObjectWords(
+            f"{n} submodules under `{root}` ({listed})",
+            o.how,
+            "type each",
+            (f"replacing a submodule of `{root}` by one of another type recompiles",),
+            ("replacing a submodule by another instance of the same type: no recompile",),
+            **common,
+        )
+    attr = kind.removeprefix("attr:")
+    values = sorted({m.detail.removeprefix("value ") for m in members})
+    shown = ", ".join(values[:3]) + (" ..." if len(values) > 3 else "")
+    change = "calling .train()/.eval()" if attr == "training" else f"changing `{attr}` of any of them"
+    return ObjectWords(
+        f"`{attr}` of {n} objects under `{root}`",
+        o.how,
+        f"{'value' if o.how == 'value' else o.how} {shown}",
+        (f"{change} recompiles: the values are baked in",),
+        (),
+        **common,
+    )
+
+
+def _callables(o: CallablesObject) -> ObjectWords:
+    names = sorted({m.name for m in o.members})
+    shown = ", ".join(f"`{n}`" for n in names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return ObjectWords(
+        f"modules and functions used: {shown}",
+        o.how,
+        "id()",
+        ("rebinding or monkeypatching one of them recompiles",),
+        (),
+        count=o.count,
+        sources=o.sources,
+        pinned=o.pinned,
+    )
