@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from guarddiag import __version__
-from guarddiag.errors import INTERNAL, INTERRUPTED, OK, SCRIPT_FAILED, GuarddiagError, Interrupted
+from guarddiag.errors import INTERNAL, INTERRUPTED, OK, GuarddiagError, Interrupted
 from guarddiag.render.formats import FORMATS
 
 # Each command's module (guarddiag.commands.NAME) is imported when it runs: `guarddiag parse`
@@ -186,19 +186,9 @@ def explain(
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop a script after this many seconds.")] = None,
 ) -> None:
     """What each compiled function's guards check, per cache entry: what change would recompile, and fixes."""
-    from guarddiag.commands.explain import explain_command
-    from guarddiag.commands.options import check_format
-    from guarddiag.render.words import script_outcome
+    from guarddiag.commands.explain import explain_main
 
-    check_format(fmt)
-    text, failed = explain_command(target, fmt, full, python, timeout)
-    typer.echo(text)
-    if failed is not None:
-        raise GuarddiagError(
-            f"{target}: {script_outcome(failed)}; the model covers what compiled before that, the torch log is in "
-            f"{failed.log_path}",
-            INTERRUPTED if failed.status == "interrupted" else SCRIPT_FAILED,
-        )
+    explain_main(target, fmt, full, python, timeout)
 
 
 @app.command()

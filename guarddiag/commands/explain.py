@@ -6,11 +6,14 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+import typer
+
+from guarddiag.commands.options import check_format, failed_script
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.explain import Explanation, GuardListings, explain_functions
 from guarddiag.model import Run
 from guarddiag.pipeline import LogReader, paused_gc
-from guarddiag.render.explain import FORMATS, render_explanation
+from guarddiag.render.explain import render_explanation
 from guarddiag.render.words import script_outcome
 
 
@@ -24,13 +27,20 @@ def explain_command(
 ) -> tuple[str, Run | None]:
     """The rendered explanation, and the run when TARGET was a script that did not finish cleanly
     (the command reports it after the explanation, with the exit code of a failed script)."""
-    if fmt not in FORMATS:
-        raise InputError(f"--format {fmt}: unknown format; use one of {', '.join(FORMATS)}")
+    check_format(fmt)
     explanation, notes, run = _explain_path(Path(target), full, python, timeout)
     text = render_explanation(explanation, fmt)
     if notes and fmt in ("table", "markdown"):
         text += "\n" + "\n".join(notes)
     return text, run if run is not None and run.status != "ok" else None
+
+
+def explain_main(target: str, fmt: str, full: bool, python: str, timeout: float | None) -> None:
+    """Print the explanation; a script that did not finish cleanly is an error after it."""
+    text, failed = explain_command(target, fmt, full, python, timeout)
+    typer.echo(text)
+    if failed is not None:
+        raise failed_script(target, failed, "the model covers what compiled before that")
 
 
 def explain_path(path: Path, full: bool, python: str = sys.executable) -> tuple[Explanation, list[str]]:

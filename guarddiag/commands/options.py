@@ -6,11 +6,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guarddiag.errors import InputError
+from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.render.formats import FORMATS
 
 if TYPE_CHECKING:
     from guarddiag.config import Settings
+    from guarddiag.model import Run
 
 
 def check_format(fmt: str) -> None:
@@ -46,3 +47,14 @@ def command_settings(cli: dict[str, object]) -> Settings:
     from guarddiag.config import load_settings
 
     return load_settings(Path.cwd(), os.environ, cli)
+
+
+def failed_script(target: object, run: Run, covers: str) -> GuarddiagError:
+    """The error after the output when the script did not finish cleanly, saying what the output
+    ``covers``; exit 3, or 130 when it was interrupted."""
+    from guarddiag.render.words import script_outcome
+
+    return GuarddiagError(
+        f"{target}: {script_outcome(run)}; {covers}, the torch log is in {run.log_path}",
+        INTERRUPTED if run.status == "interrupted" else SCRIPT_FAILED,
+    )

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from guarddiag.commands.options import check_format, flag_options
-from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError, StrictParseError
+from guarddiag.commands.options import check_format, failed_script, flag_options
+from guarddiag.errors import InputError, StrictParseError
 from guarddiag.model import Run
 
 
@@ -18,18 +18,13 @@ def run_command(
 ) -> None:
     """Run SCRIPT, print its report; a script that did not finish cleanly is an error after the report."""
     from guarddiag.child.runner import RunRequest, execute
-    from guarddiag.render.words import script_outcome
-
     check_format(fmt)
     request = RunRequest(script=script, args=tuple(args), python=python, flags=flag_options(flags, python), timeout=timeout)
     result = execute(request)
     # A failed script is the bigger news: --strict's complaint about unknown lines waits for a clean run.
     finish(result, fmt, out, strict and result.status == "ok")
     if result.status != "ok":
-        raise GuarddiagError(
-            f"{script}: {script_outcome(result)}; the report covers what ran before that, the torch log is in {result.log_path}",
-            INTERRUPTED if result.status == "interrupted" else SCRIPT_FAILED,
-        )
+        raise failed_script(script, result, "the report covers what ran before that")
 
 
 def finish(run: Run, fmt: str, out: Path | None, strict: bool) -> None:
