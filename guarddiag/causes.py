@@ -29,7 +29,7 @@ def subject(src: str, roles: Mapping[str, str] | None = None) -> str:
     root_global = src.startswith("G[")
     name = readable_source(src)
     if root_global and name.startswith("__import_"):
-        return f"torch internals (`{name}`)"
+        return _imported(name)
     head = re.match(r"[A-Za-z_]\w*", name)
     if head is None:
         return f"`{name}`"
@@ -39,6 +39,17 @@ def subject(src: str, roles: Mapping[str, str] | None = None) -> str:
     if not rest:
         return f"{where} `{root}`"
     return f"`{name}` on {where} `{root}`"
+
+
+def _imported(name: str) -> str:
+    """A global reached through a module torch imported for the frame: ``__import___main__.activations``
+    is the script's own global `activations`; ``__import_torch_dot_nn...`` is torch's."""
+    module, _, rest = name.removeprefix("__import_").partition(".")
+    module = module.replace("_dot_", ".")
+    if module == "torch" or module.startswith("torch."):
+        return f"torch internals (`{name}`)"
+    where = "the script" if module == "__main__" else f"module `{module}`"
+    return f"global `{rest}` of {where}" if rest else f"module `{module}`"
 
 
 def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[str, str] | None = None) -> Cause:
@@ -83,6 +94,8 @@ def _classify_expr(expr: str, roles: Mapping[str, str] | None) -> tuple[str, str
     if row.category is Category.GLOBAL_STATE:
         return row.category, "", ambient_state(expr) or (groups.get("what") or "").strip()
     src = (groups.get("src") or (sized_source(expr) if row.category is Category.DYNAMIC_SHAPE else "")).strip()
+    if row.category is Category.ALIASING:
+        return _aliasing(row, src, groups.get("other") or "", roles)
     return row.category, src, _about(row, src, groups.get("what") or "", roles)
 
 
@@ -92,6 +105,24 @@ def _about(row: GuardKind, src: str, what: str, roles: Mapping[str, str] | None)
     if not src:
         return row.about.partition(" of {who}")[0]
     return row.about.format(who=subject(as_source(src), roles), what=what)
+
+
+def _names(listed: str) -> list[str]:
+    """``["feats[1]", "feats[2]"]`` (torch's JSON list of the aliased sources) -> the names."""
+    try:
+        names = json.loads(listed)
+    except ValueError:
+        names = listed.strip("[]").split(", ")
+    return [str(n).strip() for n in names if str(n).strip()] if isinstance(names, list) else [str(names)]
+
+
+def _aliasing(row: GuardKind, src: str, other: str, roles: Mapping[str, str] | None) -> tuple[str, str, str]:
+    """``Duplicate tensors found: ["feats[1]", "feats[2]"]`` or ``a is b``: the objects, named together."""
+    names = [src, other] if other else _names(src)
+    if not names:
+        return row.category, "", row.about.format(who="tensor inputs")
+    who = " and ".join(f"`{readable_source(as_source(n))}`" for n in names)
+    return row.category, as_source(names[0]), row.about.format(who=who)
 
 
 def cause_from_changed_guard(before: Guard, after: Guard, roles: Mapping[str, str] | None = None) -> Cause:

@@ -29,6 +29,7 @@ class Category(str, Enum):
     TENSOR = "tensor"
     DYNAMIC_SHAPE = "dynamic_shape"
     GLOBAL_STATE = "global_state"
+    ALIASING = "aliasing"
     OTHER = "other"
 
     def __str__(self) -> str:
@@ -111,6 +112,7 @@ def _states(*names: str) -> tuple[re.Pattern[str], ...]:
 
 _ID, _TYPE, _VALUE, _CONTAINER = Category.IDENTITY, Category.TYPE, Category.VALUE, Category.CONTAINER
 _TENSOR, _SHAPE, _GLOBAL, _OTHER = Category.TENSOR, Category.DYNAMIC_SHAPE, Category.GLOBAL_STATE, Category.OTHER
+_ALIASING = Category.ALIASING
 _CONTENT = "content of {who}"
 _VALUE_OF = "value of {who}"
 _FLAT_STATE_CALLS = "|".join(s.flat_call.removeprefix("___") for s in AMBIENT_STATES if s.flat_call)
@@ -158,10 +160,15 @@ KINDS: tuple[GuardKind, ...] = (
         "DICT_KEYS",
         _CONTAINER,
         flat=_p(r"^(?:list|set)\((?P<src>.+?)\.keys\(\)\) ==", r"^___key_to_id\((?P<src>.+?)\) =="),
-        failure=_p(r"^(?:not )?(?:list|set)\((?P<src>.+?)\.keys\(\)\)", r"^(?:not )?___key_to_id\((?P<src>.+?)\)"),
+        failure=_p(
+            r"^(?:not )?(?:list|set)\((?P<src>.+?)\.keys\(\)\)",
+            r"^(?:not )?___key_to_id\((?P<src>.+?)\)",
+            # torch >= 2.6 checks keys one by one: `list(dict.keys(weights))[0] == 'a'`.
+            r"^list\(dict\.keys\((?P<src>.+?)\)\)\[\d+\] ==",
+        ),
         pins=True,
         hint="container",
-        about=_CONTENT,
+        about="keys of {who}",
     ),
     GuardKind("DICT_KEYS_MATCH", _CONTAINER, pins=True, hint="container", about=_CONTENT),
     GuardKind(
@@ -176,10 +183,14 @@ KINDS: tuple[GuardKind, ...] = (
         "LENGTH_CHECK",
         _CONTAINER,
         flat=_p(r"^len\((?P<src>.+?)\) =="),
-        failure=_p(r"^(?:not )?len\((?P<src>.+?)\) *(?:==|!=)"),
+        failure=_p(
+            r"^(?:not )?len\((?P<src>.+?)\) *(?:==|!=)",
+            # An empty container is checked by its truth value (listed as LENGTH_CHECK: `not L['args']`).
+            r"^not (?P<src>(?:[LG]\['[^']*'\]|[A-Za-z_]\w*)(?:\.\w+|\[[^\]]*\])*)$",
+        ),
         pins=True,
         hint="container",
-        about=_CONTENT,
+        about="length of {who}",
     ),
     GuardKind("DICT_LENGTH", _CONTAINER, pins=True, hint="container", about=_CONTENT),
     GuardKind("SEQUENCE_LENGTH", _CONTAINER, pins=True, hint="container", about=_CONTENT),
@@ -233,7 +244,15 @@ KINDS: tuple[GuardKind, ...] = (
         ambient="compiler backend",
         about="the compiler backend",
     ),
-    GuardKind("NO_TENSOR_ALIASING", _OTHER, ambient="no aliasing between tensor inputs"),
+    # One tensor passed twice (or two views of one storage) where the entry saw distinct tensors.
+    GuardKind(
+        "NO_TENSOR_ALIASING",
+        _ALIASING,
+        failure=_p(r"^Duplicate tensors found: (?P<src>.*)$", r"^(?:___)?check_no_aliasing\((?P<src>.*)\)$"),
+        ambient="no aliasing between tensor inputs",
+        hint="aliasing",
+        about="{who}: one tensor passed more than once",
+    ),
     # torch < 2.4 lists the dynamic-dimension marking as DYNAMIC_INDICES, 2.4 as NO_HASATTR, later
     # torch as DIMENSION_DYNAMIC_MARKING_GUARD; all three print the same expression.
     GuardKind(
@@ -256,6 +275,18 @@ KINDS: tuple[GuardKind, ...] = (
         hint="dynamic_shape",
         about="a size relation of {who}",
     ),
+    # Two sources that were one object (`feats[1] is feats[2]`), or that now are: an `is` between two
+    # objects, never a constant (`x is None` is EQUALS_MATCH's).
+    GuardKind(
+        "OBJECT_ALIASING",
+        _ALIASING,
+        failure=_p(
+            r"^(?P<src>(?:[LG]\['[^']*'\]|[A-Za-z_]\w*)(?:\.\w+|\[[^\]]*\])*) is (?:not )?"
+            r"(?!None$|True$|False$|Ellipsis$|NotImplemented$)(?P<other>(?:[LG]\['[^']*'\]|[A-Za-z_]\w*)(?:\.\w+|\[[^\]]*\])*)$"
+        ),
+        hint="aliasing",
+        about="{who}: one object, or two",
+    ),
     GuardKind(
         "EQUALS_MATCH",
         _VALUE,
@@ -270,7 +301,6 @@ KINDS: tuple[GuardKind, ...] = (
     GuardKind("TRUE_MATCH", _VALUE, hint="value", about=_VALUE_OF),
     GuardKind("FALSE_MATCH", _VALUE, hint="value", about=_VALUE_OF),
     GuardKind("NONE_MATCH", _VALUE, hint="value", about=_VALUE_OF),
-    GuardKind("OBJECT_ALIASING", _OTHER),
     # A guard torch builds from a lambda or a shape expression, and the flat lines nothing above matches.
     GuardKind("LAMBDA_GUARD", _OTHER),
 )

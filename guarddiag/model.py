@@ -22,6 +22,7 @@ CATEGORIES: dict[Category, str] = {
     Category.TENSOR: "tensor metadata: size, stride, dtype, device or requires_grad changed",
     Category.DYNAMIC_SHAPE: "dynamic-shape relation: a symbolic size guard no longer holds",
     Category.GLOBAL_STATE: "global state: grad mode, autocast, default device, torch function mode",
+    Category.ALIASING: "aliasing: inputs that were one object are now distinct, or the other way round",
     Category.OTHER: "other: a guard guarddiag does not classify further",
 }
 

@@ -28,6 +28,10 @@ HINTS = {
     "global_as_argument": "fix",
     "steers_python": "note",
     "same_content": "fix",
+    "stable_keys": "fix",
+    "one_tensor_twice": "fix",
+    "mark_unbacked": "fix",
+    "library_input": "note",
     "ambient_state": "note",
 }
 _CHECKS = {
@@ -88,7 +92,7 @@ def fix_hints(f: FunctionSummary, torch_version: str | None, era: str) -> tuple[
         seen[key] = (seen[key][0], seen[key][1] + 1) if key in seen else (c, 1)
     hints: dict[tuple[str, str, str], FixHint] = {}
     for cause, count in seen.values():
-        found = _hint_for(cause, torch_version, era)
+        found = _hint_for(cause, torch_version, era, _library(f.file))
         if found is None:
             continue
         same = hints.get(found)
@@ -98,8 +102,24 @@ def fix_hints(f: FunctionSummary, torch_version: str | None, era: str) -> tuple[
     return tuple(hints.values())
 
 
-def _hint_for(c: Cause, torch_version: str | None, era: str) -> tuple[str, str, str] | None:
-    """(hint, the object it is about, the literal value it names): one hint says the same for equal triples."""
+_SIZE_CHANGE = re.compile(r"size mismatch at index (?P<dim>\d+)\. expected (?P<expected>\d+), actual (?P<actual>\d+)")
+_LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w]*)")
+
+
+def _library(file: str | None) -> str:
+    """The installed package a compiled function's code is in (``transformers``), or ``""`` (user code, torch)."""
+    m = _LIBRARY.search(file or "")
+    return m["package"] if m and m["package"] != "torch" else ""
+
+
+def _is_argument(source: str) -> bool:
+    """A source reached from the compiled frame's arguments (``L[...]``), not a global."""
+    return (source or "").startswith("L[") or not (source or "").startswith("G[")
+
+
+def _hint_for(c: Cause, torch_version: str | None, era: str, library: str = "") -> tuple[str, str, str] | None:
+    """(hint, the object it is about, the literal value it names): one hint says the same for equal triples.
+    ``library``: the package whose code was compiled (its caller, not the user, builds the arguments)."""
     src = readable_source(c.source)
     if c.category == "identity" and "." not in src and era.startswith("id-modules"):
         inline = _has_flag(torch_version, era, (2, 4))
@@ -107,7 +127,13 @@ def _hint_for(c: Cause, torch_version: str | None, era: str) -> tuple[str, str, 
     if c.category == "dynamic_shape":
         return "dynamic_range", src, ""
     if c.category == "tensor" and "size" in c.subject + c.text:
-        return "mark_dynamic", src or "x", ""
+        size = _SIZE_CHANGE.search(c.text)
+        dim = size["dim"] if size else ""
+        if library and _is_argument(c.source):
+            return "library_input", src or "x", library
+        if size and "1" in (size["expected"], size["actual"]):
+            return "mark_unbacked", src or "x", dim
+        return "mark_dynamic", src or "x", dim
     value = F.VALUE.match(as_source(c.guard))
     literal = value["val"] if value else ""
     if c.category == "value" and literal in ("True", "False", "None") or literal[:1] in ("'", '"'):
@@ -121,8 +147,12 @@ def _hint_for(c: Cause, torch_version: str | None, era: str) -> tuple[str, str, 
         return "global_as_argument", src, ""
     if c.category == "value":
         return "steers_python", src, ""
+    if c.category == "container" and c.subject.startswith("keys of"):
+        return "stable_keys", src, ""
     if c.category == "container":
         return "same_content", src, ""
+    if c.category == "aliasing":
+        return "one_tensor_twice", c.subject.partition(":")[0], ""
     if c.category == "global_state":
         return "ambient_state", c.subject, ""
     return None

@@ -28,9 +28,19 @@ _HINTS = {
         f"a size of `{src or 'a tensor'}` left the range its dynamic entry covers (sizes 0 and 1 are always specialized): "
         "expected one more entry; avoid size-1 batches (e.g. DataLoader drop_last=True) if it matters"
     ),
-    "mark_dynamic": lambda src, _: (
-        f"mark the varying dimension dynamic before the first call: torch._dynamo.mark_dynamic({src}, DIM) "
+    "mark_dynamic": lambda src, dim: (
+        f"mark the varying dimension dynamic before the first call: torch._dynamo.mark_dynamic({src}, {dim or 'DIM'}) "
         "(sizes 0 and 1 are still specialized)"
+    ),
+    "mark_unbacked": lambda src, dim: (
+        f"a size of 1 is specialized even on a dynamic dimension, so mark_dynamic cannot cover it: "
+        f"torch._dynamo.mark_unbacked({src}, {dim or 'DIM'}) before the first call makes the dimension unbacked "
+        "(any size, 1 included, reuses the entry), or keep that size above 1"
+    ),
+    "library_input": lambda src, package: (
+        f"`{src}` is built by `{package}`, which calls the compiled code: a mark_dynamic in your script cannot reach it. "
+        f"Use {package}'s own options for fixed shapes (e.g. a static cache or padding to fixed lengths), "
+        "or compile with dynamic=True"
     ),
     "code_path": lambda src, literal: (
         f"inherent: `{src}` picks a code path ({literal}), one cache entry per value; keep it to a few values, "
@@ -59,6 +69,14 @@ _HINTS = {
     "same_content": lambda src, _: (
         f"the content of `{src}` changes between calls: pass the same keys/length every time, filling missing entries "
         "with values of the same kind (a tensor of the same dtype and requires_grad)"
+    ),
+    "stable_keys": lambda src, _: (
+        f"the keys of `{src}` change between calls and each key set compiles anew: pass the same keys every time "
+        "(fill missing ones with a default), or pass the values as one tensor"
+    ),
+    "one_tensor_twice": lambda who, _: (
+        f"{who} were one tensor in one call and distinct in another: stop passing one tensor twice "
+        "(pass it once, or pass a .clone() where a distinct tensor is meant)"
     ),
     "ambient_state": lambda subject, _: f"expected: one entry per {subject} setting; no fix needed unless the states keep changing",
 }
