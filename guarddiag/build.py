@@ -28,6 +28,7 @@ from guarddiag.logparse.events import (
 )
 from guarddiag.model import (
     Cause,
+    CompiledFor,
     FailedCompile,
     FunctionSummary,
     GraphBreak,
@@ -36,6 +37,7 @@ from guarddiag.model import (
     RecompileEvent,
 )
 from guarddiag.sourceinfo import local_roles
+from guarddiag.wrapped import library_frame, wrapped_callable
 
 MAX_INFERRED_CAUSES = 5
 # (file, function name, first line) -> role of each local name ("argument", "closure variable", ...).
@@ -61,6 +63,9 @@ class _Frame:
     limit_at: dict[int, int] = field(default_factory=dict)
     graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
     last_listing: tuple[int, GuardListing] | None = None
+    # A wrapper frame (torch's ``inner``): what each compile was for (guarddiag/wrapped.py).
+    compiled_for: dict[int, CompiledFor] = field(default_factory=dict)
+    wrapper: bool | None = None
 
     def name_it(self, name: str, file: str, line: int | None) -> None:
         if name and not self.name:
@@ -153,6 +158,14 @@ class RunBuilder:
         ):
             frame.inferred[cid.number] = _diff_listings(_pinned(last[1]), _pinned(event))
         frame.last_listing = (cid.number, event)
+        if frame.wrapper is None:
+            frame.wrapper = library_frame(frame.file)
+        if frame.wrapper:
+            # Read once per frame when its first listing shows no wrapped callable.
+            wrapped = wrapped_callable(event.all_guards(), frame.name)
+            frame.wrapper = wrapped is not None
+            if wrapped is not None:
+                frame.compiled_for[cid.number] = wrapped
 
     def _on_limit(self, event: LimitWarning) -> None:
         cid = CompileId.parse(event.compile_id)
@@ -260,6 +273,7 @@ def _join_same_function(summaries: list[FunctionSummary]) -> list[FunctionSummar
             limit_hits=seen.limit_hits + f.limit_hits,
             graph_breaks=seen.graph_breaks + f.graph_breaks,
             failed_compiles=seen.failed_compiles + f.failed_compiles,
+            compiled_for=tuple(dict.fromkeys(seen.compiled_for + f.compiled_for)),
         )
     return list(joined.values())
 
@@ -349,6 +363,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _L
         limit_hits=tuple(hits),
         graph_breaks=tuple(frame.graph_breaks.values()),
         failed_compiles=failed,
+        compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
     )
 
 

@@ -134,7 +134,11 @@ KINDS: tuple[GuardKind, ...] = (
         "ID_MATCH",
         _ID,
         flat=_p(r"^___check_obj_id\((?P<src>.+?), \d+\)"),
-        failure=_p(r"^(?:ID_MATCH: )?___check_obj_id\((?P<src>.+?), \d+\)"),
+        failure=_p(
+            r"^(?:ID_MATCH: )?___check_obj_id\((?P<src>.+?), \d+\)",
+            # A wrapper's callable (torch's `inner` compiled for a function, now given a module): its code is checked first.
+            r"^CodeGuardAccessor: Not a function on (?P<src>.+?)\.__code__",
+        ),
         pins=True,
         hint="identity",
         about="{who}: a different object",

@@ -35,6 +35,8 @@ class Guard:
     source: str
     expr: str
     location: str = ""
+    # A counting parser's guard keeps its comment unread (``code  # file:line in fn``) instead of a location.
+    comment: str = ""
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,17 @@ class GraphBreak:
 
 
 @dataclass(frozen=True)
+class CompiledFor:
+    """What the user compiled when torch compiled a wrapper frame (see guarddiag/wrapped.py): a
+    ``function`` (``sgd_momentum`` in ``train.py``), a ``method`` (``GPT2LMHeadModel.forward``) or
+    a ``module`` (``Sequential``: a compiled module's call)."""
+
+    name: str
+    file: str = ""
+    kind: str = "function"
+
+
+@dataclass(frozen=True)
 class FunctionSummary:
     """All that happened to one compiled code object (matched across runs by name/file/line)."""
 
@@ -123,6 +136,8 @@ class FunctionSummary:
     graph_breaks: tuple[GraphBreak, ...] = ()
     # Attempts counted in ``compiles`` that installed no code.
     failed_compiles: tuple[FailedCompile, ...] = ()
+    # A wrapper's frame (torch's ``inner``): what each of its cache entries was compiled for, in order.
+    compiled_for: tuple[CompiledFor, ...] = ()
 
     @property
     def recompiles(self) -> int:

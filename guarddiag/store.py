@@ -22,6 +22,7 @@ from guarddiag.model import (
     LIMIT_OUTCOMES,
     SCHEMA,
     Cause,
+    CompiledFor,
     FailedCompile,
     FunctionSummary,
     GraphBreak,
@@ -88,6 +89,7 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "limit_hits": [asdict(h) for h in f.limit_hits],
         "graph_breaks": [asdict(g) for g in f.graph_breaks],
         "failed_compiles": [asdict(c) for c in f.failed_compiles],
+        "compiled_for": [asdict(c) for c in f.compiled_for],
     }
 
 
@@ -215,6 +217,10 @@ def _function(f: dict, where: str) -> FunctionSummary:
         failed_compiles=tuple(
             _typed(FailedCompile, c, f"{where}.failed_compiles[{i}]")
             for i, c in enumerate(_list(f.get("failed_compiles", []), f"{where}.failed_compiles"))
+        ),
+        compiled_for=tuple(
+            _typed(CompiledFor, c, f"{where}.compiled_for[{i}]")
+            for i, c in enumerate(_list(f.get("compiled_for", []), f"{where}.compiled_for"))
         ),
     )
 

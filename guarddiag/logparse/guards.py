@@ -61,10 +61,18 @@ def _location(comment: str) -> str:
 
 
 def guard_from_raw(kind: str, rest: str) -> Guard:
-    """A counting parser's tree guard: kind, object and expression only (no location, no manager path)."""
+    """A counting parser's tree guard: kind, object, expression, and its comment unread (no manager
+    path; :func:`location_of` reads the comment where a location is wanted)."""
     cut = rest.find("  # ")
-    expr = (rest[:cut] if cut >= 0 else rest).strip()
-    return Guard(kind, first_source(expr), expr)
+    if cut < 0:
+        return Guard(kind, first_source(rest.strip()), rest.strip())
+    expr = rest[:cut].strip()
+    return Guard(kind, first_source(expr), expr, comment=rest[cut + 4 :])
+
+
+def location_of(comment: str) -> str:
+    """``user code  # file:line in fn (HINT: ...)`` -> ``file:line in fn``; a location given as is."""
+    return _location(comment)
 
 
 def flat_guard(text: str) -> Guard:

@@ -96,6 +96,11 @@ def function_detail_lines(f: FunctionSummary) -> list[str]:
     """A function's section under its headline, indented: cause groups with an example, compiles that
     installed no code, limit hits (the terminal report and the watch's report alike)."""
     out = []
+    if len(f.compiled_for) > 1:
+        out.append(
+            f"  one code object ({f.name}) for {len(f.compiled_for)} callables: they share one cache and one recompile limit, "
+            "so each one's variants count against the others"
+        )
     for g in cause_groups(f):
         unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
         out.append(f"  {cause_group_line(g)}{unlogged}")

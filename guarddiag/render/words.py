@@ -3,7 +3,7 @@ compile, a log that lost lines. The data layer holds the facts; these are the on
 
 from __future__ import annotations
 
-from guarddiag.model import FailedCompile, FunctionSummary, LimitHit, Run, compile_gap
+from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Run, compile_gap
 
 _OUTCOMES = {
     "eager": "torch runs it without compiling from here on",
@@ -24,7 +24,18 @@ def function_label(f: FunctionSummary) -> str:
         return f"<unidentified frame {', '.join(f.frame_ids)}>"
     where = (f"{short_path(f.file)}:{f.line}" if f.line is not None else short_path(f.file)) if f.file else "?"
     rank = f.rank
-    return f"{f.name} ({where})" + (f" [{rank}]" if rank else "")
+    label = f"{f.name} ({where})"
+    if f.compiled_for:
+        # torch compiled a wrapper (its `inner`, a library's decorator): name what the user compiled first.
+        label = f"{', '.join(compiled_for_name(c) for c in f.compiled_for)} via {label}"
+    return label + (f" [{rank}]" if rank else "")
+
+
+def compiled_for_name(c: CompiledFor) -> str:
+    """``sgd_momentum (corpus/train.py)``, ``Sequential (module)``, ``GPT2LMHeadModel.forward``."""
+    if c.kind == "module":
+        return f"{c.name} (module)"
+    return f"{c.name} ({short_path(c.file)})" if c.file and c.kind == "function" else c.name
 
 
 def short_path(path: str) -> str:

@@ -1,0 +1,81 @@
+"""What the user compiled when torch compiled a wrapper: the function or module behind ``inner``.
+
+Every ``@torch.no_grad()`` function and every compiled ``nn.Module`` that torch wraps (a compiled
+``nn.Sequential``) compile torch's own ``inner`` (torch/_dynamo/external_utils.py); libraries wrap
+methods in decorators of their own (transformers' ``wrapper``). The frame torch names is the
+wrapper's, the same for all of them. The wrapped callable is a local of that frame (``fn``, ``func``)
+and its guards say who it is: a module by its type (``___check_type_id(L['fn'], ...),
+type=<class '...Sequential'>``), a function by the code lines its guards came from (``# ...  #
+train.py:27 in sgd_momentum``), a method by the type of ``L['self']``.
+
+Pure: one cache entry's guards in, a :class:`~guarddiag.model.CompiledFor` (or None) out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from guarddiag.logparse.guards import location_of
+from guarddiag.model import CompiledFor, Guard
+
+# Locals through which a wrapper calls what it wraps (torch's `fn`, functools-style `func`, `f`).
+_WRAPPED = frozenset({"fn", "func", "f", "function", "wrapped", "mod", "module"})
+_ROOT = re.compile(r"^L\['(\w+)'\]")
+_TYPE = re.compile(r"type=<class '(?P<qual>[\w.]+)'>")
+_NOT_A_CLASS = frozenset({"function", "method", "builtin_function_or_method", "functools.partial", "code", "cell", "tuple"})
+_LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+) in (?P<name>[\w<>.]+)$")
+_TORCH = re.compile(r"(?:^|[/\\])torch[/\\]")
+
+
+def library_frame(file: str) -> bool:
+    """Whether a frame's code is torch's or an installed library's (where wrappers live), not the user's."""
+    return "external_utils.py" in file or "-packages" in file
+
+
+def wrapped_callable(guards: Sequence[Guard], frame_name: str = "") -> CompiledFor | None:
+    """What one cache entry of a wrapper frame was compiled for; None when the frame wraps nothing
+    (no guard on a local such as ``fn``) or its guards came from the frame's own code (``frame_name``):
+    then the frame's own name is the user's."""
+    root = module = owner = ""
+    for g in guards:
+        m = _ROOT.match(g.source)
+        if m is None:
+            continue
+        name = m.group(1)
+        if name in _WRAPPED and not root:
+            root = name
+        if g.kind == "TYPE_MATCH" and g.source == f"L['{name}']":
+            qual = _TYPE.search(g.expr)
+            cls = qual["qual"].rpartition(".")[2] if qual else ""
+            if cls and qual["qual"] not in _NOT_A_CLASS and cls not in _NOT_A_CLASS:
+                if name in _WRAPPED:
+                    module = cls
+                elif name == "self":
+                    owner = cls
+    if not root:
+        return None
+    if module:
+        return CompiledFor(module, "", "module")
+    name, file = _traced_function(guards)
+    if not name or name == frame_name:
+        return None
+    return CompiledFor(f"{owner}.{name}" if owner and not name.startswith(owner) else name, file, "method" if owner else "function")
+
+
+def _traced_function(guards: Sequence[Guard]) -> tuple[str, str]:
+    """The function most guards were installed for (``file:line in NAME`` of their comments): the
+    user's own code first, else a library's; never torch's."""
+    found: Counter[tuple[str, str]] = Counter()
+    for g in guards:
+        where = g.location or (location_of(g.comment) if g.comment else "")
+        m = _LOCATION.match(where)
+        if m is None or _TORCH.search(m["file"]):
+            continue
+        found[(m["name"], m["file"])] += 1
+    if not found:
+        return "", ""
+    user = [k for k in found if "-packages" not in k[1]]
+    best = max(user or found, key=lambda k: found[k])
+    return best[0], best[1]
