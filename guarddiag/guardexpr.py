@@ -14,12 +14,14 @@ import re
 # A source as guard expressions print it, for use inside larger patterns: wrap it in a named group
 # with :func:`source_group`. Lazy: the pattern around it says where it ends.
 SOURCE = r"(?:___odict_getitem\()?[LG]\[.+?"
+# How a source by name starts: a local or a global, ``L['`` or ``G['``.
+SOURCE_ROOT = r"[LG]\['"
 
 # The rewrites from torch's spelling to the user's. The root rewrite comes in two forms: a source
 # starts with its root; an expression holds roots anywhere (never inside a longer name or subscript).
 _ODICT = (re.compile(r"___odict_getitem\((.+?), '([^']*)'\)"), r"\1['\2']")
-_LEADING_ROOT = (re.compile(r"^[LG]\['([^']*)'\]"), r"\1")
-_ANY_ROOT = (re.compile(r"(?<![\w.\]])[LG]\['([^']*)'\]"), r"\1")
+_LEADING_ROOT = (re.compile(rf"^{SOURCE_ROOT}([^']*)'\]"), r"\1")
+_ANY_ROOT = (re.compile(rf"(?<![\w.\]]){SOURCE_ROOT}([^']*)'\]"), r"\1")
 _MEMBERS = (
     (re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]"), r".\1"),
     (re.compile(r"\.__dict__"), ""),
@@ -29,10 +31,10 @@ _SOURCE_REWRITES = (_ODICT, _LEADING_ROOT, *_MEMBERS)
 _EXPR_REWRITES = (_ODICT, _ANY_ROOT, *_MEMBERS)
 
 # The object a listed guard checks: the first source in its expression, up to a space, comma or parenthesis.
-_LISTED_SOURCE = re.compile(r"((?:___odict_getitem\()?[LG]\['[^']*'\][^\s,()]*)")
+_LISTED_SOURCE = re.compile(rf"((?:___odict_getitem\()?{SOURCE_ROOT}[^']*'\][^\s,()]*)")
 # The object a failure text names: a source with its attributes and subscripts, without the
 # ``.size()`` a shape relation calls on it.
-_NAMED_SOURCE = re.compile(r"[LG]\['[^']*'\](?:\.(?!size\(|stride\(|storage_offset\()\w+|\[[^\]]*\])*")
+_NAMED_SOURCE = re.compile(rf"{SOURCE_ROOT}[^']*'\](?:\.(?!size\(|stride\(|storage_offset\()\w+|\[[^\]]*\])*")
 # torch >= 2.6 prints locals bare in failure texts: ``2 <= x.size()[0]``.
 _BARE_SIZED = re.compile(r"\b([A-Za-z_]\w*(?:\.\w+)*)\.(?:size|stride|storage_offset)\(")
 _BARE_ROOT = re.compile(r"^([A-Za-z_]\w*)")

@@ -113,6 +113,11 @@ def _states(*names: str) -> tuple[re.Pattern[str], ...]:
 _ID, _TYPE, _VALUE, _CONTAINER = Category.IDENTITY, Category.TYPE, Category.VALUE, Category.CONTAINER
 _TENSOR, _SHAPE, _GLOBAL, _OTHER = Category.TENSOR, Category.DYNAMIC_SHAPE, Category.GLOBAL_STATE, Category.OTHER
 _ALIASING = Category.ALIASING
+# Pieces of failure texts, also for the paste reader's looser test of a text shown alone.
+GUARD_HELPER = "___check_"  # torch's guard helpers: ___check_obj_id, ___check_type_id, ___check_tensors, ...
+TENSOR_FAILURE_START = "tensor '"  # "tensor 'x' size mismatch at index 0. expected 3, actual 4"
+MISMATCH = "mismatch"
+EQUALITY_OPS = "==|!=|is not|is"
 _CONTENT = "content of {who}"
 _VALUE_OF = "value of {who}"
 _FLAT_STATE_CALLS = "|".join(s.flat_call.removeprefix("___") for s in AMBIENT_STATES if s.flat_call)
@@ -123,8 +128,9 @@ KINDS: tuple[GuardKind, ...] = (
         _TENSOR,
         flat=_p(r"^(?:check_tensor|___check_tensors)\((?P<src>[^,]+)"),
         failure=_p(
-            r"^tensor '(?P<src>.+?)' (?P<what>size|stride|dtype|device|requires_grad|dispatch key set|rank|storage offset|layout)"
-            r"[ \w]*mismatch"
+            rf"^{TENSOR_FAILURE_START}(?P<src>.+?)' "
+            r"(?P<what>size|stride|dtype|device|requires_grad|dispatch key set|rank|storage offset|layout)"
+            rf"[ \w]*{MISMATCH}"
         ),
         pins=True,
         hint="tensor",
@@ -295,7 +301,7 @@ KINDS: tuple[GuardKind, ...] = (
         "EQUALS_MATCH",
         _VALUE,
         flat=_p(r"^(?P<src>[LG]\[.+?) (?:==|is|is not|!=) "),
-        failure=_p(r"^(?P<src>[^=!<>]+?) (?:==|!=|is not|is) (?P<val>.+)$"),
+        failure=_p(rf"^(?P<src>[^=!<>]+?) (?:{EQUALITY_OPS}) (?P<val>.+)$"),
         pins=True,
         hint="value",
         about=_VALUE_OF,

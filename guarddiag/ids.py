@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+# A compile id as a log line's prefix prints it (without its brackets): ``0/1``, ``0/1_2``, ``!0/3/1``.
+COMPILE_ID = r"!?\d+(?:/\d+)*(?:_\d+)?"
 # A cache entry as failure texts name it, the compile id whose guards failed: ``0/1``, ``0/1_1``, ``!0/3/1``.
 CACHE_ENTRY = r"!?\d+(?:/\d+)+(?:_\d+)?"
 # A process other than the main one: torchrun's ranks, processes the script started.

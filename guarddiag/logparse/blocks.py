@@ -20,13 +20,31 @@ from guarddiag.logparse.events import (
 )
 from guarddiag.logparse.guards import TreeReader
 
-# torch 2.1 logs the recompile message as the repr of a tuple of its lines.
-RECOMPILING_TUPLE = re.compile(r"""^\(['"]Recompiling function """)
-RECOMPILING = re.compile(r"^Recompiling function (?P<name><[^>]+>|\S+) in (?P<file>.+?):(?P<line>\d+)\s*$")
-LIMIT = re.compile(r"torch\._dynamo hit config\.(?P<limit>\w+) \((?P<value>\d+)\)")
-_LIMIT_FUNCTION = re.compile(r"^\s*function: '(?P<name>[^']+)' \((?P<file>.+?):(?P<line>\d+)\)")
-_LIMIT_REASON = re.compile(r"^\s*(?:last reason|reasons):\s*(?:reasons:\s*)?(?P<reason>.*)$")
-_LIMIT_TRAILER = re.compile(r"^\s*(?:to log all recompilation|to diagnose recompilation|user stack trace:)", re.IGNORECASE)
+# torch's spellings of the messages read here, as pattern fragments: the compiled patterns below
+# and the paste reader's (guarddiag.logparse.paste, which finds them mid-line or cut) are built from them.
+# The *_TEXT ones are plain words (no regex specials), also for str.startswith.
+RECOMPILING_TEXT = "Recompiling function "
+# A function's name as torch prints it: ``<lambda>``, ``<module>``, or a word.
+FUNCTION_NAME = r"(?:<[^>]+>|\S+)"
+# torch 2.1 logs the recompile message as the repr of a tuple of its lines: this opens its first item.
+TUPLE_START = r"""\(['"]"""
+TRIGGERED_TEXT = "triggered by the following guard failure"  # "... failure:" or "... failure(s):"
+GUARD_COUNT = r"guard \d+ failures:"
+STACK_TEXT = "User stack trace:"
+LIMIT_TEXT = "torch._dynamo hit config."
+LIMIT_SIZE = r"(?P<limit>\w+) \((?P<value>\d+)\)"
+LIMIT_FUNCTION_TEXT = "function: '"
+LIMIT_FUNCTION_NAME = rf"{LIMIT_FUNCTION_TEXT}(?P<name>[^']+)'"
+LIMIT_REASON_TEXT = r"(?:last reason|reasons):\s*(?:reasons:\s*)?(?P<reason>.*)$"
+LIMIT_ADVICE = r"to (?:log all|diagnose) recompilation"  # "To log all recompilation reasons, use ..."
+
+RECOMPILING_TUPLE = re.compile(rf"^{TUPLE_START}{RECOMPILING_TEXT}")
+RECOMPILING = re.compile(rf"^{RECOMPILING_TEXT}(?P<name>{FUNCTION_NAME}) in (?P<file>.+?):(?P<line>\d+)\s*$")
+_GUARD_COUNT = re.compile(GUARD_COUNT)
+LIMIT = re.compile(re.escape(LIMIT_TEXT) + LIMIT_SIZE)
+_LIMIT_FUNCTION = re.compile(rf"^\s*{LIMIT_FUNCTION_NAME} \((?P<file>.+?):(?P<line>\d+)\)")
+LIMIT_REASON = re.compile(rf"^\s*{LIMIT_REASON_TEXT}")
+_LIMIT_TRAILER = re.compile(rf"^\s*(?:{LIMIT_ADVICE}|{STACK_TEXT})", re.IGNORECASE)
 _FAILURE = re.compile(rf"^\s*- (?:(?P<ce>{CACHE_ENTRY}): )?(?P<text>.*)$")
 # Lines torch adds under a recompile's reasons that are advice, not reasons.
 _ADVICE = re.compile(r"^The following environment variable would enable dynamic compilation")
@@ -104,8 +122,7 @@ class RecompileBlock(Block):
         self.in_stack = False
 
     def feed(self, body: str) -> bool:
-        text = body.strip()
-        if not text or text.startswith("triggered by the following guard failure") or re.match(r"^guard \d+ failures:", text):
+        if heads_reasons(body.strip()):
             return True
         m = _FAILURE.match(body)
         if m is None:
@@ -113,7 +130,7 @@ class RecompileBlock(Block):
         rest = m["text"]
         if _ADVICE.match(rest):
             return True  # torch's advice under the reasons (torch >= 2.8), not a guard that failed
-        if rest.startswith("User stack trace:"):
+        if rest.startswith(STACK_TEXT):
             self.in_stack = True
             return True
         if rest[:1].isspace() or (self.in_stack and m["ce"] is None and rest.startswith("File ")):
@@ -141,14 +158,14 @@ class LimitBlock(Block):
         if m is not None:
             self.name, self.file, self.line = m["name"], m["file"], int(m["line"])
             return True
-        m = _LIMIT_REASON.match(body)
+        m = LIMIT_REASON.match(body)
         if m is not None:
             self.reason = m["reason"].strip()
             return True
         return bool(_LIMIT_TRAILER.match(body)) or body[:1].isspace() or not body.strip()
 
     def accepts_bare(self, body: str) -> bool:
-        return bool(_LIMIT_FUNCTION.match(body) or _LIMIT_REASON.match(body) or _LIMIT_TRAILER.match(body))
+        return bool(_LIMIT_FUNCTION.match(body) or LIMIT_REASON.match(body) or _LIMIT_TRAILER.match(body))
 
     def close(self) -> list[Event]:
         return [LimitWarning(self.cid, self.limit, self.value, self.name, self.file, self.line, self.reason)]
@@ -193,13 +210,28 @@ def _graph_break_location(body: str) -> str:
     return body[at + 4 : end.end()] if end else ""
 
 
+def heads_reasons(text: str) -> bool:
+    """Whether a recompile message's (stripped) line heads its reasons, or is blank: ``triggered by the
+    following guard failure(s):``, ``guard 2 failures:``."""
+    return not text or text.startswith(TRIGGERED_TEXT) or _GUARD_COUNT.match(text) is not None
+
+
+NOT_LITERAL = object()
+
+
+def python_literal(text: str) -> object:
+    """The Python literal ``text`` spells (torch 2.1's tuple, torch 2.0's list of reasons), or
+    :data:`NOT_LITERAL` (also for one torn, hostile, too long or too deep to read)."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+        return NOT_LITERAL
+
+
 def recompile_from_tuple(cid: str | None, body: str) -> list[Event] | None:
     """``('Recompiling function f in x.py:10', "triggered by the following guard failure: L['n'] == 1")``;
     None when the line is not such a tuple (torn, or hostile)."""
-    try:
-        parts = ast.literal_eval(body.strip())
-    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
-        return None
+    parts = python_literal(body.strip())
     m = RECOMPILING.match(str(parts[0]).strip()) if isinstance(parts, tuple) and parts else None
     if m is None:
         return None

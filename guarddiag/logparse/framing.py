@@ -18,25 +18,41 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from guarddiag.ids import COMPILE_ID
+
+# Pieces of the prefixes, also for the paste reader (guarddiag.logparse.paste), which finds them
+# mid-line or cut short. Unnamed: a pattern may use one twice.
+RANK_PREFIX = r"\[rank\d+\]:"
+GLOG_LEVEL = r"[VDIWEC]"
+LEVEL_NAMES = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"  # logging's, in the bracketed and basicConfig styles
+DAY = r"\d{4}-\d\d-\d\d"
+CLOCK = r"\d\d:\d\d:\d\d"
+GLOG_TIME = rf"\d{{4}} {CLOCK}\.\d+"  # MMDD hh:mm:ss.micros, after the level letter
+BRACKET_DATE = rf"\[{DAY} {CLOCK},\d+\]"
+ARTIFACT = r"__\w+"
+# Where a glog or bracketed-date prefix starts (with its rank).
+FRAME_START = rf"(?:{RANK_PREFIX})?(?:{GLOG_LEVEL}{GLOG_TIME} |{BRACKET_DATE} )"
+
 _RANK = r"(?:\[rank(?P<rank>\d+)\]:\s?)?"
-_CID = r"(?:\[(?P<cid>!?\d+(?:/\d+)*(?:_\d+)?)\]\s?)?"
-_ART = r"(?:\[(?P<art>__\w+)\]\s?)?"
+_CID = rf"(?:\[(?P<cid>{COMPILE_ID})\]\s?)?"
+_ART = rf"(?:\[(?P<art>{ARTIFACT})\]\s?)?"
 
 _GLOG = re.compile(
     _RANK
-    + r"(?P<level>[VDIWEC])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ (?P<origin>[^\]]+?:\d+)\] "
+    + rf"(?P<level>{GLOG_LEVEL}){GLOG_TIME} +\d+ (?P<origin>[^\]]+?:\d+)\] "
     + _CID
     + _ART
     + r"(?P<body>.*)$"
 )
 _BRACKET = re.compile(
     _RANK
-    + r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\] "
+    + BRACKET_DATE
+    + " "
     + _CID
     + r"(?P<origin>torch[\w.]*): \[(?P<level>[A-Z]+)\] ?(?P<body>.*)$"
 )
 _PYDEFAULT = re.compile(
-    _RANK + r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<origin>torch[\w.]*):" + _CID + r"(?P<body>.*)$"
+    _RANK + rf"(?P<level>{LEVEL_NAMES}):(?P<origin>torch[\w.]*):" + _CID + r"(?P<body>.*)$"
 )
 _RANK_ONLY = re.compile(r"\[rank(?P<rank>\d+)\]:\s?(?P<body>.*)$")
 

@@ -236,3 +236,31 @@ def test_a_line_of_prefixes_only_is_read_in_linear_time():
 
     small, large = min(took(5000) for _ in range(3)), min(took(20000) for _ in range(3))
     assert large < 8 * small + 0.05
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "[0/1] [__recompiles]",
+        "[!0/3/1] [__recompiles]",  # compiled autograd's compile id, as framing reads it
+        "V1130 07:22:30.181 2270 torch/_dynamo/guards.py:5396] [1/1] [__recompiles]",  # a time framing reads, not 6 digits
+    ],
+)
+def test_a_prefix_the_parser_reads_also_starts_a_message_mid_line(prefix):
+    """The paste's markers are built from the parser's prefix spellings: whatever prefix LogParser frames
+    ends the message before it in a flattened line."""
+    line = f"Recompiling function f in /x.py:1 {prefix} triggered by the following guard failure(s): - 0/0: L['x'] == 1"
+    assert next(split_messages(line)) == "Recompiling function f in /x.py:1"
+    assert recognised(_paste(line))["recompiles"] == [("f", 1)]
+
+
+def test_the_limit_advice_ends_the_reason_before_it_in_any_case():
+    """The reader takes torch's advice line in any case (blocks.LIMIT_ADVICE, ignoring case); so does the split."""
+    line = "torch._dynamo hit config.recompile_limit (8) function: 'f' (x.py:1) last reason: 0/0: x == 1 TO LOG ALL RECOMPILATION"
+    (hit,) = _paste(line)
+    assert hit.last_reason == "0/0: x == 1"
+
+
+def test_a_tuple_that_is_no_literal_is_no_recompile():
+    """A torch 2.1 tuple holding an unhashable key: read as no literal, as LogParser does, not an error."""
+    assert _paste("('Recompiling function f in x.py', {[1]: 2})\n") == []

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from guarddiag.logparse.framing import frame
+from guarddiag.logparse.framing import FRAME_START, frame
 
 # Where a glog or bracketed-date torch prefix starts, for a framed line with other output before it.
-_FRAME_START = re.compile(r"(?:\[rank\d+\]:)?(?:[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d+ |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\] )")
+_FRAME_START = re.compile(FRAME_START)
 _HTML_ESCAPE = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|gt|lt|amp|quot|apos);")
 
 

@@ -3,10 +3,24 @@ LogParser reads or into guard failures."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 
+from guarddiag.guardexpr import SOURCE_ROOT
+from guarddiag.guardkinds import EQUALITY_OPS, GUARD_HELPER, MISMATCH, TENSOR_FAILURE_START
+from guarddiag.ids import CACHE_ENTRY
+from guarddiag.logparse.blocks import (
+    FUNCTION_NAME,
+    LIMIT_ADVICE,
+    LIMIT_FUNCTION_NAME,
+    LIMIT_REASON,
+    LIMIT_SIZE,
+    LIMIT_TEXT,
+    NOT_LITERAL,
+    RECOMPILING_TEXT,
+    TRIGGERED_TEXT,
+    python_literal,
+)
 from guarddiag.logparse.events import Event, GuardFailure, LimitWarning, RecompileAnnounced
 
 # Neutral frames: glog style without a compile id, one per kind of record LogParser reads.
@@ -15,23 +29,33 @@ LIMIT_FRAME = "W0101 00:00:00.000000 0 paste:2] "
 
 # The function's file may come without its line (torch 2.1 nightlies printed none; a paste may elide
 # it as "..."), but it must look like a path: prose that starts "Recompiling function" is no message.
-_RECOMPILING = re.compile(
-    r"^Recompiling function (?:<[^>]+>|\S+) in (?:.+?:(?P<line>\d+)|\S*[/\\.<]\S*)\s*$"
-)
-TAGGED = re.compile(r"^- (?P<ce>!?\d+(?:/\d+)+(?:_\d+)?): (?P<text>.*)$")
-LIMIT = re.compile(r"^(?:torch\._dynamo|torchdynamo) hit config\.(?P<rest>\w+ \(\d+\).*)$")
+# blocks.RECOMPILING requires the line.
+_RECOMPILING = re.compile(rf"^{RECOMPILING_TEXT}{FUNCTION_NAME} in (?:.+?:(?P<line>\d+)|\S*[/\\.<]\S*)\s*$")
+TAGGED = re.compile(rf"^- (?P<ce>{CACHE_ENTRY}): (?P<text>.*)$")
+# torchdynamo (torch < 2.0) warned under its own name, which LogParser does not read: its "hit config."
+# line (read here as torch._dynamo's), and an older one-liner.
+OLD_LIMIT_TEXT = r"torchdynamo hit config\."
+OLD_ONE_LINER_TEXT = "torchdynamo hit recompilation cache limit"
+LIMIT = re.compile(rf"^(?:{re.escape(LIMIT_TEXT)}|{OLD_LIMIT_TEXT})(?P<rest>{LIMIT_SIZE}.*)$")
 OLD_LIMIT = re.compile(
-    r"^torchdynamo hit recompilation cache limit \((?P<value>\d+)\) for function '(?P<name>[^']+)' "
+    rf"^{OLD_ONE_LINER_TEXT} \((?P<value>\d+)\) for function '(?P<name>[^']+)' "
     r"\((?P<where>.+?:\d+)\)(?:, due to the following guard failures: (?P<reasons>.*))?$"
 )
 # "function: 'f' (file.py:3)"; a paste may show the file without its line, or no location at all.
-LIMIT_FUNCTION = re.compile(r"^function: '(?P<name>[^']+)'(?: +\((?P<file>[^()]*?)(?::(?P<line>\d+))?\))?(?=\s|$)")
-LIMIT_REASON = re.compile(r"^(?:last reason|reasons):\s*(?:reasons:\s*)?(?P<reason>.*)$")
-LIMIT_TRAILER = re.compile(r"^(?:to log all recompilation|to diagnose recompilation)", re.IGNORECASE)
-SAME_FRAME = re.compile(r"Guard failed on the same frame it was created")
-FAIL_REASON = re.compile(r"^Guard fail reason: (?P<reason>.*)$")
-# A guard-failure text shown alone, without a cache-entry tag: it must look like one.
-_GUARDISH = re.compile(r"___check_|[LG]\['|^tensor '.+' \w[\w ]* mismatch|^\S+ (?:==|!=|<=|>=|<|>|is not|is) \S")
+LIMIT_FUNCTION = re.compile(rf"^{LIMIT_FUNCTION_NAME}(?: +\((?P<file>[^()]*?)(?::(?P<line>\d+))?\))?(?=\s|$)")
+# The advice line alone: the reader takes a "User stack trace:" line (also in blocks._LIMIT_TRAILER) as a stack.
+LIMIT_TRAILER = re.compile(f"^{LIMIT_ADVICE}", re.IGNORECASE)
+SAME_FRAME_TEXT = "Guard failed on the same frame"
+SAME_FRAME = re.compile(SAME_FRAME_TEXT + " it was created")
+FAIL_REASON_TEXT = "Guard fail reason: "
+FAIL_REASON = re.compile(rf"^{FAIL_REASON_TEXT}(?P<reason>.*)$")
+# A guard-failure text shown alone, without a cache-entry tag: it must look like one. Looser than
+# guardkinds' failure patterns (a paste may show a failure text of a torch they do not know): any
+# tensor property, any comparison.
+_GUARDISH = re.compile(
+    rf"{GUARD_HELPER}|{SOURCE_ROOT}|^{TENSOR_FAILURE_START}.+' \w[\w ]* {MISMATCH}"
+    rf"|^\S+ (?:{EQUALITY_OPS}|<=|>=|<|>) \S"
+)
 PROFILER_HEADER = re.compile(r"^\|?\s*Function\s*\|?\s+(?:Num )?Recompiles\s*\|?\s+Recompile Reasons")
 PROFILER_ROW = re.compile(r"^'(?P<name>[^']+)' \((?P<file>[^()]*?):(?P<line>\d+)\)\s*\|?\s+(?P<count>\d+)(?:\s*\|?\s+(?P<reason>.*?))?$")
 PROFILER_RULE = re.compile(r"^[-+=|\s]+$")
@@ -42,30 +66,29 @@ _QUOTED = re.compile(r"'((?:[^'\\\n]|\\.)+)'|\"((?:[^\"\\\n]|\\.)+)\"")
 # What a message lacks is given to LogParser as these, and taken off the events it returns.
 NO_LINE = 0  # no function starts on line 0
 NO_FILE = "<no file shown>"
-_NOT_LITERAL = object()
 
 
 def tuple_with_list(text: str) -> list[str]:
     """torch 2.1 with ``report_all_guard_failures``: the tuple's second item is a list of reasons; as
     the lines of a recompile block (LogParser reads the tuple as one reason), or [] for another tuple."""
-    parts = _literal(text)
+    parts = python_literal(text)
     if not isinstance(parts, tuple) or len(parts) != 2 or not all(isinstance(p, str) for p in parts):
         return []
     head, _, listed = parts[1].partition(": ")
-    if head != "triggered by the following guard failures" or not listed.startswith("["):
+    if head != TRIGGERED_TEXT + "s" or not listed.startswith("["):
         return []
-    reasons = _literal(listed)
+    reasons = python_literal(listed)
     first = recompiling_line(parts[0])
     if first is None or not isinstance(reasons, list):
         return []
-    return [first, "    triggered by the following guard failure(s):", *(f"    - {r}" for r in reasons)]
+    return [first, f"    {TRIGGERED_TEXT}(s):", *(f"    - {r}" for r in reasons)]
 
 
 def tuple_with_line(text: str) -> str:
     """A torch 2.1 tuple whose function has no line (2.1 nightlies) gets the stand-in line; else the text."""
     if not text.endswith(")") or "', " not in text and '", ' not in text:
         return text
-    parts = _literal(text)
+    parts = python_literal(text)
     if not isinstance(parts, tuple) or not parts or not all(isinstance(p, str) for p in parts):
         return text
     m = _RECOMPILING.match(parts[0])
@@ -81,14 +104,6 @@ def recompiling_line(text: str) -> str | None:
     if m is None:
         return None
     return text.rstrip() if m["line"] else f"{text.rstrip()}:{NO_LINE}"
-
-
-def _literal(text: str) -> object:
-    """The Python literal ``text`` spells, or ``_NOT_LITERAL`` (also for one too long or too deep to read)."""
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return _NOT_LITERAL
 
 
 def as_int(digits: str | None) -> int | None:
@@ -141,8 +156,8 @@ def limit_reason(text: str) -> str:
 
 def last_listed(text: str) -> str:
     """The newest reason of a printed list (``[['a'], ['b']]`` or ``["a", "b"]``); "" if it is no list."""
-    value = _literal(text.strip())
-    if value is _NOT_LITERAL:
+    value = python_literal(text.strip())
+    if value is NOT_LITERAL:
         # A list cut short (a paste's excerpt): its last whole quoted item.
         items = _QUOTED.findall(text)
         return (items[-1][0] or items[-1][1]).strip() if items else ""

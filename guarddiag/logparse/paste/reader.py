@@ -5,14 +5,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from guarddiag.logparse.blocks import (
+    LIMIT_FUNCTION_TEXT,
+    LIMIT_REASON,
+    LIMIT_TEXT,
+    RECOMPILING_TEXT,
+    RECOMPILING_TUPLE,
+    STACK_TEXT,
+    TRIGGERED_TEXT,
+    heads_reasons,
+)
 from guarddiag.logparse.events import Event, GuardFailure, LimitWarning, RecompileAnnounced
 from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste.messages import (
     FAIL_REASON,
+    FAIL_REASON_TEXT,
     LIMIT,
     LIMIT_FRAME,
     LIMIT_FUNCTION,
-    LIMIT_REASON,
     LIMIT_TRAILER,
     NO_FILE,
     NO_LINE,
@@ -128,28 +138,28 @@ class PasteReader:
 
     def _start(self, text: str, out: list[Event]) -> None:
         state = self._state
-        if text.startswith(("('Recompiling function ", '("Recompiling function ')):
+        if RECOMPILING_TUPLE.match(text):
             lines = tuple_with_list(text)
             for line in lines or [tuple_with_line(text)]:
                 self._emit(RECOMPILE_FRAME, line, out)
             state.kind = "recompile" if lines else ""
-        elif text.startswith("Recompiling function "):
+        elif text.startswith(RECOMPILING_TEXT):
             header = recompiling_line(text)
             if header is not None:
                 state.kind = "recompile"
                 self._emit(RECOMPILE_FRAME, header, out)
-        elif text.startswith("triggered by the following guard failure"):
+        elif text.startswith(TRIGGERED_TEXT):
             state.kind, state.failures, state.listed = "orphan", [], True
         elif m := LIMIT.match(text):
             state.kind = "limit"
-            self._emit(LIMIT_FRAME, "torch._dynamo hit config." + m["rest"], out)
+            self._emit(LIMIT_FRAME, LIMIT_TEXT + m["rest"], out)
         elif m := OLD_LIMIT.match(text):
             self._old_limit(m, out)
         elif (m := LIMIT_FUNCTION.match(text)) and m["file"] is not None:  # alone, it must show where
             state.kind, state.name, state.file, state.line = "headless", m["name"], m["file"] or "", as_int(m["line"])
         elif text.startswith("last reason:"):
             state.kind, state.reason = "headless", limit_reason(text)
-        elif SAME_FRAME.search(text) or text.startswith("Guard fail reason: "):
+        elif SAME_FRAME.search(text) or text.startswith(FAIL_REASON_TEXT):
             reason = FAIL_REASON.match(text)
             if reason is not None and reason["reason"].strip():
                 self._event(RecompileAnnounced(None, "", "", None, (failure_of(reason["reason"]),)), out)
@@ -170,12 +180,12 @@ class PasteReader:
 
     def _recompile_line(self, text: str, out: list[Event]) -> bool:
         state = self._state
-        if not text or text.startswith("triggered by the following guard failure") or re.match(r"guard \d+ failures:", text):
+        if heads_reasons(text):
             self._emit(RECOMPILE_FRAME, "    " + text, out)
             return True
         if text == "-":
             return True
-        if text.startswith("User stack trace:"):
+        if text.startswith(STACK_TEXT):
             state.in_stack = True
             self._emit(RECOMPILE_FRAME, "    - " + text, out)
             return True
@@ -185,7 +195,7 @@ class PasteReader:
                 return True
             return False
         item = text[2:].strip()
-        if item.startswith("User stack trace:"):
+        if item.startswith(STACK_TEXT):
             state.in_stack = True
         elif TAGGED.match(text):
             state.in_stack = False
@@ -206,7 +216,7 @@ class PasteReader:
                 state.name, state.file, state.line = m["name"], m["file"] or "", as_int(m["line"])
             else:
                 where = f"{m['file'] or NO_FILE}:{m['line'] or NO_LINE}"
-                self._emit(LIMIT_FRAME, f"   function: '{m['name']}' ({where})", out)
+                self._emit(LIMIT_FRAME, f"   {LIMIT_FUNCTION_TEXT}{m['name']}' ({where})", out)
             return True
         if LIMIT_REASON.match(text):
             if headless:
@@ -216,16 +226,16 @@ class PasteReader:
             else:
                 self._emit(LIMIT_FRAME, "   reasons: " + limit_reason(text), out)
             return True
-        return not text or LIMIT_TRAILER.match(text) is not None or text.startswith(("User stack trace:", "File "))
+        return not text or LIMIT_TRAILER.match(text) is not None or text.startswith((STACK_TEXT, "File "))
 
     def _orphan_line(self, text: str) -> bool:
         state = self._state
         if not text.startswith("- "):
-            if text.startswith("User stack trace:"):
+            if text.startswith(STACK_TEXT):
                 state.in_stack = True
             return not text or text == "-" or state.in_stack
         item = text[2:].strip()
-        if item.startswith("User stack trace:"):
+        if item.startswith(STACK_TEXT):
             state.in_stack = True
             return True
         failure = orphan_failure(text)
@@ -266,8 +276,8 @@ class PasteReader:
 
     def _old_limit(self, m: re.Match[str], out: list[Event]) -> None:
         """Pre-2.0 torchdynamo: the whole limit warning on one line, reasons as a list of lists."""
-        self._emit(LIMIT_FRAME, f"torch._dynamo hit config.cache_size_limit ({m['value']})", out)
-        self._emit(LIMIT_FRAME, f"   function: '{m['name']}' ({m['where']})", out)
+        self._emit(LIMIT_FRAME, f"{LIMIT_TEXT}cache_size_limit ({m['value']})", out)
+        self._emit(LIMIT_FRAME, f"   {LIMIT_FUNCTION_TEXT}{m['name']}' ({m['where']})", out)
         reason = last_listed(m["reasons"] or "")
         if reason:
             self._emit(LIMIT_FRAME, "   reasons: " + reason, out)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 
+from guarddiag.ids import CACHE_ENTRY
+from guarddiag.logparse.framing import ARTIFACT, LEVEL_NAMES, RANK_PREFIX
 from guarddiag.logparse.paste.split import MARKERS, strip_prefix
 
 # What is left of a torch prefix at a line's start, that no line a terminal cut goes on with: a rank,
 # a compile id ("[0/8] ", never "[0]"), an artifact, a log level.
 _PREFIX_START = re.compile(
-    r"\[rank\d+\]:|\[!?\d+/\d+(?:_\d+)?\] |\[__\w+\] |\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]:?|"
-    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):torch"
+    rf"{RANK_PREFIX}|\[{CACHE_ENTRY}\] |\[{ARTIFACT}\] |\[(?:{LEVEL_NAMES})\]:?|(?:{LEVEL_NAMES}):torch"
 )
 # How a line a terminal cut may end, that no whole line ends with (an open bracket, the next item of a tuple).
 _OPENERS = ("(", "[", "{", "('", '("', "['", '["', ", '", ', "')

@@ -6,48 +6,69 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-# Where a message, a part of one, or a torch prefix starts inside a line (a flattened paste).
+from guarddiag.ids import CACHE_ENTRY, COMPILE_ID
+from guarddiag.logparse.blocks import (
+    GUARD_COUNT,
+    LIMIT_ADVICE,
+    LIMIT_FUNCTION_TEXT,
+    LIMIT_TEXT,
+    RECOMPILING_TEXT,
+    STACK_TEXT,
+    TRIGGERED_TEXT,
+    TUPLE_START,
+)
+from guarddiag.logparse.framing import ARTIFACT, CLOCK, DAY, FRAME_START, GLOG_LEVEL, GLOG_TIME, LEVEL_NAMES
+from guarddiag.logparse.paste.messages import FAIL_REASON_TEXT, OLD_LIMIT_TEXT, OLD_ONE_LINER_TEXT, SAME_FRAME_TEXT
+
+# A glog origin cut at its front by a terminal or an excerpt: ".../guards.py:2772]" (framing's
+# origin is whole: any text up to ":LINE]").
+_CUT_ORIGIN = r"(?:\.\.\.)?[^\s\[\]]*\.py:\d+\]"
+
+# Where a message, a part of one, or a torch prefix starts inside a line (a flattened paste): the
+# parser's spellings (blocks, framing), found anywhere in the line rather than at its start.
 # Every alternative is a literal or a bounded pattern: one scan of the line, no backtracking.
 MARKERS = re.compile(
-    r"\(['\"]Recompiling function "
-    r"|(?<!\(['\"])Recompiling function "
-    r"|triggered by the following guard failure"
-    r"|guard \d+ failures:"
-    r"|- !?\d+(?:/\d+)+(?:_\d+)?: "
-    r"|User stack trace:"
-    r"|torch\._dynamo hit config\."
-    r"|torchdynamo hit (?:config\.|recompilation cache limit)"
-    r"|\bfunction: '"
+    rf"{TUPLE_START}{RECOMPILING_TEXT}"
+    rf"|(?<!{TUPLE_START}){RECOMPILING_TEXT}"
+    rf"|{TRIGGERED_TEXT}"
+    rf"|{GUARD_COUNT}"
+    rf"|- {CACHE_ENTRY}: "
+    rf"|{STACK_TEXT}"
+    rf"|{re.escape(LIMIT_TEXT)}"
+    rf"|{OLD_LIMIT_TEXT}"
+    rf"|{OLD_ONE_LINER_TEXT}"
+    rf"|\b{LIMIT_FUNCTION_TEXT}"
     r"|\blast reason: "
-    r"|(?<= )reasons: "
-    r"|[Tt]o (?:log all|diagnose) recompilation"
-    r"|Guard failed on the same frame"
-    r"|Guard fail reason: "
-    r"|(?:\[rank\d+\]:)?[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d{6} "
-    r"|(?<!\S)(?:\.\.\.)?[^\s\[\]]*\.py:\d+\] (?=\[)"  # a glog origin cut short: ".../guards.py:2772] [16/8]"
-    r"|(?<!\S)\[!?\d+/\d+(?:_\d+)?\] \[__\w+\] "  # a prefix cut to its compile id: "[0/1] [__recompiles] "
-    r"|(?:\[rank\d+\]:)?\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] "
+    r"|(?<= )reasons: "  # the words of blocks.LIMIT_REASON_TEXT, where a message starts
+    rf"|(?i:{LIMIT_ADVICE})"  # torch writes it as a sentence: "To log all ..."
+    rf"|{SAME_FRAME_TEXT}"
+    rf"|{FAIL_REASON_TEXT}"
+    rf"|{FRAME_START}"
+    rf"|(?<!\S){_CUT_ORIGIN} (?=\[)"  # a glog origin cut short: ".../guards.py:2772] [16/8]"
+    rf"|(?<!\S)\[{CACHE_ENTRY}\] \[{ARTIFACT}\] "  # a prefix cut to its compile id: "[0/1] [__recompiles] "
 )
 # Markers that end a torch 2.1 tuple message: a prefix or another message, not a part of one.
 _TUPLE_ENDS = ("(", "Recompiling", "torch", "[", "V", "I", "W", "E", "D", "C", "Guard failed", "To ", "to ")
 # Pieces whose tail lists items separated by " - " once the line breaks are gone.
-_LISTS_ITEMS = ("triggered by the following guard failure", "User stack trace:")
+_LISTS_ITEMS = (TRIGGERED_TEXT, STACK_TEXT)
 
-# What may be left of torch's line prefix, one token at a time (each anchored, each bounded).
+# What may be left of torch's line prefix, one token at a time (each anchored, each bounded): the
+# parts of framing's prefixes, each on its own, as a cut or mangled prefix leaves them.
 _RANK = re.compile(r"\[rank(\d+)\]:\s*")
 _PREFIX_TOKENS = re.compile(
     r"\s+"
     r"|\[[A-Za-z_]+\d+\]:"  # torchrun --tee: [default0]:
-    r"|[VIWEDC]?\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+(?= ))?"  # glog time, level and pid or thread id
-    r"|[VIWEDC](?= \[)"  # the level letter alone: "W [0/8] ..."
-    r"|(?:\.\.\.)?[^\s\]\[]*\.py:\d+\]"  # glog origin, maybe cut at the front: ".../guards.py:2772]"
-    r"|\[!?\d+(?:/\d+)*(?:_\d+)?\]"  # compile id
-    r"|\[__\w+\]"  # artifact
-    r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?"  # a date, bracketed or not
-    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?=torch)"  # logging.basicConfig level
+    rf"|{GLOG_LEVEL}?{GLOG_TIME}(?: +\d+(?= ))?"  # glog time, level and pid or thread id
+    rf"|{GLOG_LEVEL}(?= \[)"  # the level letter alone: "W [0/8] ..."
+    rf"|{_CUT_ORIGIN}"
+    rf"|\[{COMPILE_ID}\]"
+    rf"|\[{ARTIFACT}\]"
+    rf"|\[?{DAY}[ T]{CLOCK}(?:[.,]\d+)?\]?"  # a date, bracketed or not
+    rf"|(?:{LEVEL_NAMES}):(?=torch)"  # logging.basicConfig level
     r"|torch(?:dynamo)?(?:\.\w+)+: ?"  # logger name: "torch._dynamo.guards.__recompiles: "
-    r"|\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\]:?"  # "[DEBUG]" of a logger name, "[DEBUG]:" of a bare format
+    rf"|\[(?:{LEVEL_NAMES})\]:?"  # "[DEBUG]" of a logger name, "[DEBUG]:" of a bare format
 )
+
 
 def split_messages(line: str) -> Iterator[str]:
     """The messages of a line, cut where a torch message, a part of one or a prefix starts.
