@@ -257,7 +257,7 @@ def _cause_counts(f: FunctionSummary | None) -> dict[CauseKey, tuple[int, str]]:
     if f is None:
         return counts
     for event in f.recompile_events:
-        # torch lists the newest cache entry first; its failure is why this compile happened.
+        # The decisive cause comes first (the entry that would otherwise have matched: build._decisive).
         cause = event.causes[0] if event.causes else _NO_CAUSE
         key = cause_key(cause)
         n, subject = counts.get(key, (0, cause.subject))

@@ -308,9 +308,9 @@ KINDS: tuple[GuardKind, ...] = (
     ),
     GuardKind("CONSTANT_MATCH", _VALUE, pins=True, hint="value", about=_VALUE_OF),
     # torch >= 2.6 lists `x == True`, `x == False`, `x is None` under kinds of their own.
-    GuardKind("TRUE_MATCH", _VALUE, hint="value", about=_VALUE_OF),
-    GuardKind("FALSE_MATCH", _VALUE, hint="value", about=_VALUE_OF),
-    GuardKind("NONE_MATCH", _VALUE, hint="value", about=_VALUE_OF),
+    GuardKind("TRUE_MATCH", _VALUE, pins=True, hint="value", about=_VALUE_OF),
+    GuardKind("FALSE_MATCH", _VALUE, pins=True, hint="value", about=_VALUE_OF),
+    GuardKind("NONE_MATCH", _VALUE, pins=True, hint="value", about=_VALUE_OF),
     # A guard torch builds from a lambda or a shape expression, and the flat lines nothing above matches.
     GuardKind("LAMBDA_GUARD", _OTHER),
 )

@@ -59,11 +59,17 @@ class Cause:
 
 @dataclass(frozen=True)
 class RecompileEvent:
-    """One recompile of a function; ``logged`` is False when torch did not announce it."""
+    """One recompile of a function; ``logged`` is False when torch did not announce it.
+
+    ``causes``: one per cache entry torch printed, the decisive one first: the cause against the entry
+    that would otherwise have matched (the one with the fewest pinned values changed; torch prints the
+    newest entry first, whose reason is often not the change that matters). ``also``: what else
+    changed against that entry, read from the guard listings."""
 
     compile_id: str
     logged: bool
     causes: tuple[Cause, ...]
+    also: tuple[Cause, ...] = ()
 
 
 # What torch did with a call refused at the recompile limit (LimitHit.outcome).

@@ -83,7 +83,7 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "recompiles": f.recompiles,
         "limit_hit": f.limit_hit,
         "recompile_events": [
-            {"compile_id": e.compile_id, "logged": e.logged, "causes": [asdict(c) for c in e.causes]}
+            {"compile_id": e.compile_id, "logged": e.logged, "causes": [asdict(c) for c in e.causes], "also": [asdict(c) for c in e.also]}
             for e in f.recompile_events
         ],
         "limit_hits": [asdict(h) for h in f.limit_hits],
@@ -268,7 +268,8 @@ def _event_from_dict(e: dict, where: str) -> RecompileEvent:
     logged = e["logged"]
     if not isinstance(logged, bool):
         raise TypeError(f"{where}.logged: expected true or false, got {logged!r}"[:200])
-    return RecompileEvent(str(_str(e["compile_id"], f"{where}.compile_id")), logged, causes)
+    also = tuple(_typed(Cause, c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
+    return RecompileEvent(str(_str(e["compile_id"], f"{where}.compile_id")), logged, causes, also)
 
 
 def write_atomic(path: Path, text: str) -> None:

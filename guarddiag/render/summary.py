@@ -105,6 +105,9 @@ def function_detail_lines(f: FunctionSummary) -> list[str]:
         unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
         out.append(f"  {cause_group_line(g)}{unlogged}")
         out.append(f"      e.g. {g.example[:160]}")
+        if g.also:
+            shown = "; ".join(g.also[:4]) + (f"; and {len(g.also) - 4} more" if len(g.also) > 4 else "")
+            out.append(f"      also changed since that cache entry: {shown}")
     out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
     out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
     return out
@@ -124,17 +127,21 @@ class CauseGroup:
     count: int
     unlogged: int
     example: str
+    # What else changed against the entry that would otherwise have matched (subjects, first seen first).
+    also: tuple[str, ...] = ()
 
 
 def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
-    """Group a function's recompiles by the cause against the newest cache entry (torch lists it first)."""
+    """Group a function's recompiles by the decisive cause (against the entry that would otherwise have
+    matched: build.py puts it first), with what else changed against that entry."""
     counts: dict[tuple[str, str], list] = {}
     for event in f.recompile_events:
         cause = event.causes[0]
-        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0]])
+        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}])
         entry[0] += 1
         entry[1] += 0 if event.logged else 1
-    groups = [CauseGroup(cat, subj, n, unlogged, ex) for (cat, subj), (n, unlogged, ex) in counts.items()]
+        entry[3].update(dict.fromkeys(f"{c.category}: {c.subject}" for c in event.also))
+    groups = [CauseGroup(cat, subj, n, unlogged, ex, tuple(also)) for (cat, subj), (n, unlogged, ex, also) in counts.items()]
     return sorted(groups, key=lambda g: -g.count)
 
 

@@ -1,0 +1,46 @@
+"""The decisive cause of a recompile (#13 item 1), on recorded torch 2.13 logs: the cause against the cache
+entry that would otherwise have matched, and what else changed against it."""
+
+from __future__ import annotations
+
+from guarddiag.logparse.events import RecompileAnnounced
+from guarddiag.logparse.parser import LogParser
+from guarddiag.pipeline import parse_log
+from guarddiag.render.summary import function_detail_lines
+from guarddiag.store import run_from_dict, run_to_dict
+from tests.conftest import LOGS
+
+DECISIVE = LOGS / "torch-2.13.0" / "decisive_entry.log"
+EVAL = LOGS / "torch-2.13.0" / "eval_no_grad.log"
+
+
+def test_torch_prints_the_newest_entry_first():
+    """The premise: torch's first reason for the second recompile is the copy's grad mode."""
+    events = [e for e in LogParser().parse(DECISIVE.open()) if isinstance(e, RecompileAnnounced)]
+    assert [f.cache_entry for f in events[1].failures] == ["0/1", "0/0"]
+    assert "grad_mode" in events[1].failures[0].text
+
+
+def test_the_cause_is_the_one_against_the_entry_that_would_have_matched():
+    (f,) = parse_log(str(DECISIVE)).functions
+    first, second = f.recompile_events
+    assert [(c.cache_entry, c.category) for c in first.causes] == [("0/0", "global_state")]
+    # Against 0/0 only `temperature` changed; against 0/1 grad mode and `temperature` did.
+    assert [(c.cache_entry, c.category) for c in second.causes] == [("0/0", "value"), ("0/1", "global_state")]
+    assert "self.temperature" in second.causes[0].subject and second.also == ()
+    lines = function_detail_lines(f)
+    assert any("1x value: value of `self.temperature`" in line for line in lines), lines
+
+
+def test_what_else_changed_against_that_entry_is_said():
+    (f,) = parse_log(str(EVAL)).functions
+    (event,) = f.recompile_events
+    assert event.causes[0].subject == "grad mode"
+    assert sorted(c.source for c in event.also) == [
+        "L['self']._modules['body']._modules['1'].training",
+        "L['self']._modules['body']._modules['3'].training",
+    ]
+    assert any(line.strip().startswith("also changed since that cache entry: value: value of `self.body.1.training`")
+               for line in function_detail_lines(f))
+    again = run_from_dict(run_to_dict(parse_log(str(EVAL))))
+    assert again.functions[0].recompile_events[0].also == event.also
