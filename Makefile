@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test test-fast fuzz bench bench-explain lint record-fixtures clean
+.PHONY: help venv demo test test-fast fuzz bench bench-explain bench-startup lint record-fixtures clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -47,6 +47,10 @@ bench-explain: venv  ## explain scaling over model size (issue 18); appends to b
 	$(BIN)/python bench/make_explain_logs.py
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python bench/explain_scaling.py $(BENCH_ARGS)
+
+bench-startup: venv  ## Start-up of `guarddiag version` and `parse` (wall, CPU, imports; median of 21, issue 12); appends to bench/results.md
+	$(BIN)/python -m compileall -q guarddiag
+	$(BIN)/python bench/startup.py $(BENCH_ARGS)
 
 lint: venv  ## ruff over the package and tests
 	$(BIN)/ruff check guarddiag tests
