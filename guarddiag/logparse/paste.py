@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import html
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -423,6 +422,8 @@ def _unescaped(text: str) -> str:
 
 
 def _entity(m: re.Match[str]) -> str:
+    import html  # deferred: only an HTML-escaped paste needs it, and every command would pay for it at start-up
+
     return html.unescape(m.group())
 
 
