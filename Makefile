@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test test-fast fuzz bench bench-explain lint record-fixtures clean
+.PHONY: help venv demo test test-fast fuzz bench bench-explain bench-startup lint record-fixtures clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -23,11 +23,20 @@ demo: venv  ## Diagnose a bundled scenario, then show which flag flip fixes it
 	$(BIN)/guarddiag run scenarios/module_int_attribute.py
 	$(BIN)/guarddiag compare scenarios/module_int_attribute.py --flag allow_unspec_int_on_nn_module
 
-test: venv  ## Run the whole test suite (unit + end-to-end with real torch)
-	$(BIN)/python -m pytest -q
+# The tests are isolated (each in its own tmp_path, nothing written to the checkout or to fixed paths), so
+# pytest-xdist runs them on every core; --dist loadgroup keeps any marked xdist_group on one worker.
+# PYTEST_ARGS adds options, e.g. make test PYTEST_ARGS="-n 4" or PYTEST_ARGS="-k oracle".
+XDIST ?= -n auto --dist loadgroup
 
-test-fast: venv  ## Unit tests only: parsers, model, gate, renderers on recorded logs (no torch run; about a minute)
-	$(BIN)/python -m pytest -q -m "not torch" tests/unit
+# compileall first: where PYTHONDONTWRITEBYTECODE is set (CI here), every guarddiag process would compile
+# guarddiag's sources again, 0.3 s of CPU each, and the suite starts several hundred of them.
+test: venv  ## Run the whole test suite (unit + end-to-end with real torch) on every core; under 10 min on 2 cores
+	$(BIN)/python -m compileall -q guarddiag
+	$(BIN)/python -m pytest -q $(XDIST) --durations=15 $(PYTEST_ARGS)
+
+test-fast: venv  ## Unit tests without a torch run: parsers, model, gate, renderers on recorded logs (under 90 s)
+	$(BIN)/python -m compileall -q guarddiag
+	$(BIN)/python -m pytest -q $(XDIST) -m "not torch" tests/unit $(PYTEST_ARGS)
 
 fuzz: venv  ## Long property-based run of the parser (10,000 examples per property); appends to bench/fuzz-results.txt
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz.py > /tmp/guarddiag-fuzz.txt; \
@@ -47,6 +56,10 @@ bench-explain: venv  ## explain scaling over model size (issue 18); appends to b
 	$(BIN)/python bench/make_explain_logs.py
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python bench/explain_scaling.py $(BENCH_ARGS)
+
+bench-startup: venv  ## Start-up of `guarddiag version` and `parse` (wall, CPU, imports; median of 21, issue 12); appends to bench/results.md
+	$(BIN)/python -m compileall -q guarddiag
+	$(BIN)/python bench/startup.py $(BENCH_ARGS)
 
 lint: venv  ## ruff over the package and tests
 	$(BIN)/ruff check guarddiag tests

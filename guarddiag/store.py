@@ -10,7 +10,6 @@ import errno
 import json
 import math
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from dataclasses import asdict, fields, replace
@@ -309,7 +308,8 @@ def write_atomic(path: Path, text: str) -> None:
 def _create_temp(target: Path) -> tuple[int, str]:
     """A new file beside ``target``, created 0o666 so that the kernel applies the umask (mkstemp's is 0o600)."""
     while True:
-        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp")
+        # os.urandom, not secrets: importing secrets (hmac, hashlib, random) costs every command ~5 ms at start-up.
+        tmp = str(target.parent / f".{target.name}.{os.urandom(4).hex()}.tmp")
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
         except FileExistsError:

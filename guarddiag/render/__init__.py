@@ -8,8 +8,12 @@ Imports are deferred: a command imports only the renderer it prints with.
 
 from __future__ import annotations
 
-from guarddiag.model import Run
+from typing import TYPE_CHECKING
+
 from guarddiag.render.formats import FORMATS, render_as
+
+if TYPE_CHECKING:  # the model is imported by the commands that make a run, not by `guarddiag version`
+    from guarddiag.model import Run
 
 __all__ = ["FORMATS", "render"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 FORMATS = ("table", "json", "yaml", "markdown")
@@ -11,6 +10,8 @@ FORMATS = ("table", "json", "yaml", "markdown")
 def render_as(fmt: str, to_dict: Callable[[], object], markdown: Callable[[], str], table: Callable[[], str]) -> str:
     """``fmt`` rendered: json and yaml from the same dict, markdown and table by their own renderers."""
     if fmt == "json":
+        import json  # deferred with yaml: `guarddiag version` imports this module for FORMATS
+
         return json.dumps(to_dict(), indent=2)
     if fmt == "yaml":
         import yaml  # deferred: only the yaml format needs it

@@ -15,12 +15,22 @@ from tests.conftest import SCENARIOS, run_guarddiag
 pytestmark = pytest.mark.torch
 
 
-@pytest.fixture
-def project(workdir):
-    """A project with one model script whose layer count decides its recompiles (layers - 1)."""
-    shutil.copy(SCENARIOS / "module_int_attribute.py", workdir / "model.py")
-    proc = run_guarddiag("baseline", "model.py", cwd=workdir)
+@pytest.fixture(scope="module")
+def baselined(tmp_path_factory):
+    """model.py and the baseline `guarddiag baseline model.py` wrote for it, made once for the module."""
+    folder = tmp_path_factory.mktemp("baselined")
+    shutil.copy(SCENARIOS / "module_int_attribute.py", folder / "model.py")
+    proc = run_guarddiag("baseline", "model.py", cwd=folder)
     assert proc.returncode == 0, proc.stderr
+    return folder
+
+
+@pytest.fixture
+def project(workdir, baselined):
+    """A project with one model script whose layer count decides its recompiles (layers - 1), and its
+    baseline (a copy: each test changes the script or the baseline as it likes)."""
+    for name in ("model.py", "guarddiag-baseline.yaml"):
+        shutil.copy(baselined / name, workdir / name)
     return workdir
 
 

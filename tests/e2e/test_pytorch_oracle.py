@@ -9,9 +9,11 @@ Each script runs once through the installed ``guarddiag run``; per function (nam
 ``compiles`` must equal torch's compiles (records that compiled, plus those whose compile failed) and
 ``len(limit_hits)`` torch's attempts refused at a recompile limit; the totals likewise.
 
-The runs are started ahead of the tests that read them, ``GUARDDIAG_ORACLE_JOBS`` at a time (default
-2), for the scripts that were collected (``-k`` picks fewer). Each run costs about 4-5 s of CPU, most of
-it importing torch: the whole module needs about 5 CPU-minutes, 2.5 minutes on two idle cores.
+In one pytest process the runs are started ahead of the tests that read them, ``GUARDDIAG_ORACLE_JOBS``
+at a time (default 2), for the scripts that were collected (``-k`` picks fewer). Under pytest-xdist
+(``make test``) each test runs its own script when it comes: the workers already share the cores, and a
+worker would not know which of the collected tests are its own. Each run costs about 4-5 s of CPU, most
+of it importing torch: the whole module needs about 5 CPU-minutes, 2.5 minutes on two idle cores.
 """
 
 from __future__ import annotations
@@ -39,18 +41,28 @@ def _jobs() -> int:
         return 2
 
 
+def _xdist_workers() -> int:
+    """How many pytest-xdist workers run the suite (0: none, this is the only pytest process)."""
+    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")) if "PYTEST_XDIST_WORKER" in os.environ else 0
+
+
 def _run(script: str, workdir: Path) -> tuple[Path, str]:
     """``guarddiag run`` of one oracle script in WORKDIR; torch's account goes to WORKDIR/truth.json."""
     env = {"GUARDDIAG_ORACLE_TRUTH": str(workdir / "truth.json"), "PYTHONDONTWRITEBYTECODE": "1"}
-    if _jobs() > 1 and "OMP_NUM_THREADS" not in os.environ:  # parallel runs share the cores, as guarddiag's own do
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _jobs()))
+    parallel = _xdist_workers() or _jobs()
+    if parallel > 1 and "OMP_NUM_THREADS" not in os.environ:  # parallel runs share the cores, as guarddiag's own do
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // parallel))
     proc = run_guarddiag("run", str(ORACLE / script), "--out", str(workdir / "run.json"), cwd=workdir, env=env)
     return workdir, f"exit status {proc.returncode}\n--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-3000:]}"
 
 
 @pytest.fixture(scope="module")
-def oracle_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """Script name -> future of its run, started for every collected case of this module, in test order."""
+def oracle_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Script name -> (its run folder, what guarddiag printed). In one pytest process the runs of every
+    collected case of this module are started at once, in test order; under xdist each runs when asked."""
+    if _xdist_workers():
+        yield lambda script: _run(script, tmp_path_factory.mktemp(Path(script).stem))
+        return
     wanted = [
         item.callspec.params["script"]
         for item in request.session.items
@@ -60,7 +72,7 @@ def oracle_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     futures: dict[str, Future] = {}
     for script in dict.fromkeys(wanted):
         futures[script] = pool.submit(_run, script, tmp_path_factory.mktemp(Path(script).stem))
-    yield futures
+    yield lambda script: futures[script].result()
     pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -119,8 +131,8 @@ def test_every_script_names_the_pytorch_test_it_ports():
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_guarddiag_counts_match_torch(script: str, oracle_runs: dict[str, Future]):
-    workdir, output = oracle_runs[script].result()
+def test_guarddiag_counts_match_torch(script: str, oracle_run):
+    workdir, output = oracle_run(script)
     record = workdir / "run.json"
     assert record.exists(), f"guarddiag wrote no run record\n{output}"
     run = json.loads(record.read_text(encoding="utf-8"))

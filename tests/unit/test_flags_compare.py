@@ -105,6 +105,7 @@ def test_counts_that_vary_between_repeats_are_flagged():
     assert unstable_sentence(unstable).startswith("forward (scenarios/fresh_module_instance.py:32) compiled [1, 12] times")
 
 
+@pytest.mark.torch  # load_catalog starts this interpreter three times to read torch's config: ~10 s
 def test_catalog_cache_is_keyed_by_torch_install_and_environment(tmp_path, monkeypatch):
     import sys
 

@@ -1,0 +1,54 @@
+"""README.md's example outputs are what the commands print now (tools/readme_examples.py makes them)."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import re
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+_spec = importlib.util.spec_from_file_location("readme_examples", ROOT / "tools" / "readme_examples.py")
+assert _spec and _spec.loader
+tool = importlib.util.module_from_spec(_spec)
+sys.modules["readme_examples"] = tool  # dataclasses look their module up while the class is made
+_spec.loader.exec_module(tool)
+
+README_TEXT = tool.README.read_text(encoding="utf-8")
+EXAMPLES = tool.find_examples(README_TEXT)
+
+
+def test_every_output_block_of_the_readme_is_a_marked_example():
+    """A block showing `$ guarddiag ...` is an example, and an unmarked one would go stale unnoticed."""
+    shown = re.findall(r"^```\n\$ guarddiag .*$", README_TEXT, re.MULTILINE)
+    assert len(shown) == len(EXAMPLES) >= 8, [line.splitlines()[1] for line in shown]
+
+
+def test_normalise_keeps_only_what_does_not_change(tmp_path):
+    out = f"torch log: {tmp_path}/.guarddiag/runs/20261201-050422-module_int_attribute-27938/torch.log\nwrote {tmp_path}\n"
+    assert tool.normalise(out, tmp_path) == "torch log: .guarddiag/runs/<time>-module_int_attribute-<pid>/torch.log\nwrote .\n"
+
+
+def test_rewrite_replaces_only_the_stale_block():
+    text = "<!-- example: guarddiag version -->\n```\nold\n```\nkept\n<!-- example: guarddiag parse x.log -->\n```\nsame\n```\n"
+    first, second = tool.find_examples(text)
+    assert (first.commands, second.body) == (("guarddiag version",), "same\n")
+    assert tool.rewrite(text, {first.start: "$ guarddiag version\nnew\n"}) == text.replace("old\n", "$ guarddiag version\nnew\n")
+
+
+def _cases() -> list:
+    """One case per example, marked torch when it runs a script."""
+    return [
+        pytest.param(e, id=f"{i}-{e.commands[-1].split()[1]}", marks=[pytest.mark.torch] if e.runs_torch else [])
+        for i, e in enumerate(EXAMPLES)
+    ]
+
+
+@pytest.mark.parametrize("example", _cases())
+def test_the_readme_example_is_what_its_commands_print_now(example):
+    now = tool.produce(example)
+    diff = "\n".join(difflib.unified_diff(example.body.splitlines(), now.splitlines(), "README.md", "now", lineterm=""))
+    assert now == example.body, f"README.md's example `{example.spec}` is stale; run `.venv/bin/python tools/readme_examples.py`\n{diff}"

@@ -1,0 +1,198 @@
+"""Regenerate the example outputs of README.md by running the commands they show.
+
+Each example is a fenced block right after a marker naming its commands:
+
+    <!-- example: guarddiag run scenarios/module_int_attribute.py -->
+    <!-- example: guarddiag parse A.log -o a.json > /dev/null && guarddiag diff a.json b.json -->
+    <!-- example: guarddiag check model.py | setup regressed_project -->
+
+The commands (``&&`` between them; ``> /dev/null`` drops a command's output) run with the installed
+``guarddiag`` in a temporary folder holding a copy of scenarios/ and tests/fixtures/, and the block
+becomes ``$ COMMAND`` and what it printed (stdout and stderr, as a terminal shows them), for each
+command. A ``setup`` names a function of SETUPS below that prepares the folder first (not shown).
+What changes from run to run is normalised: the temporary folder's path, and the time and pid in a
+run folder's name (``.guarddiag/runs/<time>-SCRIPT-<pid>``, as the README's text writes it).
+
+    python tools/readme_examples.py            # rewrite README.md's example blocks
+    python tools/readme_examples.py --check    # exit 1 and show the differences if a block is stale
+    python tools/readme_examples.py -k explain # only the examples whose commands contain "explain"
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+# What the examples may name, copied into each example's folder.
+COPIED = ("scenarios", "tests/fixtures")
+_MARKER = re.compile(r"^<!-- example: (?P<spec>.+?) -->\n```[a-z]*\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
+_RUN_FOLDER = re.compile(r"(\.guarddiag/runs/)\d{8}-\d{6}-(.+?)-\d+\b")
+_DISCARD = "> /dev/null"
+
+
+class ExampleError(Exception):
+    """An example could not be produced: the message names it and what went wrong."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One marked block of the README: its commands, its setup and the text it holds now."""
+
+    spec: str
+    commands: tuple[str, ...]
+    setup: str | None
+    body: str
+    start: int  # offsets of the block's body in the README text
+    end: int
+
+    @property
+    def runs_torch(self) -> bool:
+        """Whether producing it runs a script (seconds of torch), not only reads recorded logs."""
+        return self.setup is not None or any(_runs_a_script(shlex.split(c)[1:]) for c in self.commands)
+
+
+def _runs_a_script(args: list[str]) -> bool:
+    if not args:
+        return False
+    return args[0] in ("run", "compare", "check", "baseline") or (args[0] == "explain" and len(args) > 1 and args[1].endswith(".py"))
+
+
+def find_examples(text: str) -> list[Example]:
+    """The marked example blocks of README text, in order."""
+    found = []
+    for m in _MARKER.finditer(text):
+        commands, _, options = m["spec"].partition(" | ")
+        setup = None
+        if options:
+            key, _, value = options.partition(" ")
+            if key != "setup" or value not in SETUPS:
+                raise ExampleError(
+                    f"example `{m['spec']}`: unknown option {options!r}; use `| setup NAME` with NAME one of {', '.join(SETUPS)}"
+                )
+            setup = value
+        steps = tuple(c.strip() for c in commands.split(" && "))
+        if not all(s.startswith("guarddiag ") for s in steps):
+            raise ExampleError(f"example `{m['spec']}`: every command must start with `guarddiag `")
+        found.append(Example(m["spec"], steps, setup, m["body"], m.start("body"), m.end("body")))
+    return found
+
+
+def _guarddiag() -> str:
+    exe = Path(sys.executable).with_name("guarddiag")
+    if not exe.exists():
+        raise ExampleError(f"guarddiag is not installed beside {sys.executable}; run `make venv` and use .venv/bin/python")
+    return str(exe)
+
+
+def _environment() -> dict[str, str]:
+    """The caller's environment without settings that would change what guarddiag prints."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDDIAG_", "TORCH_", "TORCHDYNAMO_", "TORCHINDUCTOR_"))}
+    env.pop("GITHUB_ACTIONS", None)
+    env["PYTHONUNBUFFERED"] = "1"  # the script's output and guarddiag's in the order a terminal shows them
+    return env
+
+
+def _regressed_project(folder: Path) -> Path:
+    """`proj/` with a baseline of module_int_attribute.py as model.py (5 recompiles), then 8 layers instead of 6 (7)."""
+    project = folder / "proj"
+    project.mkdir()
+    model = project / "model.py"
+    shutil.copy(folder / "scenarios" / "module_int_attribute.py", model)
+    _run(["baseline", "model.py"], project, "setup regressed_project")
+    text = model.read_text(encoding="utf-8")
+    if "for i in range(6)" not in text:
+        raise ExampleError("setup regressed_project: scenarios/module_int_attribute.py no longer makes its layers `for i in range(6)`")
+    model.write_text(text.replace("for i in range(6)", "for i in range(8)"), encoding="utf-8")
+    return project
+
+
+# Setup name -> function preparing the example's folder; it returns the folder the commands run in.
+SETUPS: dict[str, Callable[[Path], Path]] = {"regressed_project": _regressed_project}
+
+
+def _run(args: Sequence[str], cwd: Path, what: str) -> str:
+    proc = subprocess.run(
+        [_guarddiag(), *args], cwd=cwd, env=_environment(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, timeout=600,
+    )
+    if "Traceback (most recent call last)" in proc.stdout:
+        raise ExampleError(f"{what}: `guarddiag {' '.join(args)}` crashed (exit {proc.returncode}):\n{proc.stdout[-3000:]}")
+    return proc.stdout
+
+
+def normalise(output: str, folder: Path) -> str:
+    """OUTPUT with what changes from run to run replaced: the example's folder, run folders' time and pid."""
+    for path in {str(folder), str(folder.resolve())}:
+        output = output.replace(path + os.sep, "").replace(path, ".")
+    return _RUN_FOLDER.sub(r"\1<time>-\2-<pid>", output)
+
+
+def produce(example: Example) -> str:
+    """The block's body as the commands print it now."""
+    with tempfile.TemporaryDirectory(prefix="guarddiag-readme-") as tmp:
+        folder = Path(tmp)
+        for name in COPIED:
+            shutil.copytree(ROOT / name, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+        cwd = SETUPS[example.setup](folder) if example.setup else folder
+        lines = []
+        for command in example.commands:
+            lines.append(f"$ {command}")
+            discard = command.endswith(_DISCARD)
+            args = shlex.split(command.removesuffix(_DISCARD))[1:]
+            output = normalise(_run(args, cwd, f"example `{example.spec}`"), folder)
+            if not discard:
+                lines.extend(output.rstrip("\n").splitlines())
+        return "".join(line.rstrip() + "\n" for line in lines)
+
+
+def rewrite(text: str, bodies: dict[int, str]) -> str:
+    """README text with the bodies of the examples at these offsets replaced."""
+    out, last = [], 0
+    for example in find_examples(text):
+        if example.start in bodies:
+            out += [text[last : example.start], bodies[example.start]]
+            last = example.end
+    return "".join([*out, text[last:]])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block differs from what its commands print")
+    parser.add_argument("-k", dest="only", default="", help="only the examples whose commands contain this text")
+    args = parser.parse_args(argv)
+    text = README.read_text(encoding="utf-8")
+    try:
+        examples = [e for e in find_examples(text) if args.only in e.spec]
+        bodies = {e.start: produce(e) for e in examples}
+    except ExampleError as exc:
+        print(f"readme_examples: {exc}", file=sys.stderr)
+        return 2
+    stale = [e for e in examples if bodies[e.start] != e.body]
+    for e in stale:
+        diff = difflib.unified_diff(e.body.splitlines(), bodies[e.start].splitlines(), "README.md", "now", lineterm="")
+        print(f"example `{e.spec}`:\n" + "\n".join(diff) + "\n")
+    if args.check:
+        print(f"{len(stale)} of {len(examples)} examples stale" + ("; run python tools/readme_examples.py" if stale else ""))
+        return 1 if stale else 0
+    if stale:
+        tmp = README.with_name(README.name + ".tmp")
+        tmp.write_text(rewrite(text, {e.start: bodies[e.start] for e in stale}), encoding="utf-8")
+        os.replace(tmp, README)
+    print(f"{len(stale)} of {len(examples)} examples rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
