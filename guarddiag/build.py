@@ -9,12 +9,10 @@ frame's guard listing with the one of its previous compile.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
-from guarddiag.guardexpr import as_source, first_source
-from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ids import CompileId, process_of, with_process
 from guarddiag.ledger import CompileRecord
 from guarddiag.logparse.events import (
@@ -37,10 +35,10 @@ from guarddiag.model import (
     LimitHit,
     RecompileEvent,
 )
+from guarddiag.pins import changed, decisive, diff_listings, hashed, hashed_pins, pinned
 from guarddiag.sourceinfo import local_roles
 from guarddiag.wrapped import library_frame, wrapped_callable
 
-MAX_INFERRED_CAUSES = 5
 # (file, function name, first line) -> role of each local name ("argument", "closure variable", ...).
 RolesLookup = Callable[[str, str, "int | None"], Mapping[str, str]]
 
@@ -156,15 +154,15 @@ class RunBuilder:
             self._bind_oldest_pending(frame, cid.number)
         last = frame.last_listing
         if cid.number > 0:
-            pins = _hashed_pins(event)
+            pins = hashed_pins(event)
             if last is not None and last[0] not in frame.pins:
-                frame.pins[last[0]] = _hashed(_hashed_pins(last[1]))  # the frame recompiles: its first entry is wanted too
+                frame.pins[last[0]] = hashed(hashed_pins(last[1]))  # the frame recompiles: its first entry is wanted too
             if cid.number not in frame.announced and last is not None and last[0] == cid.number - 1:
-                frame.inferred[cid.number] = _diff_listings(_pinned(last[1]), _pinned(event))
+                frame.inferred[cid.number] = diff_listings(pinned(last[1]), pinned(event))
             failures = frame.announced.get(cid.number, ())
             entries = {e.number for f in failures if (e := CompileId.parse(f.cache_entry or "")) is not None}
-            frame.changed[cid.number] = {n: _changed(frame.pins[n], pins) for n in entries if n in frame.pins}
-            frame.pins[cid.number] = _hashed(pins)
+            frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in entries if n in frame.pins}
+            frame.pins[cid.number] = hashed(pins)
         frame.last_listing = (cid.number, event)
         if frame.wrapper is None:
             frame.wrapper = library_frame(frame.file)
@@ -286,91 +284,6 @@ def _join_same_function(summaries: list[FunctionSummary]) -> list[FunctionSummar
     return list(joined.values())
 
 
-# A pinned guard by what it checks, its value cut off: (family, expression without the value) -> (kind, expression).
-Pins = dict[tuple[str, str], tuple[str, str]]
-
-
-def _pinned(listing: GuardListing) -> Pins:
-    """A listing's pinned values by what they check. ``x == True`` and ``x == False`` are two kinds
-    (TRUE_MATCH, FALSE_MATCH) of one check, the value of ``x``."""
-    return {(_PIN_FAMILY.get(kind, kind), _pin_key(kind, expr)): (kind, expr) for kind, expr in _pinned_exprs(listing)}
-
-
-def _pinned_exprs(listing: GuardListing) -> Iterator[tuple[str, str]]:
-    """(kind, expression) of each pinning guard, read off the raw lines without building guards (every
-    compile of a recompiling frame is read so: one pass of string cuts)."""
-    for g in listing.guards:
-        if g.kind in PINNING_KINDS:
-            yield g.kind, g.expr
-    for kind, rest in listing.raw:
-        if kind in PINNING_KINDS:
-            cut = rest.find("  # ")
-            yield kind, (rest[:cut] if cut >= 0 else rest).strip()
-
-
-# A compile's pinned values hashed: (hash of what is checked, hash of the value, kind, expression).
-HashedPins = list[tuple[int, int, str, str]]
-
-
-def _hashed_pins(listing: GuardListing) -> HashedPins:
-    return [
-        (hash((_PIN_FAMILY.get(kind, kind), _pin_key(kind, expr))), hash(expr), kind, expr) for kind, expr in _pinned_exprs(listing)
-    ]
-
-
-_PIN_FAMILY = {k: "value" for k in ("EQUALS_MATCH", "CONSTANT_MATCH", "TRUE_MATCH", "FALSE_MATCH", "NONE_MATCH")}
-
-
-def _pin_key(kind: str, expr: str) -> str:
-    """The expression without the value it pins: ``check_tensor(L['x']`` of a tensor check, ``L['n']``
-    of ``L['n'] == 3``, ``len(L['xs'])`` of ``not L['xs']`` (an empty container)."""
-    if kind == "TENSOR_MATCH":
-        return expr[: expr.find(", ")]
-    if kind in ("ID_MATCH", "TYPE_MATCH"):
-        head = expr.split("), type=", 1)[0]
-        return head[: head.rfind(", ")]
-    if kind == "GLOBAL_STATE":
-        return expr.partition(" against ")[0]
-    if expr.startswith("not "):
-        return f"len({expr[4:]})"
-    for op in (" == ", " != ", " is not ", " is "):
-        at = expr.rfind(op)
-        if at > 0:
-            return expr[:at]
-    return expr
-
-
-def _guard(pin: tuple[str, str]) -> Guard:
-    kind, expr = pin
-    return Guard(kind, first_source(expr), expr)
-
-
-def _hashed(pins: HashedPins) -> dict[int, int]:
-    """What a cache entry pinned, kept small: a recompile later asks only which values differ."""
-    return {what: value for what, value, _, _ in pins}
-
-
-def _changed(entry: dict[int, int], now: HashedPins) -> tuple[int, tuple[Guard, ...]]:
-    """How many values an entry pinned that the new compile pinned otherwise, and the first of them
-    (outermost objects first), as the new compile's guards."""
-    found = [(kind, expr) for what, value, kind, expr in now if (was := entry.get(what)) is not None and was != value]
-    found.sort(key=lambda pin: (len(first_source(pin[1])), pin[1]))
-    return len(found), tuple(_guard(pin) for pin in found[: MAX_INFERRED_CAUSES + 1])
-
-
-def _diff_listings(before: Pins, after: Pins) -> tuple[tuple[Guard, Guard], ...]:
-    """Causes from guards on the same object whose pinned value changed; outermost objects first."""
-    changed = [(_guard(b), _guard(a)) for key, a in after.items() if (b := before.get(key)) is not None and b[1] != a[1]]
-    changed.sort(key=lambda pair: (len(pair[1].source), pair[1].source))
-    kept: list[tuple[Guard, Guard]] = []
-    for b, a in changed:
-        # A different parent object explains every guard below it.
-        if any(a.source.startswith(k.source) and k.kind == "ID_MATCH" and k.source for _, k in kept):
-            continue
-        kept.append((b, a))
-    return tuple(kept[:MAX_INFERRED_CAUSES])
-
-
 _UNKNOWN = Cause(
     category="other",
     source="",
@@ -388,34 +301,6 @@ _AGAIN = Cause(
     "with the same name and first line was compiled)",
     subject="compile cache reset",
 )
-
-
-def _decisive(event: RecompileEvent, changed: Mapping[int, tuple[int, tuple[Guard, ...]]], roles: Mapping[str, str]) -> RecompileEvent:
-    """The cause against the entry that would otherwise have matched first (fewest pinned values changed
-    against it; torch's order, newest first, among equals), and what else changed against that entry."""
-    if not changed:
-        return event
-
-    def changes(c: Cause) -> int:
-        cid = CompileId.parse(c.cache_entry or "")
-        return changed[cid.number][0] if cid is not None and cid.number in changed else 1 << 30
-
-    causes = tuple(sorted(event.causes, key=changes))
-    cid = CompileId.parse(causes[0].cache_entry or "")
-    guards = changed[cid.number][1] if cid is not None and cid.number in changed else ()
-    also = tuple(
-        c
-        for c in (cause_from_changed_guard(g, g, roles) for g in guards)
-        if not _same_object(c, causes[0])
-    )[:MAX_INFERRED_CAUSES]
-    return RecompileEvent(event.compile_id, event.logged, causes, also)
-
-
-def _same_object(a: Cause, b: Cause) -> bool:
-    """Whether two causes name one change: the same object, or both global state."""
-    if a.category == b.category == "global_state":
-        return True
-    return bool(a.source) and as_source(a.source) == as_source(b.source)
 
 
 def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
@@ -437,7 +322,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _L
         compile_id = f"{frame.frame_id}/{n}"
         if frame.announced.get(n):
             causes = tuple(classify_failure(f.text, f.cache_entry, roles) for f in frame.announced[n])
-            events.append(_decisive(RecompileEvent(compile_id, True, causes), frame.changed.get(n, {}), roles))
+            events.append(decisive(RecompileEvent(compile_id, True, causes), frame.changed.get(n, {}), roles))
         else:
             inferred = tuple(cause_from_changed_guard(b, a, roles) for b, a in frame.inferred.get(n, ()))
             events.append(RecompileEvent(compile_id, False, inferred or (_UNKNOWN,)))

@@ -1,0 +1,137 @@
+"""What each compile of a frame pinned, and what a recompile changed against each cache entry.
+
+A pinning guard fixes one value (``L['n'] == 3``, an object's id, a tensor's metadata, global state);
+two compiles of one frame that pin one check differently differ there. build.py uses this twice: to
+infer the cause of a recompile torch did not announce (the previous listing against the new one), and
+to find the decisive cause of an announced one: torch prints each failing entry's first failing guard,
+newest entry first, and the cause that matters is the one against the entry that would otherwise have
+matched (the fewest values changed against it). Entries are kept hashed (what -> value): a big model's
+recompiling frame pins thousands of values per compile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from guarddiag.causes import cause_from_changed_guard
+from guarddiag.guardexpr import as_source, first_source
+from guarddiag.guardkinds import PINNING_KINDS
+from guarddiag.ids import CompileId
+from guarddiag.logparse.events import GuardListing
+from guarddiag.model import Cause, Guard, RecompileEvent
+
+# Causes inferred from changed guards, at most.
+MAX_INFERRED_CAUSES = 5
+
+
+# A pinned guard by what it checks, its value cut off: (family, expression without the value) -> (kind, expression).
+Pins = dict[tuple[str, str], tuple[str, str]]
+
+
+def pinned(listing: GuardListing) -> Pins:
+    """A listing's pinned values by what they check. ``x == True`` and ``x == False`` are two kinds
+    (TRUE_MATCH, FALSE_MATCH) of one check, the value of ``x``."""
+    return {(_PIN_FAMILY.get(kind, kind), _pin_key(kind, expr)): (kind, expr) for kind, expr in _pinned_exprs(listing)}
+
+
+def _pinned_exprs(listing: GuardListing) -> Iterator[tuple[str, str]]:
+    """(kind, expression) of each pinning guard, read off the raw lines without building guards (every
+    compile of a recompiling frame is read so: one pass of string cuts)."""
+    for g in listing.guards:
+        if g.kind in PINNING_KINDS:
+            yield g.kind, g.expr
+    for kind, rest in listing.raw:
+        if kind in PINNING_KINDS:
+            cut = rest.find("  # ")
+            yield kind, (rest[:cut] if cut >= 0 else rest).strip()
+
+
+# A compile's pinned values hashed: (hash of what is checked, hash of the value, kind, expression).
+HashedPins = list[tuple[int, int, str, str]]
+
+
+def hashed_pins(listing: GuardListing) -> HashedPins:
+    return [
+        (hash((_PIN_FAMILY.get(kind, kind), _pin_key(kind, expr))), hash(expr), kind, expr) for kind, expr in _pinned_exprs(listing)
+    ]
+
+
+_PIN_FAMILY = {k: "value" for k in ("EQUALS_MATCH", "CONSTANT_MATCH", "TRUE_MATCH", "FALSE_MATCH", "NONE_MATCH")}
+
+
+def _pin_key(kind: str, expr: str) -> str:
+    """The expression without the value it pins: ``check_tensor(L['x']`` of a tensor check, ``L['n']``
+    of ``L['n'] == 3``, ``len(L['xs'])`` of ``not L['xs']`` (an empty container)."""
+    if kind == "TENSOR_MATCH":
+        return expr[: expr.find(", ")]
+    if kind in ("ID_MATCH", "TYPE_MATCH"):
+        head = expr.split("), type=", 1)[0]
+        return head[: head.rfind(", ")]
+    if kind == "GLOBAL_STATE":
+        return expr.partition(" against ")[0]
+    if expr.startswith("not "):
+        return f"len({expr[4:]})"
+    for op in (" == ", " != ", " is not ", " is "):
+        at = expr.rfind(op)
+        if at > 0:
+            return expr[:at]
+    return expr
+
+
+def _guard(pin: tuple[str, str]) -> Guard:
+    kind, expr = pin
+    return Guard(kind, first_source(expr), expr)
+
+
+def hashed(pins: HashedPins) -> dict[int, int]:
+    """What a cache entry pinned, kept small: a recompile later asks only which values differ."""
+    return {what: value for what, value, _, _ in pins}
+
+
+def changed(entry: dict[int, int], now: HashedPins) -> tuple[int, tuple[Guard, ...]]:
+    """How many values an entry pinned that the new compile pinned otherwise, and the first of them
+    (outermost objects first), as the new compile's guards."""
+    found = [(kind, expr) for what, value, kind, expr in now if (was := entry.get(what)) is not None and was != value]
+    found.sort(key=lambda pin: (len(first_source(pin[1])), pin[1]))
+    return len(found), tuple(_guard(pin) for pin in found[: MAX_INFERRED_CAUSES + 1])
+
+
+def diff_listings(before: Pins, after: Pins) -> tuple[tuple[Guard, Guard], ...]:
+    """Causes from guards on the same object whose pinned value changed; outermost objects first."""
+    changed = [(_guard(b), _guard(a)) for key, a in after.items() if (b := before.get(key)) is not None and b[1] != a[1]]
+    changed.sort(key=lambda pair: (len(pair[1].source), pair[1].source))
+    kept: list[tuple[Guard, Guard]] = []
+    for b, a in changed:
+        # A different parent object explains every guard below it.
+        if any(a.source.startswith(k.source) and k.kind == "ID_MATCH" and k.source for _, k in kept):
+            continue
+        kept.append((b, a))
+    return tuple(kept[:MAX_INFERRED_CAUSES])
+
+
+def decisive(event: RecompileEvent, changed: Mapping[int, tuple[int, tuple[Guard, ...]]], roles: Mapping[str, str]) -> RecompileEvent:
+    """The cause against the entry that would otherwise have matched first (fewest pinned values changed
+    against it; torch's order, newest first, among equals), and what else changed against that entry."""
+    if not changed:
+        return event
+
+    def changes(c: Cause) -> int:
+        cid = CompileId.parse(c.cache_entry or "")
+        return changed[cid.number][0] if cid is not None and cid.number in changed else 1 << 30
+
+    causes = tuple(sorted(event.causes, key=changes))
+    cid = CompileId.parse(causes[0].cache_entry or "")
+    guards = changed[cid.number][1] if cid is not None and cid.number in changed else ()
+    also = tuple(
+        c
+        for c in (cause_from_changed_guard(g, g, roles) for g in guards)
+        if not _same_object(c, causes[0])
+    )[:MAX_INFERRED_CAUSES]
+    return RecompileEvent(event.compile_id, event.logged, causes, also)
+
+
+def _same_object(a: Cause, b: Cause) -> bool:
+    """Whether two causes name one change: the same object, or both global state."""
+    if a.category == b.category == "global_state":
+        return True
+    return bool(a.source) and as_source(a.source) == as_source(b.source)
