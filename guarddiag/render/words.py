@@ -71,21 +71,19 @@ def failed_sentence(failed: FailedCompile) -> str:
 
 
 _LIMIT_SOURCES = {
-    "torch": "recompile_limit {limit}, in force at its last compile",
-    "flag": "recompile_limit {limit}, set by --flag",
+    "torch": "recompile_limit {limit} at its last compile",
+    "flag": "recompile_limit={limit} from --flag",
     "default": "torch's default of {limit}, unless the script sets recompile_limit",
 }
 
 
 def near_limit_sentence(budget: LimitBudget) -> str:
-    """``near the recompile limit: 7 of 8 variants compiled (...): one more compiles, then ...``."""
+    """``near the recompile limit: 7 of 8 variants compiled (...); one more compiles, then new variants run eagerly ...``."""
     where = _LIMIT_SOURCES.get(budget.source, "{limit}").format(limit=budget.limit)
-    head = "at" if budget.at_limit else "near"
-    then = "the next new variant" if budget.at_limit else "one more variant compiles, the one after that"
+    head, then = ("at", "new variants") if budget.at_limit else ("near", "one more compiles, then new variants")
     return (
-        f"{head} the recompile limit: {budget.used} of {budget.limit} variants compiled ({where}): {then} "
-        "runs without compiling (or raises, under fail_on_recompile_limit_hit); the limit counts per code "
-        "object, shared by every caller of this code"
+        f"{head} the recompile limit: {budget.used} of {budget.limit} variants compiled ({where}); {then} run eagerly "
+        "(or raise, with fail_on_recompile_limit_hit); the limit counts per code object, for all its callers"
     )
 
 
