@@ -37,6 +37,7 @@ from guarddiag.model import (
 )
 from guarddiag.pins import changed, decisive, diff_listings, hashed, hashed_pins, pinned
 from guarddiag.sourceinfo import local_roles
+from guarddiag.timing import with_compile_times
 from guarddiag.wrapped import library_frame, wrapped_callable
 
 # (file, function name, first line) -> role of each local name ("argument", "closure variable", ...).
@@ -257,6 +258,7 @@ class RunBuilder:
             # A run's ledger knows each attempt's outcome even when no compile left a listing.
             [_summary(f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger) for f in kept]
         )
+        summaries = with_compile_times(summaries, self._ledger)
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
 

@@ -8,6 +8,7 @@ baseline once, and ``guarddiag.render.compare`` words the report in every format
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from guarddiag.diff import RunDiff, diff_runs
 from guarddiag.errors import InputError
@@ -111,16 +112,46 @@ class Unstable:
 
 
 @dataclass(frozen=True)
+class OutputChange:
+    """Where a configuration's stdout first differs from the baseline run's: ``line`` (1-based), and
+    each side's text there (None: that output had ended)."""
+
+    line: int
+    baseline: str | None
+    variant: str | None
+
+
+def first_difference(baseline: str, variant: str) -> OutputChange | None:
+    """The first line where two captured outputs differ; None when they are the same."""
+    if baseline == variant:
+        return None
+    a, b = baseline.splitlines(), variant.splitlines()
+    for i in range(max(len(a), len(b))):
+        left, right = (a[i] if i < len(a) else None), (b[i] if i < len(b) else None)
+        if left != right:
+            return OutputChange(i + 1, left, right)
+    # The same lines, other line endings or a missing final newline: the last line differs.
+    return OutputChange(max(len(a), 1), a[-1] if a else "", b[-1] if b else "")
+
+
+@dataclass(frozen=True)
 class VariantResult:
-    """All repeats of one configuration; the first is the one diffed."""
+    """All repeats of one configuration; the first is the one diffed. ``stdout_change``: where its
+    first run printed something else than the baseline's first run (None: the same, or not known)."""
 
     variant: Variant
     runs: tuple[Run, ...]
     unstable: tuple[Unstable, ...] = field(default=())
+    stdout_change: OutputChange | None = None
 
     @property
     def run(self) -> Run:
         return self.runs[0]
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        """The run folder of each repeat (``.guarddiag/runs/<id>``): its log, record and captured output."""
+        return tuple(str(Path(run.log_path).parent) for run in self.runs if run.log_path)
 
 
 def unstable_functions(runs: tuple[Run, ...]) -> tuple[Unstable, ...]:

@@ -23,6 +23,10 @@ class CompileRecord:
     line: int | None
     fail_type: str | None = None
     reason: str = ""
+    # Seconds Dynamo spent on the attempt (None: not timed, or a ledger written before times were kept).
+    compile_s: float | None = None
+    # torch's recompile limit in force when the attempt was recorded (None: not known).
+    recompile_limit: int | None = None
 
 
 def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
@@ -46,6 +50,8 @@ def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
                     raw["line"] if isinstance(raw.get("line"), int) else None,
                     _text(raw.get("fail_type")),
                     _text(raw.get("reason")) or "",
+                    _seconds(raw.get("compile_s")),
+                    _whole(raw.get("recompile_limit")),
                 )
             )
     return tuple(records)
@@ -58,3 +64,12 @@ def compiles_in(records: tuple[CompileRecord, ...] | None) -> int | None:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _seconds(value: object) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
+    return float(value) if ok else None
+
+
+def _whole(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -6,6 +6,7 @@ Data flows one way: log lines -> events (``guarddiag.logparse``) -> this model
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from guarddiag.guardkinds import Category, category
@@ -144,6 +145,12 @@ class FunctionSummary:
     failed_compiles: tuple[FailedCompile, ...] = ()
     # A wrapper's frame (torch's ``inner``): what each of its cache entries was compiled for, in order.
     compiled_for: tuple[CompiledFor, ...] = ()
+    # Seconds torch spent compiling it (every attempt, failed ones too), and of those the seconds in
+    # compiles after the first; None when torch's record of times is not there (a parsed log).
+    compile_s: float | None = None
+    recompile_s: float | None = None
+    # torch's recompile limit in force at its last compile, as torch's record says (None: not known).
+    recompile_limit: int | None = None
 
     @property
     def recompiles(self) -> int:
@@ -224,6 +231,22 @@ class Run:
     @property
     def graph_breaks(self) -> int:
         return sum(len(f.graph_breaks) for f in self.functions)
+
+    @property
+    def compile_s(self) -> float | None:
+        """Seconds torch spent compiling, all functions; None unless every function's time is known."""
+        return _total(f.compile_s for f in self.functions)
+
+    @property
+    def recompile_s(self) -> float | None:
+        """Of :attr:`compile_s`, the seconds spent in recompiles."""
+        return _total(f.recompile_s for f in self.functions)
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    """The sum, or None when there is nothing to add or any value is not known."""
+    values = list(values)
+    return None if not values or any(v is None for v in values) else round(sum(values), 6)  # type: ignore[arg-type]
 
 
 def compile_gap(run: Run) -> tuple[int, int] | None:

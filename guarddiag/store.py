@@ -58,6 +58,8 @@ def run_to_dict(run: Run) -> dict[str, object]:
             "recompiles": run.recompiles,
             "limit_hits": run.limit_hits,
             "graph_breaks": run.graph_breaks,
+            "compile_s": run.compile_s,
+            "recompile_s": run.recompile_s,
         },
         "functions": [_function_to_dict(f) for f in run.functions],
         "parse": {
@@ -89,6 +91,9 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "graph_breaks": [asdict(g) for g in f.graph_breaks],
         "failed_compiles": [asdict(c) for c in f.failed_compiles],
         "compiled_for": [asdict(c) for c in f.compiled_for],
+        "compile_s": f.compile_s,
+        "recompile_s": f.recompile_s,
+        "recompile_limit": f.recompile_limit,
     }
 
 
@@ -221,6 +226,10 @@ def _function(f: dict, where: str) -> FunctionSummary:
             _typed(CompiledFor, c, f"{where}.compiled_for[{i}]")
             for i, c in enumerate(_list(f.get("compiled_for", []), f"{where}.compiled_for"))
         ),
+        # Records written before compile times were kept have none: not known.
+        compile_s=_seconds(f.get("compile_s"), f"{where}.compile_s"),
+        recompile_s=_seconds(f.get("recompile_s"), f"{where}.recompile_s"),
+        recompile_limit=_whole(f.get("recompile_limit"), f"{where}.recompile_limit", optional=True),
     )
 
 

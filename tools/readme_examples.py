@@ -139,6 +139,15 @@ def normalise(output: str, folder: Path) -> str:
     return _RUN_FOLDER.sub(r"\1<time>-\2-<pid>", output)
 
 
+_TIMES = re.compile(r"\b\d+\.\d+ s\b|\(\d+%\)")
+
+
+def timeless(body: str) -> str:
+    """A block with compile times and their shares blanked: they differ from run to run, so a block is
+    stale only when something else differs (the README shows the times of the run that wrote it)."""
+    return _TIMES.sub("<t>", body)
+
+
 def produce(example: Example) -> str:
     """The block's body as the commands print it now."""
     with tempfile.TemporaryDirectory(prefix="guarddiag-readme-") as tmp:
@@ -179,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ExampleError as exc:
         print(f"readme_examples: {exc}", file=sys.stderr)
         return 2
-    stale = [e for e in examples if bodies[e.start] != e.body]
+    stale = [e for e in examples if timeless(bodies[e.start]) != timeless(e.body)]
     for e in stale:
         diff = difflib.unified_diff(e.body.splitlines(), bodies[e.start].splitlines(), "README.md", "now", lineterm="")
         print(f"example `{e.spec}`:\n" + "\n".join(diff) + "\n")

@@ -32,6 +32,8 @@ from guarddiag.store import save_run
 
 # Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
 REQUIRED_LOGS = ("dynamo", "guards", "recompiles", "graph_breaks")
+# The script's output in its run folder when captured (RunRequest.capture_output).
+STDOUT_NAME = "stdout.txt"
 _FLAG_SYNTAX = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)=(?P<value>.*)$")
 
 
@@ -154,7 +156,7 @@ def execute(request: RunRequest) -> Run:
         streams = {}
         if request.capture_output:
             streams = {
-                "stdout": stack.enter_context((run_dir / "stdout.txt").open("wb")),
+                "stdout": stack.enter_context((run_dir / STDOUT_NAME).open("wb")),
                 "stderr": stack.enter_context((run_dir / "stderr.txt").open("wb")),
                 "stdin": subprocess.DEVNULL,
             }

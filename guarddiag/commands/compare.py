@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import typer
 
-from guarddiag.child.runner import RunRequest, check_script, execute_many
+from guarddiag.child.runner import STDOUT_NAME, RunRequest, check_script, execute_many
 from guarddiag.commands.options import check_format
-from guarddiag.compare import ComparePlan, VariantResult, build_report, plan_compare, unstable_functions
+from guarddiag.compare import ComparePlan, VariantResult, build_report, first_difference, plan_compare, unstable_functions
 from guarddiag.errors import SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.flags import Catalog, load_catalog
 from guarddiag.model import Run
@@ -94,4 +95,19 @@ def run_compare(
     for i, variant in enumerate(variants):
         group = tuple(runs[i * repeat : (i + 1) * repeat])
         results.append(VariantResult(variant, group, unstable_functions(group) if repeat > 1 else ()))
+    baseline_out = _stdout(results[0].run)
+    for i, result in enumerate(results[1:], 1):
+        out = _stdout(result.run)
+        if baseline_out is not None and out is not None:
+            results[i] = replace(result, stdout_change=first_difference(baseline_out, out))
     return plan, results, catalog
+
+
+def _stdout(run: Run) -> str | None:
+    """What the run's script printed (compare captures it in the run folder); None when not kept."""
+    if not run.log_path:
+        return None
+    try:
+        return (Path(run.log_path).parent / STDOUT_NAME).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None

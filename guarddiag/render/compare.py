@@ -4,22 +4,26 @@ diffed against the baseline, as a terminal table, JSON, YAML or one Markdown doc
 JSON/YAML schema versions (``schema`` key):
   guarddiag.compare/1 -- first version: ``torch_version``, ``no_ops`` (sentences), ``runs[]`` (one
   per configuration: label, python, flags, config, status/recompiles/records per repeat, unstable),
-  and ``diffs[]`` as in guarddiag.diff/1.
+  and ``diffs[]`` as in guarddiag.diff/1. Later keys in ``runs[]``: ``folders`` (each repeat's run
+  folder), ``stdout_change`` (null, or where the configuration's output first differs from the
+  baseline run's: ``line``, ``baseline``, ``variant``).
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from tabulate import tabulate
 
-from guarddiag.compare import CompareReport, NoOp, Unstable, VariantResult
+from guarddiag.compare import CompareReport, NoOp, OutputChange, Unstable, VariantResult
 from guarddiag.render.diff import diffs_to_dict, markdown_sections, render_diffs
 from guarddiag.render.formats import render_as
 from guarddiag.render.words import function_label, script_outcome
 
 COMPARE_SCHEMA = "guarddiag.compare/1"
 _HEADERS = ["configuration", "config in force", "recompiles", "script"]
+_SHOWN_CHARS = 60  # of a differing output line
 
 
 def render_compare(report: CompareReport, fmt: str) -> str:
@@ -44,6 +48,8 @@ def compare_to_dict(report: CompareReport) -> dict[str, object]:
                 "recompiles": [run.recompiles for run in r.runs],
                 "records": [str(Path(run.log_path).with_name("run.json")) for run in r.runs if run.log_path],
                 "unstable": [unstable_sentence(u) for u in r.unstable],
+                "folders": list(r.folders),
+                "stdout_change": None if r.stdout_change is None else asdict(r.stdout_change),
             }
             for r in report.results
         ],
@@ -77,10 +83,32 @@ def _rows(report: CompareReport) -> list[list[object]]:
 
 
 def _result_notes(r: VariantResult) -> list[str]:
-    """What to keep in mind about one configuration's counts: noise between repeats, a run that stopped."""
+    """What to keep in mind about one configuration's counts: noise between repeats, a run that stopped,
+    output that differs from the baseline's."""
     notes = [f"{r.variant.label}: {unstable_sentence(u)}; not attributed to a flag" for u in r.unstable]
     outcomes = dict.fromkeys(script_outcome(run) for run in r.runs if run.status != "ok")
-    return notes + [f"{r.variant.label}: {o}; its counts cover what ran before that" for o in outcomes]
+    notes += [f"{r.variant.label}: {o}; its counts cover what ran before that" for o in outcomes]
+    return notes + ([f"{r.variant.label}: {stdout_sentence(r.stdout_change)}"] if r.stdout_change else [])
+
+
+def stdout_sentence(change: OutputChange) -> str:
+    """``stdout differs from the baseline run's (first difference at line 3: ...): the flip may change ...``."""
+    return (
+        f"stdout differs from the baseline run's (first difference at line {change.line}: "
+        f"{_printed(change.baseline)} in the baseline, {_printed(change.variant)} here): "
+        "the flip may change what the script does, not only how it compiles"
+    )
+
+
+def _printed(line: str | None) -> str:
+    if line is None:
+        return "nothing"
+    return repr(line if len(line) <= _SHOWN_CHARS else line[: _SHOWN_CHARS - 3] + "...")
+
+
+def folder_lines(report: CompareReport) -> list[str]:
+    """``baseline: .guarddiag/runs/<id>``: where each configuration's log, record and output are."""
+    return [f"{r.variant.label}: {', '.join(r.folders)}" for r in report.results if r.folders]
 
 
 def _table(report: CompareReport) -> str:
@@ -89,6 +117,7 @@ def _table(report: CompareReport) -> str:
     if report.results:
         out += ["", tabulate(_rows(report), headers=_HEADERS)]
         out += [f"note: {note}" for r in report.results for note in _result_notes(r)]
+        out += ["", "run folders:", *(f"  {line}" for line in folder_lines(report))]
         out += ["", render_diffs(report.diffs, "table")]
     return "\n".join(out)
 
@@ -99,5 +128,6 @@ def _markdown(report: CompareReport) -> str:
     out += ["", *(f"- note: {n}" for n in notes)] if notes else []
     if report.results:
         out += ["", tabulate(_rows(report), headers=_HEADERS, tablefmt="github")]
+        out += ["", "Run folders:", "", *(f"- {line}" for line in folder_lines(report))]
         out += markdown_sections(report.diffs)
     return "\n".join(out) + "\n"

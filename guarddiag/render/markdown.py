@@ -6,6 +6,7 @@ from tabulate import tabulate
 
 from guarddiag.model import Run
 from guarddiag.render.summary import (
+    budget_lines,
     cause_groups,
     compiles_cell,
     failed_sentence,
@@ -16,6 +17,7 @@ from guarddiag.render.summary import (
     run_notes,
     wants_details,
 )
+from guarddiag.render.words import run_compile_time_sentence, seconds
 
 _NOTE_FORMATS = {"outcome": "**{}**; counts cover what ran before that", "warning": "> **warning**: {}", "note": "> note: {}"}
 
@@ -25,17 +27,24 @@ def render(run: Run) -> str:
     out = ["## guarddiag", "", headline(run), ""]
     notes = [_NOTE_FORMATS[kind].format(text) for kind, text in run_notes(run)]
     out += [*notes, ""] if notes else []
+    total = run_compile_time_sentence(run)
+    out += [total, ""] if total else []
+    # Compile seconds per function, when torch's times are known for any (a parsed log has none).
+    timed = any(f.compile_s is not None for f in run.functions)
     rows = [
         [f"`{function_label(f)}`", compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks)]
+        + (["" if f.compile_s is None else seconds(f.compile_s)] if timed else [])
         for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))
     ]
-    out.append(tabulate(rows, headers=["function", "compiles", "recompiles", "limit hit", "graph breaks"], tablefmt="github"))
+    headers = ["function", "compiles", "recompiles", "limit hit", "graph breaks"] + (["compile s"] if timed else [])
+    out.append(tabulate(rows, headers=headers, tablefmt="github"))
     for f in run.functions:
         if wants_details(f):
             out += ["", f"### `{function_label(f)}`", ""]
             out += [f"- {g.count}x **{g.category}**: {g.subject}" for g in cause_groups(f)]
             out += [f"- {failed_sentence(c)}" for c in f.failed_compiles]
             out += [f"- {limit_sentence(hit)}" for hit in f.limit_hits]
+            out += [f"- {line}" for line in budget_lines(run, f)]
     note = parse_note(run)
     if note:
         out += ["", f"> {note}"]

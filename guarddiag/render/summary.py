@@ -5,11 +5,21 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from guarddiag.limits import limit_budget
 from guarddiag.model import FunctionSummary, Run
-from guarddiag.render.words import capture_gap, failed_sentence, function_label, limit_sentence, script_outcome
+from guarddiag.render.words import (
+    capture_gap,
+    compile_time_sentence,
+    failed_sentence,
+    function_label,
+    limit_sentence,
+    near_limit_sentence,
+    script_outcome,
+)
 
 __all__ = [
     "CauseGroup",
+    "budget_lines",
     "cause_group_line",
     "cause_groups",
     "compiles_cell",
@@ -92,9 +102,10 @@ def compiles_cell(run: Run, f: FunctionSummary) -> int | str:
     return "" if run.parse.paste_messages is not None else f.compiles
 
 
-def function_detail_lines(f: FunctionSummary) -> list[str]:
+def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[str]:
     """A function's section under its headline, indented: cause groups with an example, compiles that
-    installed no code, limit hits (the terminal report and the watch's report alike)."""
+    installed no code, limit hits (the terminal report and the watch's report alike); with its ``run``,
+    also how close it is to the recompile limit and its compile time."""
     out = []
     if len(f.compiled_for) > 1:
         out.append(
@@ -110,7 +121,16 @@ def function_detail_lines(f: FunctionSummary) -> list[str]:
             out.append(f"      also changed since that cache entry: {shown}")
     out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
     out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
+    out += [f"  {line}" for line in budget_lines(run, f)] if run is not None else []
     return out
+
+
+def budget_lines(run: Run, f: FunctionSummary) -> list[str]:
+    """What a function cost and has left: the near-limit warning (once), its compile time (when known)."""
+    budget = limit_budget(run, f)
+    lines = [near_limit_sentence(budget)] if budget is not None else []
+    time = compile_time_sentence(f)
+    return lines + ([time] if time else [])
 
 
 def wants_details(f: FunctionSummary) -> bool:

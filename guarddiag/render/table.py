@@ -13,12 +13,15 @@ from guarddiag.render.summary import (
     run_notes,
     wants_details,
 )
+from guarddiag.render.words import run_compile_time_sentence
 
 
 def render(run: Run) -> str:
     """The terminal report of one run."""
     out = [headline(run)]
     out += [f"{text}; counts cover what ran before that" if kind == "outcome" else f"{kind}: {text}" for kind, text in run_notes(run)]
+    total = run_compile_time_sentence(run)
+    out += [total] if total else []
     rows = [
         [function_label(f), compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""]
         for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))
@@ -29,7 +32,7 @@ def render(run: Run) -> str:
         if not wants_details(f):
             continue
         out += ["", f"{function_label(f)}: {f.recompiles} recompiles"]
-        out += function_detail_lines(f)
+        out += function_detail_lines(f, run)
     note = parse_note(run)
     if note:
         out += ["", f"note: {note}"]

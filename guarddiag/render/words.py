@@ -3,6 +3,7 @@ compile, a log that lost lines. The data layer holds the facts; these are the on
 
 from __future__ import annotations
 
+from guarddiag.limits import LimitBudget
 from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Run, compile_gap
 
 _OUTCOMES = {
@@ -78,3 +79,49 @@ def failed_sentence(failed: FailedCompile) -> str:
     """``compile 1/0 failed: Unsupported: ...``; the attempt counts as a compile, but no code was installed."""
     reason = f": {failed.reason[:160]}" if failed.reason else ""
     return f"compile {failed.compile_id} {_FAILED.get(failed.kind, failed.kind)}{reason}"
+
+
+_LIMIT_SOURCES = {
+    "torch": "recompile_limit {limit} at its last compile",
+    "flag": "recompile_limit={limit} from --flag",
+    "default": "torch's default of {limit}, unless the script sets recompile_limit",
+}
+
+
+def near_limit_sentence(budget: LimitBudget) -> str:
+    """``near the recompile limit: 7 of 8 variants compiled (...); one more compiles, then new variants run eagerly ...``."""
+    where = _LIMIT_SOURCES.get(budget.source, "{limit}").format(limit=budget.limit)
+    head, then = ("at", "new variants") if budget.at_limit else ("near", "one more compiles, then new variants")
+    return (
+        f"{head} the recompile limit: {budget.used} of {budget.limit} variants compiled ({where}); {then} run eagerly "
+        "(or raise, with fail_on_recompile_limit_hit); the limit counts per code object, for all its callers"
+    )
+
+
+def seconds(value: float) -> str:
+    """``1.23``: seconds as the reports show them."""
+    return f"{value:.2f}"
+
+
+def _share(part: float, whole: float) -> str:
+    return f" ({part / whole:.0%})" if whole > 0 else ""
+
+
+def compile_time_sentence(f: FunctionSummary) -> str | None:
+    """``compile time 0.41 s, 0.30 s (73%) of it in 7 recompiles``; None when torch's times are not known."""
+    if f.compile_s is None or f.recompile_s is None:
+        return None
+    if not f.recompiles:
+        return f"compile time {seconds(f.compile_s)} s"
+    return (
+        f"compile time {seconds(f.compile_s)} s, {seconds(f.recompile_s)} s{_share(f.recompile_s, f.compile_s)} "
+        f"of it in {f.recompiles} recompiles"
+    )
+
+
+def run_compile_time_sentence(run: Run) -> str | None:
+    """``compile time 2.31 s, 1.80 s (78%) of it in recompiles`` for the whole run; None when not known."""
+    total, again = run.compile_s, run.recompile_s
+    if total is None or again is None:
+        return None
+    return f"compile time {seconds(total)} s, {seconds(again)} s{_share(again, total)} of it in recompiles"

@@ -32,6 +32,12 @@ def test_normalise_keeps_only_what_does_not_change(tmp_path):
     assert tool.normalise(out, tmp_path) == "torch log: .guarddiag/runs/<time>-module_int_attribute-<pid>/torch.log\nwrote .\n"
 
 
+def test_compile_times_do_not_make_a_block_stale():
+    a = "compile time 2.25 s, 1.49 s (66%) of it in recompiles\n"
+    b = "compile time 1.90 s, 1.02 s (54%) of it in recompiles\n"
+    assert tool.timeless(a) == tool.timeless(b) != tool.timeless(a.replace("recompiles", "compiles"))
+
+
 def test_rewrite_replaces_only_the_stale_block():
     text = "<!-- example: guarddiag version -->\n```\nold\n```\nkept\n<!-- example: guarddiag parse x.log -->\n```\nsame\n```\n"
     first, second = tool.find_examples(text)

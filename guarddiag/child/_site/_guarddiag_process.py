@@ -26,7 +26,9 @@ from collections.abc import Callable
 
 MODULE = "torch._dynamo.utils"
 # A record is a dict: compile_id, name, file, line (None for an attempt refused at the recompile
-# limit, which torch records without a code object), fail_type, reason (first line, capped).
+# limit, which torch records without a code object), fail_type, reason (first line, capped),
+# compile_s (seconds Dynamo spent on the attempt, backend included; None when torch did not time
+# it) and recompile_limit (torch._dynamo.config's value when the record was made; None: unknown).
 Sink = Callable[[dict], None]
 _SINKS: list[Sink] = []
 _REASON_CHARS = 300
@@ -66,7 +68,32 @@ def record_of(metrics: object) -> dict:
         "line": getattr(metrics, "co_firstlineno", None),
         "fail_type": getattr(metrics, "fail_type", None),
         "reason": str(reason).strip().splitlines()[0][:_REASON_CHARS] if reason else "",
+        "compile_s": _compile_seconds(metrics),
+        "recompile_limit": _recompile_limit(),
     }
+
+
+def _compile_seconds(metrics: object) -> float | None:
+    """``entire_frame_compile_time_s`` (torch 2.1+: the whole frame, backend included); torch 2.2-2.4
+    leave it None for an attempt that installed no code and put that attempt's time in
+    ``dynamo_time_before_restart_s`` ("if compilation failed, the entire time is wasted")."""
+    seconds = getattr(metrics, "entire_frame_compile_time_s", None)
+    if seconds is None and getattr(metrics, "has_guarded_code", None) is False:
+        seconds = getattr(metrics, "dynamo_time_before_restart_s", None)
+    return round(seconds, 6) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
+
+
+def _recompile_limit() -> int | None:
+    """torch's recompile limit in force now: ``recompile_limit`` (2.6+), ``cache_size_limit`` before."""
+    config = sys.modules.get("torch._dynamo.config")
+    for name in ("recompile_limit", "cache_size_limit"):
+        try:
+            value = getattr(config, name)
+        except Exception:  # noqa: BLE001 - a missing name, or a deprecation warning made an error
+            continue
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 class _Ledger(collections.deque):
