@@ -186,6 +186,29 @@ class ParseStats:
     paste_messages: int | None = None
 
 
+# Kinds of module hooks guarddiag watches (LateHook.kind): nn.Module.register_<kind>_hook.
+HOOK_KINDS = ("forward", "forward_pre", "full_backward", "full_backward_pre")
+
+
+@dataclass(frozen=True)
+class LateHook:
+    """A hook registered on a module given to torch.compile (or a submodule of it) after torch had
+    compiled something, and what followed: ``calls`` (``grad_calls``: with grad enabled) of the
+    compiled module after the registration, ``ran`` (the hook's eager runs) and ``traced`` (times
+    Dynamo compiled it into a graph, which then runs it)."""
+
+    kind: str
+    module: str
+    path: str
+    compiled: str
+    file: str
+    line: int | None
+    calls: int
+    grad_calls: int
+    ran: int
+    traced: int
+
+
 @dataclass(frozen=True)
 class Run:
     """One run record: a script run under guarddiag, or a parsed log."""
@@ -214,6 +237,8 @@ class Run:
     # The script removed its run folder: guarddiag re-created it from the log it held open, and the
     # torch version and the script's exception (written there at the end) are not known.
     folder_recreated: bool = False
+    # Hooks the script added to compiled modules after torch compiled (child/_site/_guarddiag_hooks.py).
+    late_hooks: tuple[LateHook, ...] = ()
     schema: str = SCHEMA
 
     @property

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from guarddiag.errors import InputError
 from guarddiag.model import (
+    HOOK_KINDS,
     LIMIT_OUTCOMES,
     SCHEMA,
     Cause,
@@ -25,6 +26,7 @@ from guarddiag.model import (
     FailedCompile,
     FunctionSummary,
     GraphBreak,
+    LateHook,
     LimitHit,
     ParseStats,
     RecompileEvent,
@@ -50,6 +52,7 @@ def run_to_dict(run: Run) -> dict[str, object]:
         "torch_compiles": run.torch_compiles,
         "unobserved": list(run.unobserved),
         "folder_recreated": run.folder_recreated,
+        "late_hooks": [asdict(h) for h in run.late_hooks],
         "log_path": run.log_path,
         "duration_s": run.duration_s,
         "error": None if run.error is None else {"exception": run.error, "flags": list(run.error_flags)},
@@ -190,6 +193,7 @@ def _run(data: dict) -> Run:
         torch_compiles=_whole(data.get("torch_compiles"), "torch_compiles", optional=True),
         unobserved=_strings(data.get("unobserved", []), "unobserved"),
         folder_recreated=data.get("folder_recreated", False) is True,
+        late_hooks=tuple(late_hook_from_dict(h, f"late_hooks[{i}]") for i, h in enumerate(_list(data.get("late_hooks", []), "late_hooks"))),
         log_path=_str(data.get("log_path"), "log_path", optional=True),
         duration_s=_seconds(data.get("duration_s"), "duration_s"),
         error=_str(error.get("exception"), "error.exception", optional=True),
@@ -242,9 +246,18 @@ def _limit_hit(raw: object, where: str) -> LimitHit:
     return replace(hit, cause=None if cause is None else _typed(Cause, cause, f"{where}.cause"))
 
 
+def late_hook_from_dict(raw: object, where: str) -> LateHook:
+    """A late hook from its JSON form (a record's ``late_hooks[]``, the child's ``hooks.jsonl``)."""
+    hook = _typed(LateHook, raw, where)
+    if hook.kind not in HOOK_KINDS:
+        raise ValueError(f"{where}.kind: expected one of {', '.join(HOOK_KINDS)}, got {hook.kind!r}"[:200])
+    return hook
+
+
 # The JSON types of each field of the small records (their annotations, as ``from __future__`` leaves them).
 _FIELD_CHECKS: dict[str, tuple[Callable[[object, str, bool], object], bool]] = {
     "str": (_str, False),
+    "int": (_whole, False),
     "str | None": (_str, True),
     "int | None": (_whole, True),
 }

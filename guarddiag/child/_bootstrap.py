@@ -3,7 +3,8 @@
 This file is executed by path (``python _bootstrap.py SPEC.json``) in the target
 environment, where guarddiag itself may not be installed: it imports only the standard
 library and torch, and loads its sibling files by path (``_torchflags.py``: checking and
-setting the flags; ``_site/_guarddiag_process.py``: what every process of the run installs).
+setting the flags; ``_site/_guarddiag_process.py``: what every process of the run installs;
+``_site/_guarddiag_hooks.py``: hooks added to compiled modules late).
 It writes what it learned (torch version, config values in force, or why it refused to
 start) to the ``meta`` file named in the spec. ``python _bootstrap.py --describe OUT.json``
 writes the catalog of this interpreter's config flags instead.
@@ -71,6 +72,8 @@ def main(spec_path: str) -> int:
     hooks.note_unobserved_children(run_dir)
     # torch's own record of each compile, to check the log against (read by the runner).
     hooks.add_sink(hooks.FileSink(os.path.join(run_dir, LEDGER_NAME), eager=True))
+    # Hooks added to a compiled module after it compiled, and whether they ran (read by the runner).
+    _load("_guarddiag_hooks", "_site", "_guarddiag_hooks.py").install(run_dir)
     main_pid = os.getpid()
     code, exc = _run_script(spec["script"], spec.get("args", []))
     if os.getpid() != main_pid:

@@ -21,14 +21,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from guarddiag.child import _bootstrap, proctree
+from guarddiag.child._site import _guarddiag_hooks as _hooks
 from guarddiag.child._site import _guarddiag_process as _process
 from guarddiag.child.folders import RUN_FOLDERS, keep_runs, new_run_dir, prune_runs, recreate_if_removed
 from guarddiag.errors import InputError
 from guarddiag.ledger import compiles_in, read_ledger
 from guarddiag.merge import add_stats, in_process
-from guarddiag.model import FunctionSummary, ParseStats, Run
+from guarddiag.model import FunctionSummary, LateHook, ParseStats, Run
 from guarddiag.pipeline import LogReader
-from guarddiag.store import save_run
+from guarddiag.store import late_hook_from_dict, save_run
 
 # Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
 REQUIRED_LOGS = ("dynamo", "guards", "recompiles", "graph_breaks")
@@ -214,6 +215,7 @@ def execute(request: RunRequest) -> Run:
         error_flags=tuple(meta.get("exception_flags") or ()),
         unobserved=_unobserved(run_dir),
         folder_recreated=recreated,
+        late_hooks=_late_hooks(run_dir),
     )
     try:
         save_run(run, run_dir / "run.json")
@@ -261,6 +263,22 @@ def _unobserved(run_dir: Path) -> tuple[str, ...]:
         with contextlib.suppress(ValueError, TypeError, KeyError):
             found.append(" ".join(" ".join(str(a) for a in json.loads(line)["argv"]).split()))
     return tuple(dict.fromkeys(found))
+
+
+def _late_hooks(run_dir: Path) -> tuple[LateHook, ...]:
+    """Hooks the script's processes added to compiled modules after torch compiled, as they wrote them
+    at exit (``_site/_guarddiag_hooks.py``); a line that is not such a record is skipped."""
+    try:
+        lines = (run_dir / _hooks.HOOKS_NAME).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ()
+    found = []
+    for line in lines:
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            fact = json.loads(line)
+            fact.pop("pid", None)
+            found.append(late_hook_from_dict(fact, "hooks.jsonl"))
+    return tuple(found)
 
 
 def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, Run], None] | None = None) -> list[Run]:

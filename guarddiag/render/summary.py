@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from guarddiag.limits import limit_budget
-from guarddiag.model import FunctionSummary, Run
+from guarddiag.model import FunctionSummary, LateHook, Run
 from guarddiag.render.words import (
     capture_gap,
     compile_time_sentence,
@@ -27,6 +27,7 @@ __all__ = [
     "function_detail_lines",
     "function_label",
     "headline",
+    "late_hook_sentence",
     "limit_sentence",
     "parse_note",
     "run_notes",
@@ -53,7 +54,8 @@ def headline(run: Run) -> str:
 
 def run_notes(run: Run) -> list[tuple[str, str]]:
     """What a report says under its headline, most important first, as (kind, text): how a failed
-    script ended ("outcome"), a log that lost lines ("warning"), what torch said about the flags ("note")."""
+    script ended ("outcome"), a log that lost lines or hooks a compiled module did not run ("warning"),
+    what torch said about the flags ("note")."""
     notes = []
     if run.source == "run" and run.status != "ok":
         notes.append(("outcome", script_outcome(run)))
@@ -75,8 +77,45 @@ def run_notes(run: Run) -> list[tuple[str, str]]:
             f"a Python process the script started ran unobserved ({argv[:120]}): it was given an environment "
             "without guarddiag's variables, so its compiles are not counted; pass env={**os.environ, ...} to keep them",
         ))
+    notes += [("warning", late_hook_sentence(run, h)) for h in run.late_hooks if _missed(h)]
     notes += [("note", n) for n in run.flag_notes]
     return notes
+
+
+_HOOK_WORDS = {
+    "forward": "forward hook",
+    "forward_pre": "forward pre-hook",
+    "full_backward": "backward hook",
+    "full_backward_pre": "backward pre-hook",
+}
+
+
+def _missed(hook: LateHook) -> bool:
+    """A late hook the compiled code skipped: never compiled into a graph, and run eagerly fewer times
+    than its module was called (a backward hook: never, while calls with grad enabled were made)."""
+    if hook.traced:
+        return False
+    if hook.kind.startswith("full_backward"):
+        return hook.grad_calls > 0 and hook.ran == 0
+    return hook.ran < hook.calls
+
+
+def late_hook_sentence(run: Run, hook: LateHook) -> str:
+    """The warning for a hook the compiled module did not run: where it was added, on what, and the way out."""
+    where = f"{os.path.basename(hook.file)}:{hook.line}" if hook.file else "an unknown line"
+    on = f"the compiled `{hook.compiled}`" if not hook.path else f"`{hook.module}` (`{hook.path}` in the compiled `{hook.compiled}`)"
+    if hook.kind.startswith("full_backward"):
+        ran = f"ran 0 times in {hook.grad_calls} calls with grad enabled"
+    else:
+        ran = f"ran {hook.ran} of {hook.calls} calls"
+    said = f"a {_HOOK_WORDS.get(hook.kind, hook.kind + ' hook')} registered at {where} on {on} after torch.compile had compiled it {ran}"
+    if run.config.get("skip_nnmodule_hook_guards") is False:  # the flag was off and it still did not run
+        return f"{said}; register hooks before the first call of the compiled module"
+    return (
+        f"{said}: compiled code does not run hooks added later (skip_nnmodule_hook_guards=True, torch's default); "
+        "register hooks before the first call, or run with --flag skip_nnmodule_hook_guards=false "
+        "(the module then recompiles when hooks change)"
+    )
 
 
 def parse_note(run: Run) -> str | None:

@@ -4,8 +4,9 @@ subprocesses): guarddiag puts this folder on their PYTHONPATH.
 Once such a process imports torch, its log handlers are created while ``sys.stderr`` is a file
 of its own in the run folder (``torch.child-<pid>.log``), as the main process's are: its torch
 logs are kept and parsed instead of flooding the terminal; torch's own record of its compiles goes
-beside it (``_guarddiag_process``). Standard library only; it never imports torch itself, and it
-hands over to any ``sitecustomize`` the environment already had.
+beside it (``_guarddiag_process``), and hooks it adds to compiled modules late are watched
+(``_guarddiag_hooks``). Standard library only; it never imports torch itself, and it hands over to
+any ``sitecustomize`` the environment already had.
 """
 
 import importlib.machinery
@@ -53,3 +54,6 @@ finally:
         )
         _guarddiag_process.note_unobserved_children(_LOG_DIR)
         _guarddiag_process.add_sink(_guarddiag_process.FileSink(_guarddiag_process.child_ledger_path(_LOG_DIR, os.getpid())))
+        import _guarddiag_hooks
+
+        _guarddiag_hooks.install(_LOG_DIR)
