@@ -66,3 +66,57 @@ def test_the_fix_removes_the_recompile(script: str, tmp_path: Path):
     assert before["totals"]["recompiles"] > 0
     assert after["totals"]["recompiles"] < before["totals"]["recompiles"], after["functions"]
     assert _counts_by_guarddiag(after) == _counts_by_torch(truth)
+
+
+# --- the answers: the first cause, its fix, and the names (#13) -------------------------------------------------
+# Per script: the first cause the report gives for its recompiling function, and the fix explain names for it.
+# Each fix is the one the script applies under CORPUS_FIX=1 (test_the_fix_removes_the_recompile).
+FIRST_CAUSES = {
+    "gpt_generate.py": ("tensor", "size of tensor argument `idx`", "torch._dynamo.mark_dynamic(idx, 1)"),
+    "lr_schedule.py": ("value", "value of argument `lr`", "pass it as a tensor"),
+    "containers.py": ("container", "length of argument `feats`", "pass the same keys/length every time"),
+}
+
+
+def _explain(log_path: str, cwd: Path) -> dict:
+    proc = run_guarddiag("explain", log_path, "--format", "json", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("script", sorted(FIRST_CAUSES))
+def test_the_first_cause_is_the_one_the_fix_removes(script: str, tmp_path: Path):
+    run, _, _ = corpus_run(script, tmp_path)
+    (f,) = [f for f in run["functions"] if f["recompiles"]]
+    category, subject, fix = FIRST_CAUSES[script]
+    first = f["recompile_events"][0]["causes"][0]
+    assert (first["category"], first["subject"]) == (category, subject)
+    hints = [h for fn in _explain(run["log_path"], tmp_path)["functions"] for h in fn["hints"]]
+    assert hints and fix in hints[0]["hint"], hints
+
+
+def test_eval_under_no_grad_names_the_training_flags_too(tmp_path: Path):
+    run, _, out = corpus_run("train_eval.py", tmp_path)
+    (f,) = run["functions"]
+    (event,) = f["recompile_events"]
+    assert event["causes"][0]["subject"] == "grad mode"
+    assert sorted(c["source"] for c in event["also"]) == [
+        "L['self']._modules['body']._modules['1'].training",
+        "L['self']._modules['body']._modules['3'].training",
+    ]
+    assert "also changed since that cache entry" in out
+
+
+# The name the table shows for what each script compiled: the user's function or module, not torch's wrapper.
+NAMES = {
+    "optim_step.py": "sgd_momentum (corpus/optim_step.py) via inner (_dynamo/external_utils.py:67)",
+    "sequential.py": "Sequential (module) via inner (_dynamo/external_utils.py:67)",
+    "hf_gpt2_generate.py": "GPT2LMHeadModel.forward via wrapper (utils/generic.py:",
+}
+
+
+@pytest.mark.parametrize("script", sorted(NAMES))
+def test_the_name_shown_is_the_users(script: str, tmp_path: Path):
+    _needs(script)
+    _, _, out = corpus_run(script, tmp_path)
+    assert NAMES[script] in out, out
