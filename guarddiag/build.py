@@ -28,6 +28,7 @@ from guarddiag.logparse.events import (
 from guarddiag.model import (
     Cause,
     CompiledFor,
+    DynamicDims,
     FailedCompile,
     FunctionSummary,
     GraphBreak,
@@ -35,7 +36,7 @@ from guarddiag.model import (
     LimitHit,
     RecompileEvent,
 )
-from guarddiag.pins import changed, decisive, diff_listings, hashed, hashed_pins, pinned
+from guarddiag.pins import changed, decisive, diff_listings, dynamic_dims, hashed, hashed_pins, pinned
 from guarddiag.sourceinfo import local_roles
 from guarddiag.timing import with_compile_times
 from guarddiag.wrapped import library_frame, wrapped_callable
@@ -70,6 +71,8 @@ class _Frame:
     # A wrapper frame (torch's ``inner``): what each compile was for (guarddiag/wrapped.py).
     compiled_for: dict[int, CompiledFor] = field(default_factory=dict)
     wrapper: bool | None = None
+    # Tensors some compile of a recompiling frame treats as dynamic (insertion-ordered set).
+    dynamic: dict[DynamicDims, None] = field(default_factory=dict)
 
     def name_it(self, name: str, file: str, line: int | None) -> None:
         if name and not self.name:
@@ -158,6 +161,8 @@ class RunBuilder:
             pins = hashed_pins(event)
             if last is not None and last[0] not in frame.pins:
                 frame.pins[last[0]] = hashed(hashed_pins(last[1]))  # the frame recompiles: its first entry is wanted too
+                frame.dynamic.update(dict.fromkeys(dynamic_dims(last[1])))
+            frame.dynamic.update(dict.fromkeys(dynamic_dims(event)))
             if cid.number not in frame.announced and last is not None and last[0] == cid.number - 1:
                 frame.inferred[cid.number] = diff_listings(pinned(last[1]), pinned(event))
             failures = frame.announced.get(cid.number, ())
@@ -282,6 +287,7 @@ def _join_same_function(summaries: list[FunctionSummary]) -> list[FunctionSummar
             graph_breaks=seen.graph_breaks + f.graph_breaks,
             failed_compiles=seen.failed_compiles + f.failed_compiles,
             compiled_for=tuple(dict.fromkeys(seen.compiled_for + f.compiled_for)),
+            dynamic_dims=f.dynamic_dims,
         )
     return list(joined.values())
 
@@ -303,6 +309,14 @@ _AGAIN = Cause(
     "with the same name and first line was compiled)",
     subject="compile cache reset",
 )
+
+
+def _merged_dims(found: Iterable[DynamicDims]) -> tuple[DynamicDims, ...]:
+    """One entry per tensor: the dims any compile treats as dynamic."""
+    dims: dict[str, set[int]] = {}
+    for d in found:
+        dims.setdefault(d.source, set()).update(d.dims)
+    return tuple(DynamicDims(source, tuple(sorted(ds))) for source, ds in dims.items())
 
 
 def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
@@ -355,6 +369,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _L
         graph_breaks=tuple(frame.graph_breaks.values()),
         failed_compiles=failed,
         compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
+        dynamic_dims=_merged_dims(frame.dynamic),
     )
 
 

@@ -96,7 +96,11 @@ def _classify_expr(expr: str, roles: Mapping[str, str] | None) -> tuple[str, str
     src = (groups.get("src") or (sized_source(expr) if row.category is Category.DYNAMIC_SHAPE else "")).strip()
     if row.category is Category.ALIASING:
         return _aliasing(row, src, groups.get("other") or "", roles)
-    return row.category, src, _about(row, src, groups.get("what") or "", roles)
+    about = _about(row, src, groups.get("what") or "", roles)
+    if groups.get("dim"):
+        # One tensor's dims change independently (a batch dim, a sequence dim): each is its own cause.
+        about += f" at dim {groups['dim']}"
+    return row.category, src, about
 
 
 def _about(row: GuardKind, src: str, what: str, roles: Mapping[str, str] | None) -> str:

@@ -130,7 +130,7 @@ KINDS: tuple[GuardKind, ...] = (
         failure=_p(
             rf"^{TENSOR_FAILURE_START}(?P<src>.+?)' "
             r"(?P<what>size|stride|dtype|device|requires_grad|dispatch key set|rank|storage offset|layout)"
-            rf"[ \w]*{MISMATCH}"
+            rf"[ \w]*{MISMATCH}(?: at index (?P<dim>\d+))?"
         ),
         pins=True,
         hint="tensor",

@@ -130,6 +130,15 @@ class CompiledFor:
 
 
 @dataclass(frozen=True)
+class DynamicDims:
+    """A tensor the last compile of a function treats as dynamic in these dims (automatic dynamic after a
+    size changed, or mark_dynamic): a new size there reuses that entry (sizes 0 and 1 excepted)."""
+
+    source: str
+    dims: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class FunctionSummary:
     """All that happened to one compiled code object (matched across runs by name/file/line)."""
 
@@ -145,6 +154,8 @@ class FunctionSummary:
     failed_compiles: tuple[FailedCompile, ...] = ()
     # A wrapper's frame (torch's ``inner``): what each of its cache entries was compiled for, in order.
     compiled_for: tuple[CompiledFor, ...] = ()
+    # The tensors whose sizes are dynamic in its last compile, by dim.
+    dynamic_dims: tuple[DynamicDims, ...] = ()
     # Seconds torch spent compiling it (every attempt, failed ones too), and of those the seconds in
     # compiles after the first; None when torch's record of times is not there (a parsed log).
     compile_s: float | None = None

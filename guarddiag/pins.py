@@ -11,6 +11,7 @@ recompiling frame pins thousands of values per compile.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 
 from guarddiag.causes import cause_from_changed_guard
@@ -18,7 +19,7 @@ from guarddiag.guardexpr import as_source, first_source
 from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ids import CompileId
 from guarddiag.logparse.events import GuardListing
-from guarddiag.model import Cause, Guard, RecompileEvent
+from guarddiag.model import Cause, DynamicDims, Guard, RecompileEvent
 
 # Causes inferred from changed guards, at most.
 MAX_INFERRED_CAUSES = 5
@@ -135,3 +136,22 @@ def _same_object(a: Cause, b: Cause) -> bool:
     if a.category == b.category == "global_state":
         return True
     return bool(a.source) and as_source(a.source) == as_source(b.source)
+
+
+_TENSOR_SIZE = re.compile(r"^check_tensor\((?P<src>.+?), \w+, .*?size=\[(?P<size>[^\]]*)\]")
+
+
+def dynamic_dims(listing: GuardListing) -> tuple[DynamicDims, ...]:
+    """The tensors of a compile whose sizes are dynamic in some dims (``size=[None, 20]``): after automatic
+    dynamic (or mark_dynamic) a new size there reuses the entry. Parameters and buffers are left out."""
+    found = []
+    for kind, expr in _pinned_exprs(listing):
+        if kind != "TENSOR_MATCH" or "None" not in expr:
+            continue
+        m = _TENSOR_SIZE.match(expr)
+        if m is None or "._parameters[" in m["src"] or "._buffers[" in m["src"]:
+            continue
+        dims = tuple(i for i, size in enumerate(m["size"].split(", ")) if size.strip() == "None")
+        if dims:
+            found.append(DynamicDims(m["src"], dims))
+    return tuple(found)

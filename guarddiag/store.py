@@ -23,6 +23,7 @@ from guarddiag.model import (
     SCHEMA,
     Cause,
     CompiledFor,
+    DynamicDims,
     FailedCompile,
     FunctionSummary,
     GraphBreak,
@@ -94,6 +95,7 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "graph_breaks": [asdict(g) for g in f.graph_breaks],
         "failed_compiles": [asdict(c) for c in f.failed_compiles],
         "compiled_for": [asdict(c) for c in f.compiled_for],
+        "dynamic_dims": [{"source": d.source, "dims": list(d.dims)} for d in f.dynamic_dims],
         "compile_s": f.compile_s,
         "recompile_s": f.recompile_s,
         "recompile_limit": f.recompile_limit,
@@ -230,11 +232,22 @@ def _function(f: dict, where: str) -> FunctionSummary:
             _typed(CompiledFor, c, f"{where}.compiled_for[{i}]")
             for i, c in enumerate(_list(f.get("compiled_for", []), f"{where}.compiled_for"))
         ),
+        dynamic_dims=tuple(
+            _dynamic_dims(d, f"{where}.dynamic_dims[{i}]") for i, d in enumerate(_list(f.get("dynamic_dims", []), f"{where}.dynamic_dims"))
+        ),
         # Records written before compile times were kept have none: not known.
         compile_s=_seconds(f.get("compile_s"), f"{where}.compile_s"),
         recompile_s=_seconds(f.get("recompile_s"), f"{where}.recompile_s"),
         recompile_limit=_whole(f.get("recompile_limit"), f"{where}.recompile_limit", optional=True),
     )
+
+
+def _dynamic_dims(raw: object, where: str) -> DynamicDims:
+    values = _object(raw, where)
+    dims = _list(values.get("dims", []), f"{where}.dims")
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+        raise TypeError(f"{where}.dims: expected dimension numbers, got {dims!r}"[:200])
+    return DynamicDims(str(_str(values.get("source", ""), f"{where}.source")), tuple(dims))
 
 
 def _limit_hit(raw: object, where: str) -> LimitHit:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from guarddiag.guardexpr import readable_source
 from guarddiag.limits import limit_budget
 from guarddiag.model import FunctionSummary, LateHook, Run
 from guarddiag.render.words import (
@@ -158,6 +159,8 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
         if g.also:
             shown = "; ".join(g.also[:4]) + (f"; and {len(g.also) - 4} more" if len(g.also) > 4 else "")
             out.append(f"      also changed since that cache entry: {shown}")
+    if f.dynamic_dims and f.recompiles:
+        out.append(f"  {dynamic_dims_sentence(f)}")
     out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
     out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
     out += [f"  {line}" for line in budget_lines(run, f)] if run is not None else []
@@ -170,6 +173,18 @@ def budget_lines(run: Run, f: FunctionSummary) -> list[str]:
     lines = [near_limit_sentence(budget)] if budget is not None else []
     time = compile_time_sentence(f)
     return lines + ([time] if time else [])
+
+
+def dynamic_dims_sentence(f: FunctionSummary) -> str:
+    """``dynamic after the run: `x` dim 0, `idx` dim 1 ...``: the recompiles on those sizes are over."""
+    shown = ", ".join(
+        f"`{readable_source(d.source)}` dim{'s' if len(d.dims) > 1 else ''} {', '.join(map(str, d.dims))}" for d in f.dynamic_dims[:6]
+    )
+    more = f" and {len(f.dynamic_dims) - 6} more" if len(f.dynamic_dims) > 6 else ""
+    return (
+        f"dynamic after the run: {shown}{more} (a compile in the cache is dynamic there: other sizes reuse it, "
+        "so no more recompiles are expected on them; sizes 0 and 1 are still specialized)"
+    )
 
 
 def wants_details(f: FunctionSummary) -> bool:

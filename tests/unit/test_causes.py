@@ -18,7 +18,7 @@ from guarddiag.model import Guard
             "m.layer_idx",
             "value of `m.layer_idx` on local `m`",
         ),
-        ("tensor 'x' size mismatch at index 0. expected 2, actual 3", "tensor", "x", "size of tensor local `x`"),
+        ("tensor 'x' size mismatch at index 0. expected 2, actual 3", "tensor", "x", "size of tensor local `x` at dim 0"),
         ("tensor 'L['x']' dtype mismatch. expected Float, actual Double", "tensor", "L['x']", "dtype of tensor local `x`"),
         ("tensor 'x' requires_grad mismatch. expected requires_grad=0", "tensor", "x", "requires_grad of tensor local `x`"),
         ("GLOBAL_STATE changed: grad_mode ", "global_state", "", "grad mode"),

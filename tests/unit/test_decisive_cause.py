@@ -44,3 +44,17 @@ def test_what_else_changed_against_that_entry_is_said():
                for line in function_detail_lines(f))
     again = run_from_dict(run_to_dict(parse_log(str(EVAL))))
     assert again.functions[0].recompile_events[0].also == event.also
+
+
+def test_each_dim_is_its_own_cause_and_the_dynamic_dims_are_listed():
+    from guarddiag.model import DynamicDims
+    from guarddiag.render.summary import dynamic_dims_sentence
+
+    run = parse_log(str(LOGS / "torch-2.13.0" / "tensor_shape.log"))
+    (f,) = run.functions
+    assert f.recompile_events[0].causes[0].subject == "size of tensor local `x` at dim 0"
+    assert f.dynamic_dims == (DynamicDims("L['x']", (0,)), DynamicDims("L['y']", (0,)))
+    assert dynamic_dims_sentence(f).startswith("dynamic after the run: `x` dim 0, `y` dim 0 (")
+    assert run_from_dict(run_to_dict(run)).functions[0].dynamic_dims == f.dynamic_dims
+    # A function that never recompiled keeps no listing to read dims from: none are claimed.
+    assert all(g.dynamic_dims == () for g in parse_log(str(LOGS / "torch-2.13.0" / "no_recompile.log")).functions)
