@@ -39,6 +39,20 @@ class Category(str, Enum):
     __hash__ = str.__hash__
 
 
+# Each category in a line (docs/record-schema.md says more). A new category is a member above and a line here.
+DESCRIPTIONS: dict[Category, str] = {
+    Category.IDENTITY: "object identity: the compiled code was specialized on id() of an object",
+    Category.TYPE: "type: an object now has another type",
+    Category.VALUE: "value: a constant baked into the graph (int, bool, float, str) changed",
+    Category.CONTAINER: "container content: dict keys, lengths, or a dict's version changed",
+    Category.TENSOR: "tensor metadata: size, stride, dtype, device or requires_grad changed",
+    Category.DYNAMIC_SHAPE: "dynamic-shape relation: a symbolic size guard no longer holds",
+    Category.GLOBAL_STATE: "global state: grad mode, autocast, default device, torch function mode",
+    Category.ALIASING: "aliasing: inputs that were one object are now distinct, or the other way round",
+    Category.OTHER: "other: a guard guarddiag does not classify further",
+}
+
+
 def category(value: str) -> Category:
     """The category named ``value``; a ValueError naming the known ones for anything else."""
     try:

@@ -9,23 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from guarddiag.guardkinds import Category, category
+from guarddiag.guardkinds import category
 from guarddiag.ids import FunctionKey, process_of
 
 SCHEMA = "guarddiag.run/1"
 
-# The cause taxonomy (guardkinds.Category), each in a line; see docs/record-schema.md.
-CATEGORIES: dict[Category, str] = {
-    Category.IDENTITY: "object identity: the compiled code was specialized on id() of an object",
-    Category.TYPE: "type: an object now has another type",
-    Category.VALUE: "value: a constant baked into the graph (int, bool, float, str) changed",
-    Category.CONTAINER: "container content: dict keys, lengths, or a dict's version changed",
-    Category.TENSOR: "tensor metadata: size, stride, dtype, device or requires_grad changed",
-    Category.DYNAMIC_SHAPE: "dynamic-shape relation: a symbolic size guard no longer holds",
-    Category.GLOBAL_STATE: "global state: grad mode, autocast, default device, torch function mode",
-    Category.ALIASING: "aliasing: inputs that were one object are now distinct, or the other way round",
-    Category.OTHER: "other: a guard guarddiag does not classify further",
-}
 
 
 @dataclass(frozen=True)

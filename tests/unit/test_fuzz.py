@@ -17,7 +17,8 @@ import tracemalloc
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from guarddiag.model import CATEGORIES, Run
+from guarddiag.guardkinds import DESCRIPTIONS
+from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines, parse_logs
 from guarddiag.store import run_from_dict, run_to_dict
 from tests.conftest import LOGS
@@ -51,7 +52,7 @@ def _sane(run: Run) -> None:
         assert len(f.recompile_events) <= f.recompiles
         for e in f.recompile_events:
             assert e.causes, e
-            assert {c.category for c in e.causes} <= set(CATEGORIES), e.causes
+            assert {c.category for c in e.causes} <= set(DESCRIPTIONS), e.causes
     assert run_from_dict(json.loads(json.dumps(run_to_dict(run)))) == run
 
 

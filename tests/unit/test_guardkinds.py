@@ -16,6 +16,7 @@ from guarddiag.guardkinds import (
     AMBIENT_KINDS,
     AMBIENT_STATES,
     BY_NAME,
+    DESCRIPTIONS,
     FLAT_PATTERNS,
     KINDS,
     PINNING_KINDS,
@@ -27,7 +28,7 @@ from guarddiag.guardkinds import (
 )
 from guarddiag.logparse.framing import frame
 from guarddiag.logparse.guards import TreeReader, flat_guard
-from guarddiag.model import CATEGORIES, Cause, Guard
+from guarddiag.model import Cause, Guard
 from tests.conftest import LOGS
 
 PASTED = LOGS.parent / "pasted"
@@ -315,7 +316,7 @@ def test_categories_are_checked_and_stored_as_plain_strings():
         Cause(category="tensors", source="", guard="", text="", subject="")
     with pytest.raises(ValueError, match="not one of"):
         category("Identity")
-    assert set(CATEGORIES) == set(Category)
+    assert set(DESCRIPTIONS) == set(Category)
     assert {"identity": 1}[Category.IDENTITY] == 1  # a category finds counts kept under its string
 
 
