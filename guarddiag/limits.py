@@ -43,7 +43,9 @@ def limit_budget(run: Run, f: FunctionSummary) -> LimitBudget | None:
         return None
     limit, source = _limit(run, f)
     used = f.compiles - len(f.failed_compiles)
-    return LimitBudget(used, limit, source) if used >= limit - 1 else None
+    # More variants than the limit without a refusal: torch counted them otherwise (torch < 2.5 counts a
+    # module's forward per module instance, guarded by id) or the limit changed: the budget is not known.
+    return LimitBudget(used, limit, source) if limit - 1 <= used <= limit else None
 
 
 def _limit(run: Run, f: FunctionSummary) -> tuple[int, str]:
