@@ -38,7 +38,7 @@ README = ROOT / "README.md"
 # What the examples may name, copied into each example's folder.
 COPIED = ("scenarios", "tests/fixtures")
 _MARKER = re.compile(r"^<!-- example: (?P<spec>.+?) -->\n```[a-z]*\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
-_RUN_FOLDER = re.compile(r"(\.guarddiag/runs/)\d{8}-\d{6}-(.+?)-\d+\b")
+_RUN_FOLDER = re.compile(r"(\.guarddiag/runs/)\d{8}-\d{6}-(.+?)-\d+(?:-\d+)?\b")
 _DISCARD = "> /dev/null"
 
 

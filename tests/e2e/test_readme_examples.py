@@ -57,4 +57,5 @@ def _cases() -> list:
 def test_the_readme_example_is_what_its_commands_print_now(example):
     now = tool.produce(example)
     diff = "\n".join(difflib.unified_diff(example.body.splitlines(), now.splitlines(), "README.md", "now", lineterm=""))
-    assert tool.timeless(now) == tool.timeless(example.body), f"README.md's example `{example.spec}` is stale; run `.venv/bin/python tools/readme_examples.py`\n{diff}"
+    stale = f"README.md's example `{example.spec}` is stale; run `.venv/bin/python tools/readme_examples.py`\n{diff}"
+    assert tool.timeless(now) == tool.timeless(example.body), stale
