@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from guarddiag.guardexpr import as_source, named_source, normalize_guard, readable_source, sized_source
 from guarddiag.guardkinds import Category, GuardKind, ambient_state, failure_kind, kind
 from guarddiag.ids import CACHE_ENTRY
+from guarddiag.logparse.guards import location_of
 from guarddiag.model import Cause, Guard
 
 __all__ = ["cause_from_changed_guard", "classify_failure", "classify_last_reason", "subject"]
@@ -55,9 +56,11 @@ def _imported(name: str) -> str:
 def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[str, str] | None = None) -> Cause:
     """One torch guard-failure reason (``- 0/0: m.layer_idx == 0  # ...``) as a Cause."""
     first = text.splitlines()[0] if text else ""
-    expr, _, _ = first.partition("  #")
+    expr, _, comment = first.partition("  #")
     expr = expr.strip()
     category, src, about = _classify_expr(expr, roles)
+    code, _, _ = comment.partition("  # ")
+    location = location_of(comment) if comment else ""
     return Cause(
         category=category,
         source=src,
@@ -65,6 +68,8 @@ def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[s
         text=" ".join(first.split()),
         subject=about,
         cache_entry=cache_entry,
+        location=location,
+        code=" ".join(code.split()) if location else "",
     )
 
 

@@ -41,6 +41,9 @@ class Cause:
     text: str
     subject: str
     cache_entry: str | None = None
+    # The user's line behind the guard, as torch prints it after ``#``: ``model.py:21 in forward`` and its code.
+    location: str = ""
+    code: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "category", category(self.category).value)

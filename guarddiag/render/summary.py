@@ -156,6 +156,8 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
         unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
         out.append(f"  {cause_group_line(g)}{unlogged}")
         out.append(f"      e.g. {g.example[:160]}")
+        if g.where:
+            out.append(f"      at {g.where[:160]}")
         if g.also:
             shown = "; ".join(g.also[:4]) + (f"; and {len(g.also) - 4} more" if len(g.also) > 4 else "")
             out.append(f"      also changed since that cache entry: {shown}")
@@ -203,6 +205,8 @@ class CauseGroup:
     example: str
     # What else changed against the entry that would otherwise have matched (subjects, first seen first).
     also: tuple[str, ...] = ()
+    # The user's line behind the example's guard: ``model.py:21 in forward: return x / self.t``.
+    where: str = ""
 
 
 def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
@@ -211,11 +215,14 @@ def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
     counts: dict[tuple[str, str], list] = {}
     for event in f.recompile_events:
         cause = event.causes[0]
-        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}])
+        where = f"{cause.location}: {cause.code}" if cause.location and cause.code else cause.location
+        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where])
         entry[0] += 1
         entry[1] += 0 if event.logged else 1
         entry[3].update(dict.fromkeys(f"{c.category}: {c.subject}" for c in event.also))
-    groups = [CauseGroup(cat, subj, n, unlogged, ex, tuple(also)) for (cat, subj), (n, unlogged, ex, also) in counts.items()]
+    groups = [
+        CauseGroup(cat, subj, n, unlogged, ex, tuple(also), where) for (cat, subj), (n, unlogged, ex, also, where) in counts.items()
+    ]
     return sorted(groups, key=lambda g: -g.count)
 
 

@@ -30,6 +30,12 @@ def test_the_cause_is_the_one_against_the_entry_that_would_have_matched():
     assert "self.temperature" in second.causes[0].subject and second.also == ()
     lines = function_detail_lines(f)
     assert any("1x value: value of `self.temperature`" in line for line in lines), lines
+    # The user's line behind the guard, as torch printed it after `#`.
+    assert (second.causes[0].location, second.causes[0].code) == (
+        "tests/fixtures/causes/decisive_entry.py:21 in forward",
+        "return self.proj(x) / self.temperature",
+    )
+    assert "      at tests/fixtures/causes/decisive_entry.py:21 in forward: return self.proj(x) / self.temperature" in lines
 
 
 def test_what_else_changed_against_that_entry_is_said():

@@ -29,9 +29,10 @@ def test_table_puts_totals_then_what_went_wrong_then_the_functions():
     header = lines.index("function                                     compiles    recompiles  limit hit    graph breaks")
     assert lines[header + 2] == "rollout (scenarios/recompile_limit.py:24)           8             7  yes"
     details = lines.index("rollout (scenarios/recompile_limit.py:24): 7 recompiles")
-    assert lines[details + 1 : details + 4] == [
+    assert lines[details + 1 : details + 5] == [
         "  7x value: value of local `horizon`",
         "      e.g. horizon == 1",
+        "      at scenarios/recompile_limit.py:27 in rollout: for _ in range(horizon):",
         "  hit recompile_limit (8) at 0/8 on value of local `horizon`: torch runs it without compiling from here on",
     ]
     assert lines[-1] == f"torch log: {LIMIT}"
