@@ -59,8 +59,10 @@ def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[s
     expr, _, comment = first.partition("  #")
     expr = expr.strip()
     category, src, about = _classify_expr(expr, roles)
-    code, _, _ = comment.partition("  # ")
     location = location_of(comment) if comment else ""
+    # `code  # file:line in fn`; a flattened paste has single spaces around the second `#`.
+    at = comment.rfind(location) if location else -1
+    code = comment[:at].rstrip().removesuffix("#").strip() if at > 0 else ""
     return Cause(
         category=category,
         source=src,

@@ -72,7 +72,7 @@ def test_the_fix_removes_the_recompile(script: str, tmp_path: Path):
 # Per script: the first cause the report gives for its recompiling function, and the fix explain names for it.
 # Each fix is the one the script applies under CORPUS_FIX=1 (test_the_fix_removes_the_recompile).
 FIRST_CAUSES = {
-    "gpt_generate.py": ("tensor", "size of tensor argument `idx`", "torch._dynamo.mark_dynamic(idx, 1)"),
+    "gpt_generate.py": ("tensor", "size of tensor argument `idx` at dim 1", "torch._dynamo.mark_dynamic(idx, 1)"),
     "lr_schedule.py": ("value", "value of argument `lr`", "pass it as a tensor"),
     "containers.py": ("container", "length of argument `feats`", "pass the same keys/length every time"),
 }
