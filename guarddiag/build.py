@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.ids import CompileId, process_of, with_process
-from guarddiag.ledger import CompileRecord
+from guarddiag.ledger import CompileRecord, LedgerIndex
 from guarddiag.logparse.events import (
     CompileSeen,
     Event,
@@ -29,7 +29,6 @@ from guarddiag.model import (
     Cause,
     CompiledFor,
     DynamicDims,
-    FailedCompile,
     FunctionSummary,
     GraphBreak,
     Guard,
@@ -258,7 +257,7 @@ class RunBuilder:
                 frame.announced[number] = ev.failures
         self._pending.clear()
         kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
-        ledger = _LedgerIndex(self._ledger)
+        ledger = LedgerIndex(self._ledger)
         summaries = _join_same_function(
             # A run's ledger knows each attempt's outcome even when no compile left a listing.
             [_summary(f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger) for f in kept]
@@ -329,7 +328,7 @@ def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
     return top + 1 - sum(1 for n in refused if n < top)
 
 
-def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _LedgerIndex) -> FunctionSummary:
+def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex) -> FunctionSummary:
     numbers = sorted(n for n in frame.compiles if n not in frame.limit_numbers)
     events = []
     for n in numbers:
@@ -342,14 +341,13 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _L
         else:
             inferred = tuple(cause_from_changed_guard(b, a, roles) for b, a in frame.inferred.get(n, ()))
             events.append(RecompileEvent(compile_id, False, inferred or (_UNKNOWN,)))
-    failed = tuple(
-        ledger.failure(frame, n) for n in numbers if listings and n in frame.started and n not in frame.listed
-    )
+    unlisted = [n for n in numbers if listings and n in frame.started and n not in frame.listed]
+    failed = tuple(ledger.failure(frame.name, frame.line, frame.frame_id, n) for n in unlisted)
     later = max(numbers, default=-1)
     hits = []
     for i, hit in enumerate(frame.limit_hits):
         at = frame.limit_at.get(i)
-        outcome = ledger.limit_outcome(frame, at)
+        outcome = ledger.limit_outcome(frame.name, frame.line, at)
         if outcome == "raised" or at is None:
             pass
         elif later > at:
@@ -371,38 +369,3 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: _L
         compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
         dynamic_dims=_merged_dims(frame.dynamic),
     )
-
-
-class _LedgerIndex:
-    """torch's records looked up by (function name, first line, compile number), in log order."""
-
-    def __init__(self, records: Sequence[CompileRecord]) -> None:
-        self._by_key: dict[tuple[str | None, int | None, int], list[CompileRecord]] = {}
-        self._frame_names: dict[str, tuple[str | None, int | None]] = {}
-        for r in records:
-            cid = CompileId.parse(r.compile_id)
-            if cid is None:
-                continue
-            if r.name is not None:
-                self._frame_names[cid.frame_id] = (r.name, r.line)
-                key = (r.name, r.line, cid.number)
-            else:  # refused at the limit: torch records no name, its frame id names the function
-                key = (*self._frame_names.get(cid.frame_id, (None, None)), cid.number)
-            self._by_key.setdefault(key, []).append(r)
-
-    def _take(self, frame: _Frame, number: int | None) -> CompileRecord | None:
-        found = self._by_key.get((frame.name, frame.line, number)) if number is not None else None
-        return found.pop(0) if found else None
-
-    def failure(self, frame: _Frame, number: int) -> FailedCompile:
-        compile_id = f"{frame.frame_id}/{number}"
-        record = self._take(frame, number)
-        if record is None:
-            return FailedCompile(compile_id, "no_code")
-        if record.fail_type:
-            return FailedCompile(compile_id, "error", f"{record.fail_type}: {record.reason}".rstrip(": "))
-        return FailedCompile(compile_id, "skipped")
-
-    def limit_outcome(self, frame: _Frame, number: int | None) -> str:
-        record = self._take(frame, number)
-        return "raised" if record is not None and record.fail_type == "FailOnRecompileLimitHit" else "eager"

@@ -8,8 +8,12 @@ attempt installed no code, which the log does not.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from guarddiag.ids import CompileId
+from guarddiag.model import FailedCompile
 
 
 @dataclass(frozen=True)
@@ -73,3 +77,40 @@ def _seconds(value: object) -> float | None:
 
 def _whole(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class LedgerIndex:
+    """torch's records looked up by (function name, first line, compile number), in log order."""
+
+    def __init__(self, records: Sequence[CompileRecord]) -> None:
+        self._by_key: dict[tuple[str | None, int | None, int], list[CompileRecord]] = {}
+        self._frame_names: dict[str, tuple[str | None, int | None]] = {}
+        for r in records:
+            cid = CompileId.parse(r.compile_id)
+            if cid is None:
+                continue
+            if r.name is not None:
+                self._frame_names[cid.frame_id] = (r.name, r.line)
+                key = (r.name, r.line, cid.number)
+            else:  # refused at the limit: torch records no name, its frame id names the function
+                key = (*self._frame_names.get(cid.frame_id, (None, None)), cid.number)
+            self._by_key.setdefault(key, []).append(r)
+
+    def _take(self, name: str, line: int | None, number: int | None) -> CompileRecord | None:
+        found = self._by_key.get((name, line, number)) if number is not None else None
+        return found.pop(0) if found else None
+
+    def failure(self, name: str, line: int | None, frame_id: str, number: int) -> FailedCompile:
+        """Why compile ``number`` of a frame installed no code, as torch recorded it (taken once)."""
+        compile_id = f"{frame_id}/{number}"
+        record = self._take(name, line, number)
+        if record is None:
+            return FailedCompile(compile_id, "no_code")
+        if record.fail_type:
+            return FailedCompile(compile_id, "error", f"{record.fail_type}: {record.reason}".rstrip(": "))
+        return FailedCompile(compile_id, "skipped")
+
+    def limit_outcome(self, name: str, line: int | None, number: int | None) -> str:
+        """What torch did with the call refused at ``number``: raised (FailOnRecompileLimitHit) or ran it eagerly."""
+        record = self._take(name, line, number)
+        return "raised" if record is not None and record.fail_type == "FailOnRecompileLimitHit" else "eager"
