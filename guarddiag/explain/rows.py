@@ -209,6 +209,10 @@ def _value(who: _Who, src: str, value: str) -> ValueObject:
 
 def _identity_row(who: _Who, src: str, fact: Fact, index: Index) -> GuardedObject:
     typ = fact.extra.get("type", "")
+    # A builtin the code uses (`isinstance(x, bool)`): torch prints `type=<class 'bool'>` for the class
+    # bool itself, which is no True/False value and no user object either.
+    if F.BUILTIN.match(src):
+        return IdentityObject(who.name, who.role, who.root, "identity (code)", (src,), fact.value, F.short_type(typ))
     # Old torch prints no type; True/False are singletons whose ids the `.training` guards reveal.
     if typ in F.SINGLETONS or who.name.endswith(".training") or fact.value in index.bool_ids():
         return _value(who, src, BOOL_BY_ID)

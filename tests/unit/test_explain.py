@@ -294,3 +294,17 @@ def test_the_model_carries_facts_and_the_renderer_the_words():
     assert (hint.hint, hint.subject, hint.kind, hint.count) == ("allow_unspec_int_on_nn_module", "self.layer_idx", "fix", 5)
     # The cause as guarddiag.model.Cause has it (its subject is that module's to say).
     assert [(c.category, c.count) for c in f.causes] == [("value", 5)] and "self.layer_idx" in f.causes[0].subject
+
+
+def test_a_builtin_class_the_code_uses_is_no_true_false_value():
+    """`isinstance(x, bool)` in transformers' code: torch 2.13 lists the class bool as
+    ``___check_obj_id(G['__builtins_dict___0']['bool'], ...), type=<class 'bool'>`` (seen in a GPT-2 generate() log)."""
+    from guarddiag.explain.model import CallablesObject
+    from guarddiag.explain.objects import objects_of
+    from guarddiag.model import Guard
+
+    src = "G['__builtins_dict___0']['bool']"
+    guard = Guard("ID_MATCH", src, f"___check_obj_id({src}, 139643834363712), type=<class 'bool'>")
+    rows, _ = objects_of([guard], {})
+    (row,) = rows
+    assert isinstance(row, CallablesObject) and [m.name for m in row.members] == ["bool"]
