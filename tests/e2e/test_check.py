@@ -66,7 +66,7 @@ def test_more_recompiles_fail_with_the_function_and_the_cause(project):
     suites = junitparser.JUnitXml.fromfile(str(project / "junit.xml"))
     cases = [case for suite in suites for case in suite]
     failed = [c for c in cases if not c.is_passed]
-    assert [c.name for c in failed] == ["forward (model.py:30)"] or len(failed) == 1
+    assert [c.name for c in failed] == [f"forward ({project.name}/model.py:30)"]
     assert "2 over the 5 allowed" in failed[0].result[0].message
 
 
