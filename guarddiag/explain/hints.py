@@ -103,6 +103,7 @@ def fix_hints(f: FunctionSummary, torch_version: str | None, era: str) -> tuple[
 
 
 _SIZE_CHANGE = re.compile(r"size mismatch at index (?P<dim>\d+)\. expected (?P<expected>\d+), actual (?P<actual>\d+)")
+_SIZE_DIM = re.compile(r"\.size\(\)\[(\d+)\]")
 _LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w]*)")
 
 
@@ -125,7 +126,9 @@ def _hint_for(c: Cause, torch_version: str | None, era: str, library: str = "") 
         inline = _has_flag(torch_version, era, (2, 4))
         return ("reuse_module_or_upgrade" if inline is False else "inline_inbuilt_nn_modules"), src, ""
     if c.category == "dynamic_shape":
-        return "dynamic_range", src, ""
+        # `2 <= x.size()[0]`: torch >= 2.6 prints the local bare; the dim is what mark_unbacked needs.
+        size = _SIZE_DIM.search(c.guard) or _SIZE_DIM.search(c.text)
+        return "dynamic_range", src, size[1] if size else ""
     if c.category == "tensor" and "size" in c.subject + c.text:
         size = _SIZE_CHANGE.search(c.text)
         dim = size["dim"] if size else ""

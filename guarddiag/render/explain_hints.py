@@ -24,9 +24,15 @@ _HINTS = {
         f"nn.Modules are checked by id() here: set torch._dynamo.config.inline_inbuilt_nn_modules = True "
         f"(torch 2.4; the default from 2.5) so that another `{src}` instance reuses the entry, or reuse one instance"
     ),
-    "dynamic_range": lambda src, _: (
+    "dynamic_range": lambda src, dim: (
         f"a size of `{src or 'a tensor'}` left the range its dynamic entry covers (sizes 0 and 1 are always specialized): "
-        "expected one more entry; avoid size-1 batches (e.g. DataLoader drop_last=True) if it matters"
+        "expected one more entry; "
+        + (
+            f"torch._dynamo.decorators.mark_unbacked({src}, {dim}) before the first call covers size 1 too (one entry for all sizes), "
+            "or avoid size-1 batches (e.g. DataLoader drop_last=True)"
+            if src and dim
+            else "avoid size-1 batches (e.g. DataLoader drop_last=True) if it matters"
+        )
     ),
     "mark_dynamic": lambda src, dim: (
         f"mark the varying dimension dynamic before the first call: torch._dynamo.mark_dynamic({src}, {dim or 'DIM'}) "

@@ -197,6 +197,22 @@ def test_hint_mark_dynamic_removes_the_batch_size_recompile(tmp_path: Path):
 
 
 @pytest.mark.torch
+def test_hint_mark_unbacked_removes_the_size_one_recompile_too(tmp_path: Path):
+    """The batch-1 entry that mark_dynamic leaves (size 1 is specialized): the note names mark_unbacked with
+    the dim torch's guard names, and applying it leaves one compile for every batch size."""
+    hints = _hints(LOGS / "torch-2.13.0" / "tensor_shape.log", "train_step")
+    assert any("torch._dynamo.decorators.mark_unbacked(x, 0)" in h.hint for h in hints), [h.hint for h in hints]
+    fixed = _patched(
+        "tensor_shape",
+        "        loss = train_step(x, y)",
+        "        torch._dynamo.decorators.mark_unbacked(x, 0)\n        torch._dynamo.decorators.mark_unbacked(y, 0)\n"
+        "        loss = train_step(x, y)",
+        tmp_path,
+    )
+    assert _compiles(fixed, tmp_path, "train_step") == 1
+
+
+@pytest.mark.torch
 def test_hint_same_keys_every_call_removes_the_dict_recompiles(tmp_path: Path):
     (hint,) = _hints(LOGS / "torch-2.13.0" / "dict_keys.log", "weighted_total")
     assert "same keys" in hint.hint
