@@ -159,9 +159,10 @@ class RunBuilder:
         if cid.number > 0:
             pins = hashed_pins(event)
             if last is not None and last[0] not in frame.pins:
-                frame.pins[last[0]] = hashed(hashed_pins(last[1]))  # the frame recompiles: its first entry is wanted too
-                frame.dynamic.update(dict.fromkeys(dynamic_dims(last[1])))
-            frame.dynamic.update(dict.fromkeys(dynamic_dims(event)))
+                first = hashed_pins(last[1])  # the frame recompiles: its first entry is wanted too
+                frame.pins[last[0]] = hashed(first)
+                frame.dynamic.update(dict.fromkeys(dynamic_dims(first)))
+            frame.dynamic.update(dict.fromkeys(dynamic_dims(pins)))
             if cid.number not in frame.announced and last is not None and last[0] == cid.number - 1:
                 frame.inferred[cid.number] = diff_listings(pinned(last[1]), pinned(event))
             failures = frame.announced.get(cid.number, ())

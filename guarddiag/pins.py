@@ -30,9 +30,8 @@ Pins = dict[tuple[str, str], tuple[str, str]]
 
 
 def pinned(listing: GuardListing) -> Pins:
-    """A listing's pinned values by what they check. ``x == True`` and ``x == False`` are two kinds
-    (TRUE_MATCH, FALSE_MATCH) of one check, the value of ``x``."""
-    return {(_PIN_FAMILY.get(kind, kind), _pin_key(kind, expr)): (kind, expr) for kind, expr in _pinned_exprs(listing)}
+    """A listing's pinned values by what they check."""
+    return {_what(kind, expr): (kind, expr) for kind, expr in _pinned_exprs(listing)}
 
 
 def _pinned_exprs(listing: GuardListing) -> Iterator[tuple[str, str]]:
@@ -52,12 +51,16 @@ HashedPins = list[tuple[int, int, str, str]]
 
 
 def hashed_pins(listing: GuardListing) -> HashedPins:
-    return [
-        (hash((_PIN_FAMILY.get(kind, kind), _pin_key(kind, expr))), hash(expr), kind, expr) for kind, expr in _pinned_exprs(listing)
-    ]
+    return [(hash(_what(kind, expr)), hash(expr), kind, expr) for kind, expr in _pinned_exprs(listing)]
 
 
 _PIN_FAMILY = {k: "value" for k in ("EQUALS_MATCH", "CONSTANT_MATCH", "TRUE_MATCH", "FALSE_MATCH", "NONE_MATCH")}
+
+
+def _what(kind: str, expr: str) -> tuple[str, str]:
+    """What a pinning guard checks, its value cut off. ``x == True`` and ``x == False`` are two kinds
+    (TRUE_MATCH, FALSE_MATCH) of one check, the value of ``x``."""
+    return _PIN_FAMILY.get(kind, kind), _pin_key(kind, expr)
 
 
 def _pin_key(kind: str, expr: str) -> str:
@@ -141,11 +144,12 @@ def _same_object(a: Cause, b: Cause) -> bool:
 _TENSOR_SIZE = re.compile(r"^check_tensor\((?P<src>.+?), \w+, .*?size=\[(?P<size>[^\]]*)\]")
 
 
-def dynamic_dims(listing: GuardListing) -> tuple[DynamicDims, ...]:
-    """The tensors of a compile whose sizes are dynamic in some dims (``size=[None, 20]``): after automatic
-    dynamic (or mark_dynamic) a new size there reuses the entry. Parameters and buffers are left out."""
+def dynamic_dims(pins: HashedPins) -> tuple[DynamicDims, ...]:
+    """The tensors of a compile (its pinned values, as :func:`hashed_pins` read them) whose sizes are
+    dynamic in some dims (``size=[None, 20]``): after automatic dynamic (or mark_dynamic) a new size there
+    reuses the entry. Parameters and buffers are left out."""
     found = []
-    for kind, expr in _pinned_exprs(listing):
+    for _, _, kind, expr in pins:
         if kind != "TENSOR_MATCH" or "None" not in expr:
             continue
         m = _TENSOR_SIZE.match(expr)
