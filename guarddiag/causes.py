@@ -55,7 +55,9 @@ def _imported(name: str) -> str:
 
 def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[str, str] | None = None) -> Cause:
     """One torch guard-failure reason (``- 0/0: m.layer_idx == 0  # ...``) as a Cause."""
-    first = text.splitlines()[0] if text else ""
+    lines = text.splitlines() if text else [""]
+    # A reason that ends with a colon goes on below it (`Duplicate tensors found:` and the list on the next lines).
+    first = " ".join(text.split()) if lines[0].rstrip().endswith(":") else lines[0]
     expr, _, comment = first.partition("  #")
     expr = expr.strip()
     category, src, about = _classify_expr(expr, roles)

@@ -272,7 +272,7 @@ KINDS: tuple[GuardKind, ...] = (
     GuardKind(
         "NO_TENSOR_ALIASING",
         _ALIASING,
-        failure=_p(r"^Duplicate tensors found: (?P<src>.*)$", r"^(?:___)?check_no_aliasing\((?P<src>.*)\)$"),
+        failure=_p(r"^Duplicate tensors found:\s*(?P<src>.*)$", r"^(?:___)?check_no_aliasing\((?P<src>.*)\)$"),
         ambient="no aliasing between tensor inputs",
         hint="aliasing",
         about="{who}: one tensor passed more than once",

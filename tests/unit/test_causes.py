@@ -103,3 +103,18 @@ def test_run_table_prints_exactly_as_tabulate_would():
         functions, _ = build_from_lines(log.read_text().splitlines(), roles=lambda *_: {})
         rows = [[f.name, f.compiles, f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""] for f in functions]
         assert simple_table(rows, headers) == tabulate(rows, headers=headers), log
+
+
+def test_a_reason_continued_on_the_next_lines_is_read_whole():
+    """torch prints `Duplicate tensors found:` with the aliased sources on the lines below (a vLLM paste)."""
+    text = 'Duplicate tensors found:\n  ["self.a.weight",\n   "self.b.weight"]'
+    cause = classify_failure(text)
+    assert (cause.category, cause.subject) == ("aliasing", "`self.a.weight` and `self.b.weight`: one tensor passed more than once")
+
+
+def test_the_pasted_vllm_aliasing_reason_is_aliasing():
+    from guarddiag.pipeline import parse_log
+    from tests.conftest import ROOT
+
+    (f,) = parse_log(str(ROOT / "tests" / "fixtures" / "pasted" / "035-vllm-spyre-same-frame.txt")).functions
+    assert f.recompile_events[0].causes[0].category == "aliasing"
