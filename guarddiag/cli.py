@@ -153,6 +153,13 @@ def check(
         Optional[bool],
         typer.Option("--fail-on-new-cause/--no-fail-on-new-cause", help="Fail on a cause category the baseline lacks."),
     ] = None,
+    fail_on_rank_divergence: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--fail-on-rank-divergence/--no-fail-on-rank-divergence",
+            help="Fail when the ranks of a distributed job compiled a function differently.",
+        ),
+    ] = None,
     update: Annotated[bool, typer.Option("--update", help="Write the current numbers into the baseline instead of gating.")] = False,
     junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here.")] = None,
     fmt: FormatOpt = "table",
@@ -169,6 +176,7 @@ def check(
         "max_recompiles": max_recompiles,
         "fail_on_limit_hit": fail_on_limit_hit,
         "fail_on_new_cause": fail_on_new_cause,
+        "fail_on_rank_divergence": fail_on_rank_divergence,
         "python": python,
         "jobs": jobs,
         "timeout": timeout,

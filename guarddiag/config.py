@@ -43,6 +43,7 @@ class Settings:
     max_recompiles: int | None = None
     fail_on_limit_hit: bool = False
     fail_on_new_cause: bool = False
+    fail_on_rank_divergence: bool = False
     timeout: float | None = None
     jobs: int | None = None
     python: str = sys.executable
@@ -55,6 +56,7 @@ _ENV = {
     "GUARDDIAG_MAX_RECOMPILES": "max_recompiles",
     "GUARDDIAG_FAIL_ON_LIMIT_HIT": "fail_on_limit_hit",
     "GUARDDIAG_FAIL_ON_NEW_CAUSE": "fail_on_new_cause",
+    "GUARDDIAG_FAIL_ON_RANK_DIVERGENCE": "fail_on_rank_divergence",
     "GUARDDIAG_TIMEOUT": "timeout",
     "GUARDDIAG_JOBS": "jobs",
     "GUARDDIAG_PYTHON": "python",
@@ -64,6 +66,7 @@ _KINDS = {
     "max_recompiles": int,
     "fail_on_limit_hit": bool,
     "fail_on_new_cause": bool,
+    "fail_on_rank_divergence": bool,
     "timeout": float,
     "jobs": int,
     "python": str,

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relative_file
 from guarddiag.config import Settings
+from guarddiag.divergence import Divergence, rank_divergence, rank_of
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
 from guarddiag.model import FunctionSummary, Run, compile_gap
 
-FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed"})
+FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed", "rank_divergence"})
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,12 @@ class Finding:
     ``function`` is the compiled function it is about (None for the script itself, and for ``gone``:
     a baseline entry, named by ``name``, ``file`` and ``line``, that did not compile). ``run`` is the
     run of a ``script_failed``; ``allowed`` and ``baseline`` the numbers a regression or improvement
-    was measured against (``baseline`` None: not in it); ``categories`` what a ``new_cause`` adds."""
+    was measured against (``baseline`` None: not in it); ``categories`` what a ``new_cause`` adds.
+    A ``rank_divergence`` is about the function as the first rank that did not behave as most did
+    compiled it, ``divergence`` the whole comparison; it fails only under ``fail_on_rank_divergence``
+    (``gating`` False: shown, not failing)."""
 
-    kind: str  # regression | limit_hit | new_cause | script_failed | improvement | gone
+    kind: str  # regression | limit_hit | new_cause | script_failed | rank_divergence | improvement | gone
     script: str
     file: str
     line: int | None
@@ -37,10 +41,12 @@ class Finding:
     allowed: int | None = None
     baseline: int | None = None
     categories: tuple[str, ...] = ()
+    divergence: Divergence | None = None
+    gating: bool = True
 
     @property
     def failing(self) -> bool:
-        return self.kind in FAILING
+        return self.kind in FAILING and self.gating
 
 
 @dataclass(frozen=True)
@@ -173,5 +179,29 @@ def evaluate(
         for b in script.functions if script else ():
             if b.key not in seen:
                 findings.append(Finding("gone", path, b.file, b.line, name=b.name))
+        findings += _divergences(path, run, settings)
     return GateResult(tuple(rows), tuple(findings))
 
+
+def _divergences(path: str, run: Run, settings: Settings) -> list[Finding]:
+    """The run's rank divergence, failing under ``fail_on_rank_divergence`` (shown either way); each
+    finding points at the function as the first rank that did not behave as most did compiled it."""
+    found = []
+    for d in rank_divergence(run):
+        odd = {(d.job, r) for g in d.unusual for r in g.ranks}
+        same = [f for f in run.functions if (f.name, f.file, f.line) == (d.function.name, d.function.file, d.function.line)]
+        on_odd = sorted((rank_of(f.rank), f) for f in same if rank_of(f.rank) in odd)
+        function = on_odd[0][1] if on_odd else d.function
+        found.append(
+            Finding(
+                "rank_divergence",
+                path,
+                relative_file(function.file, settings.root),
+                function.line,
+                function,
+                function.name,
+                divergence=d,
+                gating=settings.fail_on_rank_divergence,
+            )
+        )
+    return found

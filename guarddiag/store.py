@@ -16,6 +16,7 @@ from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import TypeVar
 
+from guarddiag.divergence import divergence_dict
 from guarddiag.errors import InputError
 from guarddiag.model import (
     HOOK_KINDS,
@@ -66,6 +67,8 @@ def run_to_dict(run: Run) -> dict[str, object]:
             "recompile_s": run.recompile_s,
         },
         "functions": [_function_to_dict(f) for f in run.functions],
+        # Derived from functions[] like totals (read back from them, not from here).
+        "rank_divergence": divergence_dict(run),
         "parse": {
             "lines": run.parse.lines,
             "torch_lines": run.parse.torch_lines,

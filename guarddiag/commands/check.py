@@ -64,7 +64,9 @@ def run_check(
     path = settings.root / settings.baseline
     if path.is_dir():
         raise InputError(f"--baseline {path}: is a directory; give the baseline file (e.g. guarddiag-baseline.yaml)")
-    thresholds = settings.max_recompiles is not None or settings.fail_on_limit_hit or settings.fail_on_new_cause
+    thresholds = settings.max_recompiles is not None or any(
+        (settings.fail_on_limit_hit, settings.fail_on_new_cause, settings.fail_on_rank_divergence)
+    )
     if path.exists():
         base = baseline_io.load(path)
     elif baseline_given or not (thresholds or any(b is not None for b in budgets.values())):

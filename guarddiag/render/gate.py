@@ -13,7 +13,9 @@ from itertools import groupby
 
 from tabulate import tabulate
 
+from guarddiag.divergence import divergence_to_dict
 from guarddiag.gate import Finding, GateResult
+from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
 from guarddiag.render.summary import cause_group_line, cause_groups
 from guarddiag.render.words import capture_gap, function_label, limit_sentence, script_outcome
@@ -49,7 +51,10 @@ def _verdict(result: GateResult) -> str:
     if failed:
         return f"FAILED: {len(failed)} script(s) did not run to the end; fix them first"
     if result.failures:
-        return f"FAILED: {len(result.failures)} recompile regression(s)"
+        diverging = sum(f.kind == "rank_divergence" for f in result.failures)
+        regressions = len(result.failures) - diverging
+        parts = [f"{regressions} recompile regression(s)"] * bool(regressions) + [f"{diverging} rank divergence(s)"] * bool(diverging)
+        return f"FAILED: {', '.join(parts)}"
     note = f"; {len(result.improvements)} improvement(s), record with `guarddiag check --update`" if result.improvements else ""
     return f"OK: no recompile regression{note}"
 
@@ -76,6 +81,10 @@ def finding_message(f: Finding) -> str:
         return f"{label}: {limit_sentence(f.function.limit_hits[0])}"
     if f.kind == "new_cause":
         return f"{label}: recompiles for a cause the baseline did not have: {', '.join(f.categories)}"
+    if f.kind == "rank_divergence":
+        assert f.divergence is not None, "a rank_divergence finding carries its comparison"
+        gate = "" if f.gating else " (not failing: --fail-on-rank-divergence makes it fail)"
+        return f"{divergence_label(f.divergence)}: {divergence_sentence(f.divergence)}{gate}"
     raise ValueError(f"unknown finding kind {f.kind!r}")
 
 
@@ -151,6 +160,7 @@ def _finding_to_dict(f: Finding) -> dict[str, object]:
         "baseline": f.baseline,
         "categories": list(f.categories),
         "status": f.run.status if f.run is not None else None,
+        "divergence": divergence_to_dict(f.divergence) if f.divergence is not None else None,
         "message": finding_message(f),
         "details": finding_details(f),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from guarddiag.model import Run
+from guarddiag.render.divergence import headline_lines
 from guarddiag.render.summary import (
     budget_lines,
     cause_groups,
@@ -45,6 +46,9 @@ def render(run: Run) -> str:
             out += [f"- {failed_sentence(c)}" for c in f.failed_compiles]
             out += [f"- {limit_sentence(hit)}" for hit in f.limit_hits]
             out += [f"- {line}" for line in budget_lines(run, f)]
+    divergence = headline_lines(run)
+    if divergence:
+        out += ["", "### Rank divergence", "", divergence[0], *(["", *(f"- {line}" for line in divergence[1:])] if divergence[1:] else [])]
     note = parse_note(run)
     if note:
         out += ["", f"> {note}"]

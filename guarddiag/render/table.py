@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from guarddiag.model import Run
 from guarddiag.render.columns import simple_table
+from guarddiag.render.divergence import headline_lines
 from guarddiag.render.summary import (
     compiles_cell,
     function_detail_lines,
@@ -33,6 +34,9 @@ def render(run: Run) -> str:
             continue
         out += ["", f"{function_label(f)}: {f.recompiles} recompiles"]
         out += function_detail_lines(f, run)
+    divergence = headline_lines(run)
+    if divergence:
+        out += ["", divergence[0], *(f"  {line}" for line in divergence[1:])]
     note = parse_note(run)
     if note:
         out += ["", f"note: {note}"]

@@ -19,8 +19,9 @@ _FAILED = {
 _ENDED = {"timeout": "timed out", "killed": "was killed", "interrupted": "was interrupted"}
 
 
-def function_label(f: FunctionSummary) -> str:
-    """``forward (model.py:12)``, or the frame id when the log never named the frame."""
+def function_label(f: FunctionSummary, process: bool = True) -> str:
+    """``forward (model.py:12) [rank1]``, or the frame id when the log never named the frame;
+    ``process=False`` leaves out the process (a sentence that names the ranks itself)."""
     if not f.name:
         return f"<unidentified frame {', '.join(f.frame_ids)}>"
     where = (f"{short_path(f.file)}:{f.line}" if f.line is not None else short_path(f.file)) if f.file else "?"
@@ -29,7 +30,7 @@ def function_label(f: FunctionSummary) -> str:
     if f.compiled_for:
         # torch compiled a wrapper (its `inner`, a library's decorator): name what the user compiled first.
         label = f"{', '.join(compiled_for_name(c) for c in f.compiled_for)} via {label}"
-    return label + (f" [{rank}]" if rank else "")
+    return label + (f" [{rank}]" if rank and process else "")
 
 
 def compiled_for_name(c: CompiledFor) -> str:

@@ -1,0 +1,146 @@
+"""Rank divergence: the functions that the ranks of one distributed job compiled differently.
+
+Ranks of a data-parallel job run the same code on the same kind of input; when one rank recompiles
+and the others do not (a different batch shape, branch or config), the ranks then run different
+graphs, and their collectives may stall or mismatch. Pure: facts only (render.divergence words them).
+
+A rank is a process named ``rankN`` (``ids.py``), optionally behind a job label (``nodeA/rank3``)
+when records of several jobs are read together: ranks are compared only within their job. A
+function a rank never compiled counts as 0 compiles there, among the ranks that compiled anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from guarddiag.model import FunctionSummary, Run
+
+# ``rank3`` or ``<label><sep>rank3``: the job label is whatever comes before the rank.
+_RANK = re.compile(r"(?P<job>.*?)[/.:]?rank(?P<rank>\d+)")
+
+
+@dataclass(frozen=True)
+class RankBehaviour:
+    """What some ranks did with one function: the same compiles, recompiles, causes and limit hit."""
+
+    ranks: tuple[int, ...]
+    compiles: int
+    recompiles: int
+    # The decisive cause of each recompile, in plain words (its subject), each once, first seen first.
+    causes: tuple[str, ...]
+    limit_hit: bool
+
+    @property
+    def signature(self) -> tuple[int, int, tuple[str, ...], bool]:
+        return (self.compiles, self.recompiles, self.causes, self.limit_hit)
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """One function the ranks of ``job`` did not compile alike; ``groups``: the most ranks first
+    (the usual behaviour), then the others, each group's ranks ascending. ``function`` is one
+    rank's summary of it (for its name and label). ``unknown``: ranks whose log does not name
+    some of their compiled frames and that show no frame of this name: whether they compiled it
+    cannot be known (a log without ``TORCH_LOGS=dynamo`` names a frame only when it recompiles)."""
+
+    job: str
+    function: FunctionSummary
+    groups: tuple[RankBehaviour, ...]
+    unknown: tuple[int, ...] = ()
+
+    @property
+    def usual(self) -> RankBehaviour:
+        return self.groups[0]
+
+    @property
+    def unusual(self) -> tuple[RankBehaviour, ...]:
+        return self.groups[1:]
+
+
+def rank_of(process: str) -> tuple[str, int] | None:
+    """``rank3`` -> ("", 3); ``nodeA/rank3`` -> ("nodeA", 3); None for a process that is not a rank."""
+    m = _RANK.fullmatch(process)
+    return (m["job"], int(m["rank"])) if m else None
+
+
+def _behaviour(f: FunctionSummary | None) -> tuple[int, int, tuple[str, ...], bool]:
+    if f is None:
+        return (0, 0, (), False)
+    causes = tuple(dict.fromkeys(e.causes[0].subject for e in f.recompile_events if e.causes))
+    return (f.compiles, f.recompiles, causes, f.limit_hit)
+
+
+def rank_divergence(run: Run) -> tuple[Divergence, ...]:
+    """The functions of ``run`` whose compiles, recompiles, causes or limit hits differ between the
+    ranks of a job (empty when the run has fewer than two ranks in any job), in file and line order;
+    also a function that recompiled on some ranks while others cannot be known (``unknown``).
+    Frames the log never named are not compared (``unknown`` says where they leave a gap)."""
+    jobs = ranks_in(run)
+    functions: dict[tuple[str, str, str, int | None], dict[int, FunctionSummary]] = {}
+    unnamed: set[tuple[str, int]] = set()
+    for f in run.functions:
+        where = rank_of(f.rank)
+        if where is None:
+            continue
+        if f.name:
+            functions.setdefault((where[0], f.name, f.file, f.line), {})[where[1]] = f
+        else:
+            unnamed.add(where)
+    found = []
+    for (job, *_), per_rank in functions.items():
+        ranks = jobs[job]
+        if len(ranks) < 2:
+            continue
+        unknown = tuple(r for r in ranks if r not in per_rank and (job, r) in unnamed)
+        seen = {rank: _behaviour(per_rank.get(rank)) for rank in ranks if rank not in unknown}
+        groups = _groups(seen)
+        suspect = unknown and any(g.recompiles or g.limit_hit for g in groups)
+        if len(groups) > 1 or suspect:
+            found.append(Divergence(job, per_rank[min(per_rank)], groups, unknown))
+    return tuple(sorted(found, key=lambda d: (d.job, d.function.file, d.function.line or 0, d.function.name)))
+
+
+def _groups(seen: dict[int, tuple[int, int, tuple[str, ...], bool]]) -> tuple[RankBehaviour, ...]:
+    """Ranks grouped by behaviour: the most ranks first; on a tie, the group without recompiles (the
+    behaviour a job is meant to have), then the lowest rank."""
+    sizes = Counter(seen.values())
+    order = sorted(sizes, key=lambda b: (-sizes[b], b[1] > 0, min(r for r, s in seen.items() if s == b)))
+    return tuple(RankBehaviour(tuple(r for r, s in sorted(seen.items()) if s == b), *b) for b in order)
+
+
+def ranks_in(run: Run) -> dict[str, tuple[int, ...]]:
+    """The ranks seen in the run, per job label: those that compiled anything."""
+    jobs: dict[str, set[int]] = {}
+    for f in run.functions:
+        where = rank_of(f.rank)
+        if where is not None:
+            jobs.setdefault(where[0], set()).add(where[1])
+    return {job: tuple(sorted(ranks)) for job, ranks in sorted(jobs.items())}
+
+
+def divergence_to_dict(d: Divergence) -> dict[str, object]:
+    """One diverging function as JSON facts."""
+    return {
+        "job": d.job,
+        "name": d.function.name,
+        "file": d.function.file,
+        "line": d.function.line,
+        "unknown_ranks": list(d.unknown),
+        "groups": [
+            {"ranks": list(g.ranks), "compiles": g.compiles, "recompiles": g.recompiles, "causes": list(g.causes), "limit_hit": g.limit_hit}
+            for g in d.groups
+        ],
+    }
+
+
+def divergence_dict(run: Run) -> list[dict[str, object]]:
+    """The JSON form (a run record's ``rank_divergence``): one entry per job with two ranks or more,
+    its ranks (those that compiled anything) and its diverging functions."""
+    found = rank_divergence(run)
+    return [
+        {"job": job, "ranks": list(ranks), "functions": [divergence_to_dict(d) for d in found if d.job == job]}
+        for job, ranks in ranks_in(run).items()
+        if len(ranks) > 1
+    ]

@@ -1,0 +1,78 @@
+"""Words for rank divergence (guarddiag.divergence): the section every run report has when the run
+had two ranks or more, and the gate's finding."""
+
+from __future__ import annotations
+
+from guarddiag.divergence import Divergence, RankBehaviour, rank_divergence, ranks_in
+from guarddiag.model import Run
+from guarddiag.render.words import function_label
+
+UNNAMED = "the log does not name every frame compiled there; capture it with TORCH_LOGS=dynamo,guards,recompiles or use `guarddiag run`"
+WHY = "ranks that compile different graphs can stall or mismatch in their collectives"
+
+
+def rank_list(ranks: tuple[int, ...]) -> str:
+    """``rank 1``, ``ranks 0, 2, 3``."""
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
+
+
+def _times(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def behaviour_phrase(b: RankBehaviour) -> str:
+    """``2 compiles, 1 recompile (size of tensor argument `x` at dim 0)``; ``never compiled it``."""
+    if not b.compiles:
+        return "never compiled it"
+    recompiles = f"{_times(b.recompiles, 'recompile')} ({'; '.join(b.causes)})" if b.recompiles else "no recompiles"
+    return f"{_times(b.compiles, 'compile')}, {recompiles}" + (", hit the recompile limit" if b.limit_hit else "")
+
+
+def divergence_sentence(d: Divergence) -> str:
+    """``rank 1 recompiled it 1 time (size of tensor argument `x` at dim 0); rank 0 did not``, or each
+    group's counts when the usual behaviour recompiles too."""
+    usual = d.usual
+    plain = usual.compiles and not usual.recompiles and not usual.limit_hit
+    parts = []
+    for g in d.unusual:
+        if plain and g.recompiles and g.compiles == usual.compiles + g.recompiles:
+            limit = ", hit the recompile limit" if g.limit_hit else ""
+            parts.append(f"{rank_list(g.ranks)} recompiled it {_times(g.recompiles, 'time')} ({'; '.join(g.causes)}){limit}")
+        elif not g.compiles:
+            parts.append(f"{rank_list(g.ranks)} never compiled it")
+        else:
+            parts.append(f"{rank_list(g.ranks)}: {behaviour_phrase(g)}")
+    if not d.unusual:
+        parts.append(f"{rank_list(usual.ranks)}: {behaviour_phrase(usual)}")
+    elif plain and all(g.recompiles for g in d.unusual):
+        parts.append(f"{rank_list(usual.ranks)} did not")
+    else:
+        parts.append(f"{rank_list(usual.ranks)}: {behaviour_phrase(usual)}")
+    if d.unknown:
+        parts.append(f"{rank_list(d.unknown)}: not known ({UNNAMED})")
+    return "; ".join(parts)
+
+
+def _job(job: str) -> str:
+    return f" of {job}" if job else ""
+
+
+def divergence_label(d: Divergence) -> str:
+    """The function without its process (the sentence names the ranks), with the job when records of several were read."""
+    return (f"[{d.job}] " if d.job else "") + function_label(d.function, process=False)
+
+
+def headline_lines(run: Run) -> list[str]:
+    """The section's lines for the terminal and markdown reports (no indent, no bullets): a headline,
+    then one line per diverging function; nothing for a run with fewer than two ranks."""
+    jobs = {job: ranks for job, ranks in ranks_in(run).items() if len(ranks) > 1}
+    if not jobs:
+        return []
+    found = rank_divergence(run)
+    seen = "; ".join(f"{rank_list(ranks)}{_job(job)}" for job, ranks in jobs.items())
+    if not found:
+        return [f"rank divergence: none ({seen} compiled every function alike)"]
+    count = _times(len(found), "function")
+    return [f"rank divergence: {count} compiled differently on different ranks of {seen} ({WHY})"] + [
+        f"{divergence_label(d)}: {divergence_sentence(d)}" for d in found
+    ]

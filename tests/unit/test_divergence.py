@@ -1,0 +1,136 @@
+"""Rank divergence on real torchrun logs (tests/fixtures/distributed, recorded by record_divergence.py:
+2 and 4 gloo ranks on the CPU, every rank's lines interleaved behind torch's ``[rankN]:`` prefix)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from guarddiag.config import Settings
+from guarddiag.divergence import rank_divergence, rank_of, ranks_in
+from guarddiag.errors import OK, REGRESSION
+from guarddiag.gate import evaluate
+from guarddiag.model import Run
+from guarddiag.pipeline import build_from_lines
+from guarddiag.render import render
+from guarddiag.render.gate import render_check, render_junit
+from tests.conftest import FIXTURES, in_checkout
+
+JOBS = FIXTURES / "distributed"
+TRUTH = re.compile(r"guarddiag-truth rank=(\d+) compiles=(\d+)")
+
+
+def _run(name: str) -> Run:
+    text = in_checkout((JOBS / f"{name}.log").read_text(encoding="utf-8"))
+    functions, stats = build_from_lines(text.splitlines())
+    return Run(functions=functions, parse=stats, source="parse")
+
+
+def _truth(name: str) -> dict[int, int]:
+    """torch's own compile count per rank, printed by each worker (lines of two ranks may share a line)."""
+    return {int(r): int(n) for r, n in TRUTH.findall((JOBS / f"{name}.log").read_text(encoding="utf-8"))}
+
+
+@pytest.mark.parametrize("name", ["alike4", "branch4", "shape2", "shape2.unnamed"])
+def test_counts_per_rank_equal_torchs(name: str):
+    run = _run(name)
+    counted: dict[int, int] = {}
+    for f in run.functions:
+        where = rank_of(f.rank)
+        assert where is not None, f"{f.rank!r}: every compile of a torchrun log belongs to a rank"
+        counted[where[1]] = counted.get(where[1], 0) + f.compiles
+    assert counted == _truth(name)
+
+
+def test_ranks_that_compile_alike_do_not_diverge():
+    run = _run("alike4")
+    assert ranks_in(run) == {"": (0, 1, 2, 3)}
+    assert rank_divergence(run) == ()
+    assert "rank divergence: none (ranks 0, 1, 2, 3 compiled every function alike)" in render(run, "table")
+
+
+def test_one_rank_on_another_branch_is_named_with_its_cause():
+    (d,) = rank_divergence(_run("branch4"))
+    assert (d.function.name, d.usual.ranks, d.usual.compiles, d.usual.recompiles) == ("forward", (0, 1, 3), 1, 0)
+    (odd,) = d.unusual
+    assert (odd.ranks, odd.compiles, odd.recompiles) == ((2,), 2, 1)
+    assert odd.causes == ("value of `self.scaled` on argument `self`",)
+    text = render(_run("branch4"), "table")
+    assert (
+        "  forward (distributed/diverge_worker.py:21): rank 2 recompiled it 1 time "
+        "(value of `self.scaled` on argument `self`); ranks 0, 1, 3 did not"
+    ) in text.splitlines()
+
+
+def test_a_different_batch_shape_on_one_rank():
+    (d,) = rank_divergence(_run("shape2"))
+    assert [(g.ranks, g.recompiles, g.causes) for g in d.groups] == [((0,), 0, ()), ((1,), 1, ("size of tensor argument `x` at dim 0",))]
+
+
+def test_a_rank_whose_frames_the_log_does_not_name_is_not_known_not_absent():
+    """Without TORCH_LOGS=dynamo, rank 0's one compile is an unnamed frame: whether it compiled
+    `forward` cannot be known, so it is neither "never compiled it" nor "did not recompile"."""
+    run = _run("shape2.unnamed")
+    (d,) = rank_divergence(run)
+    assert d.unknown == (0,)
+    assert [g.ranks for g in d.groups] == [(1,)]
+    text = render(run, "table")
+    assert "rank 0: not known (the log does not name every frame compiled there" in text
+    assert "never compiled" not in text and "did not" not in text
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "json", "yaml"])
+def test_every_format_has_the_section(fmt: str):
+    out = render(_run("branch4"), fmt)
+    if fmt in ("json", "yaml"):
+        data = json.loads(out) if fmt == "json" else yaml.safe_load(out)
+        (job,) = data["rank_divergence"]
+        assert job["ranks"] == [0, 1, 2, 3]
+        (f,) = job["functions"]
+        assert [g["ranks"] for g in f["groups"]] == [[0, 1, 3], [2]]
+        assert f["groups"][1]["causes"] == ["value of `self.scaled` on argument `self`"]
+    else:
+        assert "rank 2 recompiled it 1 time (value of `self.scaled` on argument `self`); ranks 0, 1, 3 did not" in out
+
+
+def test_a_single_process_run_has_no_section():
+    run = _run("branch4")
+    only = replace(run, functions=tuple(f for f in run.functions if f.rank == "rank2"))
+    assert "rank divergence" not in render(only, "table")
+    assert json.loads(render(only, "json"))["rank_divergence"] == []
+
+
+def test_rank_names():
+    assert rank_of("rank3") == ("", 3)
+    assert rank_of("nodeA/rank3") == ("nodeA", 3)
+    assert rank_of("child2") is None and rank_of("") is None
+
+
+def test_check_shows_divergence_and_fails_on_it_only_when_asked(tmp_path: Path):
+    runs = {"train.py": _run("branch4")}
+    shown = evaluate(runs, None, Settings(root=tmp_path, max_recompiles=5))
+    (finding,) = [f for f in shown.findings if f.kind == "rank_divergence"]
+    assert not finding.failing and shown.exit_code == OK
+    assert finding.function is not None and finding.function.rank == "rank2"
+    assert "not failing: --fail-on-rank-divergence makes it fail" in render_check(shown, "table")
+
+    gated = evaluate(runs, None, Settings(root=tmp_path, max_recompiles=5, fail_on_rank_divergence=True))
+    assert gated.exit_code == REGRESSION
+    text = render_check(gated, "table")
+    assert text.splitlines()[-1] == "FAILED: 1 rank divergence(s)"
+    data = json.loads(render_check(gated, "json"))
+    (f,) = [f for f in data["findings"] if f["kind"] == "rank_divergence"]
+    assert f["failing"] and f["divergence"]["groups"][1]["ranks"] == [2]
+    # JUnit: the failure sits on rank 2's test case, the rank that diverged.
+    junit = render_junit(gated)
+    assert re.search(r'<testcase [^>]*name="forward \(distributed/diverge_worker.py:21\) \[rank2\]"[^>]*>\s*<failure', junit)
+
+
+def test_alike_ranks_pass_the_gate(tmp_path: Path):
+    result = evaluate({"train.py": _run("alike4")}, None, Settings(root=tmp_path, max_recompiles=0, fail_on_rank_divergence=True))
+    assert result.exit_code == OK and not [f for f in result.findings if f.kind == "rank_divergence"]
