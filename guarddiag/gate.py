@@ -14,7 +14,7 @@ from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relat
 from guarddiag.config import Settings
 from guarddiag.divergence import Divergence, rank_divergence, rank_of
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
-from guarddiag.model import FunctionSummary, Run, compile_gap
+from guarddiag.model import FunctionSummary, Run, compile_gap, report_order
 
 FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed", "rank_divergence"})
 
@@ -142,7 +142,7 @@ def evaluate(
         script = baseline.script(path) if baseline else None
         if baseline is not None and script is None:
             findings.append(Finding("gone", path, path, None))
-        ordered = [(f, relative_file(f.file, settings.root)) for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))]
+        ordered = [(f, relative_file(f.file, settings.root)) for f in sorted(run.functions, key=report_order)]
         matches = _match(ordered, script)
         seen = {b.key for b in matches.values()}
         for i, (f, rel) in enumerate(ordered):

@@ -283,3 +283,10 @@ def compile_gap(run: Run) -> tuple[int, int] | None:
     if run.torch_compiles is None or run.torch_compiles <= seen:
         return None
     return run.torch_compiles, seen
+
+
+def report_order(f: FunctionSummary) -> tuple[int, str, str, int, tuple[str, int]]:
+    """The order reports list functions in: the most recompiles first, then by name and place, and one
+    function's processes by number (``rank2`` before ``rank10``; the main process first)."""
+    head = f.rank.rstrip("0123456789")
+    return (-f.recompiles, f.name, f.file, f.line or 0, (head, int(f.rank[len(head):] or -1)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from guarddiag.model import Run
+from guarddiag.model import Run, report_order
 from guarddiag.render.divergence import headline_lines
 from guarddiag.render.summary import (
     budget_lines,
@@ -35,7 +35,7 @@ def render(run: Run) -> str:
     rows = [
         [f"`{function_label(f)}`", compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks)]
         + (["" if f.compile_s is None else seconds(f.compile_s)] if timed else [])
-        for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))
+        for f in sorted(run.functions, key=report_order)
     ]
     headers = ["function", "compiles", "recompiles", "limit hit", "graph breaks"] + (["compile s"] if timed else [])
     out.append(tabulate(rows, headers=headers, tablefmt="github"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guarddiag.model import Run
+from guarddiag.model import Run, report_order
 from guarddiag.render.columns import simple_table
 from guarddiag.render.divergence import headline_lines
 from guarddiag.render.summary import (
@@ -25,11 +25,11 @@ def render(run: Run) -> str:
     out += [total] if total else []
     rows = [
         [function_label(f), compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""]
-        for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name))
+        for f in sorted(run.functions, key=report_order)
     ]
     if rows:
         out += ["", simple_table(rows, ["function", "compiles", "recompiles", "limit hit", "graph breaks"])]
-    for f in sorted(run.functions, key=lambda f: (-f.recompiles, f.name)):
+    for f in sorted(run.functions, key=report_order):
         if not wants_details(f):
             continue
         out += ["", f"{function_label(f)}: {f.recompiles} recompiles"]

@@ -134,3 +134,17 @@ def test_check_shows_divergence_and_fails_on_it_only_when_asked(tmp_path: Path):
 def test_alike_ranks_pass_the_gate(tmp_path: Path):
     result = evaluate({"train.py": _run("alike4")}, None, Settings(root=tmp_path, max_recompiles=0, fail_on_rank_divergence=True))
     assert result.exit_code == OK and not [f for f in result.findings if f.kind == "rank_divergence"]
+
+
+def test_a_functions_ranks_are_listed_in_rank_order():
+    rows = [line for line in render(_run("alike4"), "table").splitlines() if line.startswith("forward (")]
+    assert [row.split("[")[1].split("]")[0] for row in rows] == ["rank0", "rank1", "rank2", "rank3"]
+
+
+def test_the_setting_comes_from_pyproject_and_the_environment(tmp_path: Path):
+    from guarddiag.config import load_settings
+
+    (tmp_path / "pyproject.toml").write_text("[tool.guarddiag]\nfail_on_rank_divergence = true\n", encoding="utf-8")
+    assert load_settings(tmp_path, {}, {}).fail_on_rank_divergence is True
+    assert load_settings(tmp_path, {"GUARDDIAG_FAIL_ON_RANK_DIVERGENCE": "0"}, {}).fail_on_rank_divergence is False
+    assert load_settings(tmp_path, {}, {"fail_on_rank_divergence": False}).fail_on_rank_divergence is False
