@@ -120,6 +120,33 @@ def ranks_in(run: Run) -> dict[str, tuple[int, ...]]:
     return {job: tuple(sorted(ranks)) for job, ranks in sorted(jobs.items())}
 
 
+@dataclass(frozen=True)
+class DivergenceChange:
+    """What a configuration did to the rank divergence of the baseline run: the diverging functions
+    it removed, added and left (each as one rank's summary)."""
+
+    removed: tuple[FunctionSummary, ...]
+    added: tuple[FunctionSummary, ...]
+    left: tuple[FunctionSummary, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.removed or self.added or self.left)
+
+
+def divergence_change(baseline: Run, variant: Run) -> DivergenceChange:
+    """The rank divergence of ``variant`` against ``baseline``'s, function by function (job, name, file, line)."""
+
+    def keyed(run: Run) -> dict[tuple[str, str, str, int | None], FunctionSummary]:
+        return {(d.job, d.function.name, d.function.file, d.function.line): d.function for d in rank_divergence(run)}
+
+    before, after = keyed(baseline), keyed(variant)
+    return DivergenceChange(
+        tuple(f for k, f in before.items() if k not in after),
+        tuple(f for k, f in after.items() if k not in before),
+        tuple(f for k, f in after.items() if k in before),
+    )
+
+
 def divergence_to_dict(d: Divergence) -> dict[str, object]:
     """One diverging function as JSON facts."""
     return {

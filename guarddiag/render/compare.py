@@ -6,7 +6,8 @@ JSON/YAML schema versions (``schema`` key):
   per configuration: label, python, flags, config, status/recompiles/records per repeat, unstable),
   and ``diffs[]`` as in guarddiag.diff/1. Later keys in ``runs[]``: ``folders`` (each repeat's run
   folder), ``stdout_change`` (null, or where the configuration's output first differs from the
-  baseline run's: ``line``, ``baseline``, ``variant``).
+  baseline run's: ``line``, ``baseline``, ``variant``), ``rank_divergence`` (the functions the
+  ranks of a distributed job compiled differently in that configuration: ``name``, ``file``, ``line``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 from guarddiag.compare import CompareReport, NoOp, OutputChange, Unstable, VariantResult
+from guarddiag.divergence import DivergenceChange, divergence_change, rank_divergence
+from guarddiag.model import FunctionSummary
 from guarddiag.render.diff import diffs_to_dict, markdown_sections, render_diffs
 from guarddiag.render.formats import render_as
 from guarddiag.render.words import function_label, script_outcome
@@ -50,11 +53,16 @@ def compare_to_dict(report: CompareReport) -> dict[str, object]:
                 "unstable": [unstable_sentence(u) for u in r.unstable],
                 "folders": list(r.folders),
                 "stdout_change": None if r.stdout_change is None else asdict(r.stdout_change),
+                "rank_divergence": [_place(d.function) for d in rank_divergence(r.run)],
             }
             for r in report.results
         ],
         "diffs": diffs_to_dict(report.diffs)["diffs"],
     }
+
+
+def _place(f: FunctionSummary) -> dict[str, object]:
+    return {"name": f.name, "file": f.file, "line": f.line}
 
 
 def no_op_sentence(n: NoOp) -> str:
@@ -82,13 +90,25 @@ def _rows(report: CompareReport) -> list[list[object]]:
     ]
 
 
-def _result_notes(r: VariantResult) -> list[str]:
+def _result_notes(r: VariantResult, baseline: VariantResult) -> list[str]:
     """What to keep in mind about one configuration's counts: noise between repeats, a run that stopped,
-    output that differs from the baseline's."""
+    output that differs from the baseline's, what it did to the ranks' divergence."""
     notes = [f"{r.variant.label}: {unstable_sentence(u)}; not attributed to a flag" for u in r.unstable]
     outcomes = dict.fromkeys(script_outcome(run) for run in r.runs if run.status != "ok")
     notes += [f"{r.variant.label}: {o}; its counts cover what ran before that" for o in outcomes]
-    return notes + ([f"{r.variant.label}: {stdout_sentence(r.stdout_change)}"] if r.stdout_change else [])
+    notes += [f"{r.variant.label}: {stdout_sentence(r.stdout_change)}"] if r.stdout_change else []
+    change = divergence_change(baseline.run, r.run) if r is not baseline else None
+    return notes + ([f"{r.variant.label}: {divergence_change_sentence(change)}"] if change else [])
+
+
+def divergence_change_sentence(change: DivergenceChange) -> str:
+    """``rank divergence: removes it from forward (model.py:30); leaves it in step (model.py:50)``."""
+    parts = [
+        f"{verb} {', '.join(function_label(f, process=False) for f in functions)}"
+        for verb, functions in (("removes it from", change.removed), ("adds it to", change.added), ("leaves it in", change.left))
+        if functions
+    ]
+    return "rank divergence (ranks that compile a function differently): " + "; ".join(parts)
 
 
 def stdout_sentence(change: OutputChange) -> str:
@@ -116,7 +136,7 @@ def _table(report: CompareReport) -> str:
     out += [f"note: {no_op_sentence(n)}" for n in report.plan.no_ops]
     if report.results:
         out += ["", tabulate(_rows(report), headers=_HEADERS)]
-        out += [f"note: {note}" for r in report.results for note in _result_notes(r)]
+        out += [f"note: {note}" for r in report.results for note in _result_notes(r, report.results[0])]
         out += ["", "run folders:", *(f"  {line}" for line in folder_lines(report))]
         out += ["", render_diffs(report.diffs, "table")]
     return "\n".join(out)
@@ -124,7 +144,8 @@ def _table(report: CompareReport) -> str:
 
 def _markdown(report: CompareReport) -> str:
     out = ["## guarddiag compare", "", f"torch {report.torch_version}"]
-    notes = [no_op_sentence(n) for n in report.plan.no_ops] + [note for r in report.results for note in _result_notes(r)]
+    notes = [no_op_sentence(n) for n in report.plan.no_ops]
+    notes += [note for r in report.results for note in _result_notes(r, report.results[0])]
     out += ["", *(f"- note: {n}" for n in notes)] if notes else []
     if report.results:
         out += ["", tabulate(_rows(report), headers=_HEADERS, tablefmt="github")]

@@ -148,3 +148,22 @@ def test_the_setting_comes_from_pyproject_and_the_environment(tmp_path: Path):
     assert load_settings(tmp_path, {}, {}).fail_on_rank_divergence is True
     assert load_settings(tmp_path, {"GUARDDIAG_FAIL_ON_RANK_DIVERGENCE": "0"}, {}).fail_on_rank_divergence is False
     assert load_settings(tmp_path, {}, {"fail_on_rank_divergence": False}).fail_on_rank_divergence is False
+
+
+def test_compare_says_what_a_configuration_did_to_the_divergence():
+    """Two real jobs standing in for a baseline run and a flipped one: rank 2's branch recompile in
+    the baseline, none in the other configuration."""
+    from guarddiag.compare import ComparePlan, Variant, VariantResult, build_report
+    from guarddiag.flags import Catalog
+    from guarddiag.render.compare import render_compare
+
+    base, flipped = Variant("baseline", "python"), Variant("some_flag=true", "python", (("some_flag", "true"),))
+    results = [VariantResult(base, (_run("branch4"),)), VariantResult(flipped, (_run("alike4"),))]
+    report = build_report(ComparePlan(base, (flipped,)), results, Catalog("2.13.0", {}))
+    text = render_compare(report, "table")
+    expected = "note: some_flag=true: rank divergence (ranks that compile a function differently): removes it from forward (distributed/diverge_worker.py:21)"
+    assert expected in text.splitlines()
+    data = json.loads(render_compare(report, "json"))
+    assert [len(r["rank_divergence"]) for r in data["runs"]] == [1, 0]
+    back = build_report(ComparePlan(flipped, (base,)), results[::-1], Catalog("2.13.0", {}))
+    assert "adds it to forward (distributed/diverge_worker.py:21)" in render_compare(back, "markdown")
