@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from guarddiag.divergence import rank_of
 from guarddiag.guardexpr import readable_source
 from guarddiag.limits import limit_budget
 from guarddiag.model import FunctionSummary, LateHook, Run
@@ -47,8 +48,12 @@ def headline(run: Run) -> str:
             f"{run.limit_hits} recompile-limit hits in {len(run.functions)} functions); counts cover only what was pasted"
         )
     torch = f"torch {run.torch_version}" if run.torch_version else "torch version unknown"
+    processes = sorted({f.rank for f in run.functions})
+    ranks = [p for p in processes if rank_of(p) is not None]
+    where = f" in {len(processes)} processes" if len(processes) > 1 else ""
+    where += f" ({len(ranks)} ranks)" if len(ranks) > 1 else ""
     return (
-        f"{len(run.functions)} compiled functions, {run.compiles} compiles, {run.recompiles} recompiles, "
+        f"{len(run.functions)} compiled functions{where}, {run.compiles} compiles, {run.recompiles} recompiles, "
         f"{run.limit_hits} recompile-limit hits, {run.graph_breaks} graph breaks ({torch})"
     )
 

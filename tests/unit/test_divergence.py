@@ -51,7 +51,9 @@ def test_ranks_that_compile_alike_do_not_diverge():
     run = _run("alike4")
     assert ranks_in(run) == {"": (0, 1, 2, 3)}
     assert rank_divergence(run) == ()
-    assert "rank divergence: none (ranks 0, 1, 2, 3 compiled every function alike)" in render(run, "table")
+    text = render(run, "table")
+    assert "rank divergence: none (ranks 0, 1, 2, 3 compiled every function alike)" in text
+    assert text.startswith("4 compiled functions in 4 processes (4 ranks), 4 compiles, 0 recompiles")
 
 
 def test_one_rank_on_another_branch_is_named_with_its_cause():
