@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from guarddiag.guardexpr import as_source, named_source, normalize_guard, readable_source, sized_source
+from guarddiag.guardexpr import as_source, named_source, normalize_guard, readable_source, sized_source, tensor_change, tensor_fields
 from guarddiag.guardkinds import Category, GuardKind, ambient_state, failure_kind, kind
 from guarddiag.ids import CACHE_ENTRY
 from guarddiag.logparse.guards import location_of
@@ -138,14 +138,20 @@ def _aliasing(row: GuardKind, src: str, other: str, roles: Mapping[str, str] | N
     return row.category, as_source(names[0]), row.about.format(who=who)
 
 
-def cause_from_changed_guard(before: Guard, after: Guard, roles: Mapping[str, str] | None = None) -> Cause:
-    """Infer a cause from a guard whose expression differs between two compiles of one frame."""
+def cause_from_changed_guard(before: Guard, after: Guard, roles: Mapping[str, str] | None = None, what: str = "") -> Cause:
+    """Infer a cause from a guard whose expression differs between two compiles of one frame; ``what``
+    changed in it when the caller knows (``size at dim 0``: the two expressions are then one)."""
     row = kind(after.kind)
     if row.category is Category.GLOBAL_STATE:
         about = _global_state_change(before.expr, after.expr) or ambient_state(after.expr) or "global torch state"
     else:
-        # A listing names the property nowhere: "metadata of tensor `x`".
-        about = row.about.format(who=subject(after.source, roles), what="metadata")
+        # A tensor's changed fields when the two checks tell them: "size of tensor `x` at dim 0", as
+        # torch's own failure text reads; else "metadata of tensor `x`".
+        what = what or tensor_change(tensor_fields(before.expr), tensor_fields(after.expr)) or "metadata"
+        at = ""
+        if what.startswith("size at dim ") and "," not in what:
+            what, at = "size", f" at dim {what.rpartition(' ')[2]}"
+        about = row.about.format(who=subject(after.source, roles), what=what) + at
     return Cause(
         category=row.category,
         source=after.source,

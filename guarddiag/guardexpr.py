@@ -96,3 +96,47 @@ def sized_source(expr: str) -> str:
     """The object whose size a shape relation reads, in either spelling: ``L['x']``, or ``x`` (torch >= 2.6)."""
     m = _BARE_SIZED.search(expr)
     return named_source(expr) or (m.group(1) if m else "")
+
+
+# A tensor check's fields (torch 2.1+): ``check_tensor(L['x'], Tensor, DispatchKeySet(CPU, ...), torch.float32,
+# device=None, requires_grad=False, size=[4, 8], stride=[8, 1])``.
+_TENSOR_FIELDS = re.compile(
+    r"DispatchKeySet\((?P<keys>[^)]*)\), (?P<dtype>[\w.]+), device=(?P<device>[^,]*), "
+    r"requires_grad=(?P<requires_grad>\w+), size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]"
+)
+# The words for a changed field, in the order they are named.
+TENSOR_PROPERTIES = {"dtype": "dtype", "device": "device", "requires_grad": "requires_grad", "keys": "dispatch keys", "stride": "stride"}
+
+
+def tensor_fields(expr: str) -> dict[str, str] | None:
+    """The metadata a tensor check pins, one entry per field and per size dim (``size0``, ``size1``...);
+    None when the expression is not a tensor check this reader knows."""
+    m = _TENSOR_FIELDS.search(expr)
+    if m is None:
+        return None
+    fields = {k: m[k] for k in TENSOR_PROPERTIES}
+    sizes = [s.strip() for s in m["size"].split(",")] if m["size"].strip() else []
+    fields["ndim"] = str(len(sizes))
+    fields.update({f"size{i}": s for i, s in enumerate(sizes)})
+    return fields
+
+
+def tensor_field_names(count: int) -> list[str]:
+    """The names of :func:`tensor_fields`' entries for a check with ``count`` of them."""
+    head = [*TENSOR_PROPERTIES, "ndim"]
+    return head + [f"size{i}" for i in range(count - len(head))]
+
+
+def tensor_change(before: dict[str, str] | None, after: dict[str, str] | None) -> str:
+    """What differs between two tensor checks' fields, in words: ``size at dim 0``, ``requires_grad``,
+    ``dtype, size at dims 0, 1``; ``""`` when it cannot be told."""
+    if before is None or after is None:
+        return ""
+    named = [words for key, words in TENSOR_PROPERTIES.items() if before.get(key) != after.get(key)]
+    if before.get("ndim") != after.get("ndim"):
+        named.append("number of dims")
+    else:
+        dims = [k[4:] for k in after if k.startswith("size") and before.get(k) != after[k]]
+        if dims:
+            named.append(f"size at dim{'s' if len(dims) > 1 else ''} {', '.join(dims)}")
+    return ", ".join(named)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 
 from guarddiag.causes import cause_from_changed_guard
-from guarddiag.guardexpr import as_source, first_source
+from guarddiag.guardexpr import as_source, first_source, tensor_change, tensor_field_names, tensor_fields
 from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ids import CompileId
 from guarddiag.logparse.events import GuardListing
@@ -48,10 +48,36 @@ def _pinned_exprs(listing: GuardListing) -> Iterator[tuple[str, str]]:
 
 # A compile's pinned values hashed: (hash of what is checked, hash of the value, kind, expression).
 HashedPins = list[tuple[int, int, str, str]]
+# A tensor check's value is hashed field by field (guardexpr.tensor_fields), 16 bits a field packed in one
+# int above a 16-bit field count (0: not read field by field), so that a recompile can say which field
+# changed: a model's thousands of parameter checks stay one small int each.
+_FIELD_BITS = 16
+_FIELD_MASK = (1 << _FIELD_BITS) - 1
 
 
 def hashed_pins(listing: GuardListing) -> HashedPins:
-    return [(hash(_what(kind, expr)), hash(expr), kind, expr) for kind, expr in _pinned_exprs(listing)]
+    return [(hash(_what(kind, expr)), _value(kind, expr), kind, expr) for kind, expr in _pinned_exprs(listing)]
+
+
+def _value(kind: str, expr: str) -> int:
+    if kind != "TENSOR_MATCH":
+        return hash(expr)
+    fields = tensor_fields(expr)
+    if fields is None:
+        return (hash(expr) & ((1 << 64) - 1)) << _FIELD_BITS
+    value = len(fields)
+    for i, field in enumerate(fields.values(), 1):
+        value |= (hash(field) & _FIELD_MASK) << (_FIELD_BITS * i)
+    return value
+
+
+def _fields(value: int) -> dict[str, str] | None:
+    """A tensor check's value hashed field by field, with the names of its fields again."""
+    count = value & _FIELD_MASK
+    if not count:
+        return None
+    names = tensor_field_names(count)
+    return {name: str((value >> (_FIELD_BITS * i)) & _FIELD_MASK) for i, name in enumerate(names, 1)}
 
 
 _PIN_FAMILY = {k: "value" for k in ("EQUALS_MATCH", "CONSTANT_MATCH", "TRUE_MATCH", "FALSE_MATCH", "NONE_MATCH")}
@@ -92,12 +118,17 @@ def hashed(pins: HashedPins) -> dict[int, int]:
     return {what: value for what, value, _, _ in pins}
 
 
-def changed(entry: dict[int, int], now: HashedPins) -> tuple[int, tuple[Guard, ...]]:
+def changed(entry: dict[int, int], now: HashedPins) -> tuple[int, tuple[tuple[Guard, str], ...]]:
     """How many values an entry pinned that the new compile pinned otherwise, and the first of them
-    (outermost objects first), as the new compile's guards."""
-    found = [(kind, expr) for what, value, kind, expr in now if (was := entry.get(what)) is not None and was != value]
+    (outermost objects first), as the new compile's guards, each with what changed in it where the
+    value was hashed field by field (a tensor's ``size at dim 0``), else ``""``."""
+    found = [(kind, expr, was, value) for what, value, kind, expr in now if (was := entry.get(what)) is not None and was != value]
     found.sort(key=lambda pin: (len(first_source(pin[1])), pin[1]))
-    return len(found), tuple(_guard(pin) for pin in found[: MAX_INFERRED_CAUSES + 1])
+    first = found[: MAX_INFERRED_CAUSES + 1]
+    return len(found), tuple(
+        (_guard((kind, expr)), tensor_change(_fields(was), _fields(value)) if kind == "TENSOR_MATCH" else "")
+        for kind, expr, was, value in first
+    )
 
 
 def diff_listings(before: Pins, after: Pins) -> tuple[tuple[Guard, Guard], ...]:
@@ -113,7 +144,9 @@ def diff_listings(before: Pins, after: Pins) -> tuple[tuple[Guard, Guard], ...]:
     return tuple(kept[:MAX_INFERRED_CAUSES])
 
 
-def decisive(event: RecompileEvent, changed: Mapping[int, tuple[int, tuple[Guard, ...]]], roles: Mapping[str, str]) -> RecompileEvent:
+def decisive(
+    event: RecompileEvent, changed: Mapping[int, tuple[int, tuple[tuple[Guard, str], ...]]], roles: Mapping[str, str]
+) -> RecompileEvent:
     """The cause against the entry that would otherwise have matched first (fewest pinned values changed
     against it; torch's order, newest first, among equals), and what else changed against that entry."""
     if not changed:
@@ -128,7 +161,7 @@ def decisive(event: RecompileEvent, changed: Mapping[int, tuple[int, tuple[Guard
     guards = changed[cid.number][1] if cid is not None and cid.number in changed else ()
     also = tuple(
         c
-        for c in (cause_from_changed_guard(g, g, roles) for g in guards)
+        for c in (cause_from_changed_guard(g, g, roles, what) for g, what in guards)
         if not _same_object(c, causes[0])
     )[:MAX_INFERRED_CAUSES]
     return RecompileEvent(event.compile_id, event.logged, causes, also)

@@ -64,3 +64,38 @@ def test_each_dim_is_its_own_cause_and_the_dynamic_dims_are_listed():
     assert run_from_dict(run_to_dict(run)).functions[0].dynamic_dims == f.dynamic_dims
     # A function that never recompiled keeps no listing to read dims from: none are claimed.
     assert all(g.dynamic_dims == () for g in parse_log(str(LOGS / "torch-2.13.0" / "no_recompile.log")).functions)
+
+
+def test_what_changed_in_a_tensor_is_named_not_metadata():
+    """tensor_fields.py (a denoising loop): the sample fed back requires grad from the second step on,
+    and model.double() changes the parameters' dtype; torch names one cause, the rest is read from the
+    listings field by field."""
+    from guarddiag.pipeline import build_from_lines
+    from tests.conftest import in_checkout
+
+    text = in_checkout((LOGS / "torch-2.13.0" / "tensor_fields.log").read_text(encoding="utf-8"))
+    (f,) = build_from_lines(text.splitlines())[0]
+    first, _, third = f.recompile_events
+    assert first.causes[0].subject == "value of argument `t`"
+    assert [c.subject for c in first.also] == ["requires_grad of tensor argument `x`"]
+    assert third.causes[0].subject == "dtype of tensor argument `x`"
+    assert sorted(c.subject for c in third.also) == [
+        "dtype of tensor `self.net.bias` on argument `self`",
+        "dtype of tensor `self.net.weight` on argument `self`",
+    ]
+
+
+def test_tensor_fields_name_each_change():
+    from guarddiag.guardexpr import tensor_change, tensor_fields
+
+    def check(size: str, dtype: str = "torch.float32", grad: str = "False") -> str:
+        return (
+            f"check_tensor(L['x'], Tensor, DispatchKeySet(CPU, BackendSelect, ADInplaceOrView, AutogradCPU), {dtype}, "
+            f"device=None, requires_grad={grad}, size=[{size}], stride=[8, 1])"
+        )
+
+    assert tensor_change(tensor_fields(check("4, 8")), tensor_fields(check("5, 8"))) == "size at dim 0"
+    assert tensor_change(tensor_fields(check("4, 8")), tensor_fields(check("5, 9"))) == "size at dims 0, 1"
+    assert tensor_change(tensor_fields(check("4, 8")), tensor_fields(check("4, 8, 1"))) == "number of dims"
+    assert tensor_change(tensor_fields(check("4, 8")), tensor_fields(check("4, 8", "torch.float64", "True"))) == "dtype, requires_grad"
+    assert tensor_change(tensor_fields(check("4, 8")), tensor_fields("L['x'] == 3")) == ""
