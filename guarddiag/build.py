@@ -35,7 +35,7 @@ from guarddiag.model import (
     LimitHit,
     RecompileEvent,
 )
-from guarddiag.pins import changed, decisive, diff_listings, dynamic_dims, hashed, hashed_pins, pinned
+from guarddiag.pins import changed, decisive, diff_listings, dynamic_dims, dynamic_scalars, hashed, hashed_pins, pinned
 from guarddiag.sourceinfo import local_roles
 from guarddiag.timing import with_compile_times
 from guarddiag.wrapped import library_frame, wrapped_callable
@@ -163,6 +163,7 @@ class RunBuilder:
                 frame.pins[last[0]] = hashed(first)
                 frame.dynamic.update(dict.fromkeys(dynamic_dims(first)))
             frame.dynamic.update(dict.fromkeys(dynamic_dims(pins)))
+            frame.dynamic.update(dict.fromkeys(dynamic_scalars(pins, frame.pins.values())))
             if cid.number not in frame.announced and last is not None and last[0] == cid.number - 1:
                 frame.inferred[cid.number] = diff_listings(pinned(last[1]), pinned(event))
             failures = frame.announced.get(cid.number, ())

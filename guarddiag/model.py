@@ -122,8 +122,10 @@ class CompiledFor:
 
 @dataclass(frozen=True)
 class DynamicDims:
-    """A tensor the last compile of a function treats as dynamic in these dims (automatic dynamic after a
-    size changed, or mark_dynamic): a new size there reuses that entry (sizes 0 and 1 excepted)."""
+    """A tensor some compile of a function treats as dynamic in these dims (automatic dynamic after a
+    size changed, or mark_dynamic): a new size there reuses that entry (sizes 0 and 1 excepted). No
+    dims: a number (int or float) whose value an earlier compile pinned and a later one only checks
+    by type (automatic dynamic made it symbolic): a new value reuses that entry."""
 
     source: str
     dims: tuple[int, ...]

@@ -12,7 +12,7 @@ recompiling frame pins thousands of values per compile.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from guarddiag.causes import cause_from_changed_guard
 from guarddiag.guardexpr import as_source, first_source, tensor_change, tensor_field_names, tensor_fields
@@ -36,14 +36,28 @@ def pinned(listing: GuardListing) -> Pins:
 
 def _pinned_exprs(listing: GuardListing) -> Iterator[tuple[str, str]]:
     """(kind, expression) of each pinning guard, read off the raw lines without building guards (every
-    compile of a recompiling frame is read so: one pass of string cuts)."""
+    compile of a recompiling frame is read so: one pass of string cuts). A symbolic number specialized
+    to one value (``LAMBDA_GUARD: L['n'] == 3``, torch's shape environment after automatic dynamic) pins
+    it as an ``EQUALS_MATCH`` would."""
     for g in listing.guards:
         if g.kind in PINNING_KINDS:
             yield g.kind, g.expr
+        elif g.kind == SPECIALIZED and _SPECIALIZED.match(g.expr):
+            yield "EQUALS_MATCH", g.expr
     for kind, rest in listing.raw:
         if kind in PINNING_KINDS:
             cut = rest.find("  # ")
             yield kind, (rest[:cut] if cut >= 0 else rest).strip()
+        elif kind == SPECIALIZED:
+            cut = rest.find("  # ")
+            expr = (rest[:cut] if cut >= 0 else rest).strip()
+            if _SPECIALIZED.match(expr):
+                yield "EQUALS_MATCH", expr
+
+
+# The guard kind a shape environment's guards are listed as, and one that specializes a number.
+SPECIALIZED = "LAMBDA_GUARD"
+_SPECIALIZED = re.compile(r"^[LG]\[[^\]]+\](?:\.\w+|\[[^\]]+\])* == -?[\d.]+(?:e[+-]?\d+)?$")
 
 
 # A compile's pinned values hashed: (hash of what is checked, hash of the value, kind, expression).
@@ -172,6 +186,26 @@ def _same_object(a: Cause, b: Cause) -> bool:
     if a.category == b.category == "global_state":
         return True
     return bool(a.source) and as_source(a.source) == as_source(b.source)
+
+
+_NUMBER_TYPE = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\), type=<class '(?:int|float)'>$")
+
+
+def dynamic_scalars(pins: HashedPins, earlier: Iterable[Mapping[int, int]]) -> tuple[DynamicDims, ...]:
+    """The numbers (int or float) a compile checks by type only, whose value an earlier compile of the
+    frame pinned: automatic dynamic made them symbolic, and a new value reuses the entry. Each as a
+    :class:`DynamicDims` without dims."""
+    pinned_before = set().union(*(entry.keys() for entry in earlier))
+    now = {what for what, _, _, _ in pins}
+    found = []
+    for _, _, kind, expr in pins:
+        m = _NUMBER_TYPE.match(expr) if kind == "TYPE_MATCH" else None
+        if m is None:
+            continue
+        value = hash(("value", m["src"]))
+        if value in pinned_before and value not in now:
+            found.append(DynamicDims(m["src"], ()))
+    return tuple(found)
 
 
 _TENSOR_SIZE = re.compile(r"^check_tensor\((?P<src>.+?), \w+, .*?size=\[(?P<size>[^\]]*)\]")

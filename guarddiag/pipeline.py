@@ -22,15 +22,18 @@ from typing import TextIO
 
 from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
-
-# The guard kinds counting needs (the others are skipped unread); the lead points this at the guard-kind table.
-from guarddiag.guardkinds import PINNING_KINDS as COUNTED_GUARDS
+from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ledger import CompileRecord
 from guarddiag.logparse.events import Event
 from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import WINDOW, PasteReader, framed_part, mangled_line
 from guarddiag.model import FunctionSummary, ParseStats, Run
+from guarddiag.pins import SPECIALIZED
 from guarddiag.sourceinfo import local_roles
+
+# The guard kinds counting needs (the others are skipped unread): the pinning kinds of the guard-kind
+# table, and the shape environment's, whose `L['n'] == 3` pins a number automatic dynamic made symbolic.
+COUNTED_GUARDS = PINNING_KINDS | {SPECIALIZED}
 
 Parsed = tuple[tuple[FunctionSummary, ...], ParseStats]
 

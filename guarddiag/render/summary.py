@@ -183,15 +183,20 @@ def budget_lines(run: Run, f: FunctionSummary) -> list[str]:
 
 
 def dynamic_dims_sentence(f: FunctionSummary) -> str:
-    """``dynamic after the run: `x` dim 0, `idx` dim 1 ...``: the recompiles on those sizes are over."""
-    shown = ", ".join(
-        f"`{readable_source(d.source)}` dim{'s' if len(d.dims) > 1 else ''} {', '.join(map(str, d.dims))}" for d in f.dynamic_dims[:6]
-    )
+    """``dynamic after the run: `x` dim 0, `t` (its value) ...``: the recompiles on those sizes and values are over."""
+    shown = ", ".join(f"`{readable_source(d.source)}` {_dynamic_part(d.dims)}" for d in f.dynamic_dims[:6])
     more = f" and {len(f.dynamic_dims) - 6} more" if len(f.dynamic_dims) > 6 else ""
+    kinds = {"sizes" if d.dims else "values" for d in f.dynamic_dims}
+    specialized = "; sizes 0 and 1 are still specialized" if "sizes" in kinds else ""
     return (
-        f"dynamic after the run: {shown}{more} (a compile in the cache is dynamic there: other sizes reuse it, "
-        "so no more recompiles are expected on them; sizes 0 and 1 are still specialized)"
+        f"dynamic after the run: {shown}{more} (a compile in the cache is dynamic there: other {' and '.join(sorted(kinds))} "
+        f"reuse it, so no more recompiles are expected on them{specialized})"
     )
+
+
+def _dynamic_part(dims: tuple[int, ...]) -> str:
+    """``dim 0``, ``dims 0, 1``; ``(its value)`` for a number."""
+    return f"dim{'s' if len(dims) > 1 else ''} {', '.join(map(str, dims))}" if dims else "(its value)"
 
 
 def wants_details(f: FunctionSummary) -> bool:

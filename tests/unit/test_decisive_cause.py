@@ -99,3 +99,25 @@ def test_tensor_fields_name_each_change():
     assert tensor_change(tensor_fields(check("4, 8")), tensor_fields(check("4, 8, 1"))) == "number of dims"
     assert tensor_change(tensor_fields(check("4, 8")), tensor_fields(check("4, 8", "torch.float64", "True"))) == "dtype, requires_grad"
     assert tensor_change(tensor_fields(check("4, 8")), tensor_fields("L['x'] == 3")) == ""
+
+
+def test_a_number_made_dynamic_is_listed_one_specialized_is_not():
+    """float_hyperparameter: the learning rate changes each step; torch 2.13 pins it once, then checks
+    only its type (a symbolic float). module_int_attribute: an int attribute of a module stays pinned,
+    every new value recompiles, nothing is dynamic."""
+    from guarddiag.model import DynamicDims
+    from guarddiag.render.summary import dynamic_dims_sentence
+
+    (f,) = parse_log(str(LOGS / "torch-2.13.0" / "float_hyperparameter.log")).functions
+    assert f.dynamic_dims == (DynamicDims("L['lr']", ()),)
+    assert dynamic_dims_sentence(f).startswith("dynamic after the run: `lr` (its value) (a compile in the cache is dynamic there: other values")
+    (g,) = parse_log(str(LOGS / "torch-2.13.0" / "module_int_attribute.log")).functions
+    assert g.recompiles == 5 and g.dynamic_dims == ()
+
+
+def test_a_number_the_shape_environment_specializes_again_is_not_dynamic():
+    """recompile_limit: `horizon` drives range(); after automatic dynamic torch checks its type and
+    pins its value through the shape environment (LAMBDA_GUARD: L['horizon'] == 3): every new horizon
+    still recompiles, so it is not listed as dynamic."""
+    (f,) = parse_log(str(LOGS / "torch-2.13.0" / "recompile_limit.log")).functions
+    assert f.recompiles == 7 and f.dynamic_dims == ()
