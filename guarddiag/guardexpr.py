@@ -133,10 +133,12 @@ def tensor_change(before: dict[str, str] | None, after: dict[str, str] | None) -
     if before is None or after is None:
         return ""
     named = [words for key, words in TENSOR_PROPERTIES.items() if before.get(key) != after.get(key)]
+    dims = [k[4:] for k in after if k.startswith("size") and before.get(k) != after[k]]
     if before.get("ndim") != after.get("ndim"):
-        named.append("number of dims")
+        size = "number of dims"
     else:
-        dims = [k[4:] for k in after if k.startswith("size") and before.get(k) != after[k]]
-        if dims:
-            named.append(f"size at dim{'s' if len(dims) > 1 else ''} {', '.join(dims)}")
+        size = f"size at dim{'s' if len(dims) > 1 else ''} {', '.join(dims)}" if dims else ""
+    if size:
+        # Another size has other strides: the size says it.
+        named = [n for n in named if n != "stride"] + [size]
     return ", ".join(named)

@@ -121,3 +121,13 @@ def test_a_number_the_shape_environment_specializes_again_is_not_dynamic():
     still recompiles, so it is not listed as dynamic."""
     (f,) = parse_log(str(LOGS / "torch-2.13.0" / "recompile_limit.log")).functions
     assert f.recompiles == 7 and f.dynamic_dims == ()
+
+
+def test_a_size_change_is_not_also_called_a_stride_change():
+    from guarddiag.guardexpr import tensor_change, tensor_fields
+
+    def check(size: str, stride: str) -> str:
+        return f"check_tensor(L['k'], Tensor, DispatchKeySet(CPU), torch.float32, device=None, requires_grad=False, size=[{size}], stride=[{stride}])"
+
+    assert tensor_change(tensor_fields(check("1, 2, 5, 8", "80, 40, 8, 1")), tensor_fields(check("1, 2, 6, 8", "96, 48, 8, 1"))) == "size at dim 2"
+    assert tensor_change(tensor_fields(check("4, 8", "8, 1")), tensor_fields(check("4, 8", "1, 4"))) == "stride"
