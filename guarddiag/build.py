@@ -35,7 +35,7 @@ from guarddiag.model import (
     LimitHit,
     RecompileEvent,
 )
-from guarddiag.pins import changed, decisive, diff_listings, dynamic_dims, dynamic_scalars, hashed, hashed_pins, pinned
+from guarddiag.pins import Entry, changed, decisive, diff_listings, dynamic_dims, dynamic_scalars, hashed, hashed_pins, pinned
 from guarddiag.sourceinfo import local_roles
 from guarddiag.timing import with_compile_times
 from guarddiag.wrapped import library_frame, wrapped_callable
@@ -65,7 +65,7 @@ class _Frame:
     last_listing: tuple[int, GuardListing] | None = None
     # Each compile's pinned values, hashed (compile number -> hash of what -> hash of value), kept once
     # the frame recompiles; and per announced recompile, what changed against each entry torch printed.
-    pins: dict[int, dict[int, int]] = field(default_factory=dict)
+    pins: dict[int, Entry] = field(default_factory=dict)
     changed: dict[int, dict[int, tuple[int, tuple[Guard, ...]]]] = field(default_factory=dict)
     # A wrapper frame (torch's ``inner``): what each compile was for (guarddiag/wrapped.py).
     compiled_for: dict[int, CompiledFor] = field(default_factory=dict)

@@ -99,11 +99,10 @@ def sized_source(expr: str) -> str:
 
 
 # A tensor check's fields (torch 2.1+): ``check_tensor(L['x'], Tensor, DispatchKeySet(CPU, ...), torch.float32,
-# device=None, requires_grad=False, size=[4, 8], stride=[8, 1])``.
-_TENSOR_FIELDS = re.compile(
-    r"DispatchKeySet\((?P<keys>[^)]*)\), (?P<dtype>[\w.]+), device=(?P<device>[^,]*), "
-    r"requires_grad=(?P<requires_grad>\w+), size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]"
-)
+# device=None, requires_grad=False, size=[4, 8], stride=[8, 1])``, cut by these separators in this order
+# (string cuts, not a regex: a big model's recompiling frame has thousands of tensor checks per compile).
+_KEYS = "DispatchKeySet("
+_TENSOR_CUTS = ("), ", ", device=", ", requires_grad=", ", size=[", "], stride=[")
 # The words for a changed field, in the order they are named.
 TENSOR_PROPERTIES = {"dtype": "dtype", "device": "device", "requires_grad": "requires_grad", "keys": "dispatch keys", "stride": "stride"}
 
@@ -111,20 +110,21 @@ TENSOR_PROPERTIES = {"dtype": "dtype", "device": "device", "requires_grad": "req
 def tensor_fields(expr: str) -> dict[str, str] | None:
     """The metadata a tensor check pins, one entry per field and per size dim (``size0``, ``size1``...);
     None when the expression is not a tensor check this reader knows."""
-    m = _TENSOR_FIELDS.search(expr)
-    if m is None:
+    start = expr.find(_KEYS)
+    if start < 0:
         return None
-    fields = {k: m[k] for k in TENSOR_PROPERTIES}
-    sizes = [s.strip() for s in m["size"].split(",")] if m["size"].strip() else []
+    rest, values = expr[start + len(_KEYS) :], []
+    for cut in _TENSOR_CUTS:
+        value, found, rest = rest.partition(cut)
+        if not found:
+            return None
+        values.append(value)
+    keys, dtype, device, requires_grad, size = values
+    fields = {"dtype": dtype, "device": device, "requires_grad": requires_grad, "keys": keys, "stride": rest.rstrip(")]")}
+    sizes = [s.strip() for s in size.split(",")] if size.strip() else []
     fields["ndim"] = str(len(sizes))
     fields.update({f"size{i}": s for i, s in enumerate(sizes)})
     return fields
-
-
-def tensor_field_names(count: int) -> list[str]:
-    """The names of :func:`tensor_fields`' entries for a check with ``count`` of them."""
-    head = [*TENSOR_PROPERTIES, "ndim"]
-    return head + [f"size{i}" for i in range(count - len(head))]
 
 
 def tensor_change(before: dict[str, str] | None, after: dict[str, str] | None) -> str:

@@ -12,10 +12,12 @@ recompiling frame pins thousands of values per compile.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
+from typing import NamedTuple
 
 from guarddiag.causes import cause_from_changed_guard
-from guarddiag.guardexpr import as_source, first_source, tensor_change, tensor_field_names, tensor_fields
+from guarddiag.guardexpr import as_source, first_source, tensor_change, tensor_fields
 from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ids import CompileId
 from guarddiag.logparse.events import GuardListing
@@ -62,36 +64,19 @@ _SPECIALIZED = re.compile(r"^[LG]\[[^\]]+\](?:\.\w+|\[[^\]]+\])* == -?[\d.]+(?:e
 
 # A compile's pinned values hashed: (hash of what is checked, hash of the value, kind, expression).
 HashedPins = list[tuple[int, int, str, str]]
-# A tensor check's value is hashed field by field (guardexpr.tensor_fields), 16 bits a field packed in one
-# int above a 16-bit field count (0: not read field by field), so that a recompile can say which field
-# changed: a model's thousands of parameter checks stay one small int each.
-_FIELD_BITS = 16
-_FIELD_MASK = (1 << _FIELD_BITS) - 1
 
 
 def hashed_pins(listing: GuardListing) -> HashedPins:
-    return [(hash(_what(kind, expr)), _value(kind, expr), kind, expr) for kind, expr in _pinned_exprs(listing)]
+    return [(hash(_what(kind, expr)), hash(expr), kind, expr) for kind, expr in _pinned_exprs(listing)]
 
 
-def _value(kind: str, expr: str) -> int:
-    if kind != "TENSOR_MATCH":
-        return hash(expr)
-    fields = tensor_fields(expr)
-    if fields is None:
-        return (hash(expr) & ((1 << 64) - 1)) << _FIELD_BITS
-    value = len(fields)
-    for i, field in enumerate(fields.values(), 1):
-        value |= (hash(field) & _FIELD_MASK) << (_FIELD_BITS * i)
-    return value
+class Entry(NamedTuple):
+    """What a cache entry pinned, kept small: a recompile later asks only which values differ. The
+    tensor checks of inputs (not parameters or buffers, a model's thousands) keep their expression, so
+    that a recompile can say which field of the tensor changed (its dtype, requires_grad, a dim's size)."""
 
-
-def _fields(value: int) -> dict[str, str] | None:
-    """A tensor check's value hashed field by field, with the names of its fields again."""
-    count = value & _FIELD_MASK
-    if not count:
-        return None
-    names = tensor_field_names(count)
-    return {name: str((value >> (_FIELD_BITS * i)) & _FIELD_MASK) for i, name in enumerate(names, 1)}
+    values: dict[int, int]
+    tensors: dict[int, str]
 
 
 _PIN_FAMILY = {k: "value" for k in ("EQUALS_MATCH", "CONSTANT_MATCH", "TRUE_MATCH", "FALSE_MATCH", "NONE_MATCH")}
@@ -127,22 +112,31 @@ def _guard(pin: tuple[str, str]) -> Guard:
     return Guard(kind, first_source(expr), expr)
 
 
-def hashed(pins: HashedPins) -> dict[int, int]:
-    """What a cache entry pinned, kept small: a recompile later asks only which values differ."""
-    return {what: value for what, value, _, _ in pins}
+def hashed(pins: HashedPins) -> Entry:
+    """A compile's :class:`Entry`."""
+    # Interned: the same check with the same shapes, compile after compile, is kept once.
+    tensors = {
+        what: sys.intern(expr)
+        for what, _, kind, expr in pins
+        if kind == "TENSOR_MATCH" and "._parameters[" not in expr and "._buffers[" not in expr
+    }
+    return Entry({what: value for what, value, _, _ in pins}, tensors)
 
 
-def changed(entry: dict[int, int], now: HashedPins) -> tuple[int, tuple[tuple[Guard, str], ...]]:
+def changed(entry: Entry, now: HashedPins) -> tuple[int, tuple[tuple[Guard, str], ...]]:
     """How many values an entry pinned that the new compile pinned otherwise, and the first of them
     (outermost objects first), as the new compile's guards, each with what changed in it where the
-    value was hashed field by field (a tensor's ``size at dim 0``), else ``""``."""
-    found = [(kind, expr, was, value) for what, value, kind, expr in now if (was := entry.get(what)) is not None and was != value]
-    found.sort(key=lambda pin: (len(first_source(pin[1])), pin[1]))
+    entry kept the expression (an input tensor's ``size at dim 0``), else ``""``."""
+    values = entry.values
+    found = [(what, kind, expr) for what, value, kind, expr in now if (was := values.get(what)) is not None and was != value]
+    found.sort(key=lambda pin: (len(first_source(pin[2])), pin[2]))
     first = found[: MAX_INFERRED_CAUSES + 1]
-    return len(found), tuple(
-        (_guard((kind, expr)), tensor_change(_fields(was), _fields(value)) if kind == "TENSOR_MATCH" else "")
-        for kind, expr, was, value in first
-    )
+    return len(found), tuple((_guard((kind, expr)), _tensor_change(entry, what, expr)) for what, kind, expr in first)
+
+
+def _tensor_change(entry: Entry, what: int, expr: str) -> str:
+    before = entry.tensors.get(what)
+    return tensor_change(tensor_fields(before), tensor_fields(expr)) if before is not None else ""
 
 
 def diff_listings(before: Pins, after: Pins) -> tuple[tuple[Guard, Guard], ...]:
@@ -191,11 +185,11 @@ def _same_object(a: Cause, b: Cause) -> bool:
 _NUMBER_TYPE = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\), type=<class '(?:int|float)'>$")
 
 
-def dynamic_scalars(pins: HashedPins, earlier: Iterable[Mapping[int, int]]) -> tuple[DynamicDims, ...]:
+def dynamic_scalars(pins: HashedPins, earlier: Iterable[Entry]) -> tuple[DynamicDims, ...]:
     """The numbers (int or float) a compile checks by type only, whose value an earlier compile of the
     frame pinned: automatic dynamic made them symbolic, and a new value reuses the entry. Each as a
     :class:`DynamicDims` without dims."""
-    pinned_before = set().union(*(entry.keys() for entry in earlier))
+    pinned_before = set().union(*(entry.values.keys() for entry in earlier))
     now = {what for what, _, _, _ in pins}
     found = []
     for _, _, kind, expr in pins:

@@ -69,7 +69,7 @@ def test_each_dim_is_its_own_cause_and_the_dynamic_dims_are_listed():
 def test_what_changed_in_a_tensor_is_named_not_metadata():
     """tensor_fields.py (a denoising loop): the sample fed back requires grad from the second step on,
     and model.double() changes the parameters' dtype; torch names one cause, the rest is read from the
-    listings field by field."""
+    listings, an input tensor's field by field."""
     from guarddiag.pipeline import build_from_lines
     from tests.conftest import in_checkout
 
@@ -79,9 +79,11 @@ def test_what_changed_in_a_tensor_is_named_not_metadata():
     assert first.causes[0].subject == "value of argument `t`"
     assert [c.subject for c in first.also] == ["requires_grad of tensor argument `x`"]
     assert third.causes[0].subject == "dtype of tensor argument `x`"
+    # Parameters are a model's thousands of checks: their expressions are not kept, their change is named
+    # without its field.
     assert sorted(c.subject for c in third.also) == [
-        "dtype of tensor `self.net.bias` on argument `self`",
-        "dtype of tensor `self.net.weight` on argument `self`",
+        "metadata of tensor `self.net.bias` on argument `self`",
+        "metadata of tensor `self.net.weight` on argument `self`",
     ]
 
 
