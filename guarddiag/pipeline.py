@@ -5,7 +5,7 @@ and ``guarddiag parse``: a run record from a log captured elsewhere (CI log, tor
 A file with no framed torch line is read as a paste (:mod:`guarddiag.logparse.paste`): torch's
 messages found by their text. Both readers see the lines in one pass: the paste reader only until
 the first framed torch line, after which the log is a log and the paste reader is dropped; unless
-the whole file is a short framed excerpt in which the log parser finds no function at all, while
+the whole file is a short framed excerpt in which the log parser names no function, while
 the paste reader finds messages (framed lines that show a message without its first line, or in a
 form the log parser does not know): then the paste reading is the result.
 """
@@ -167,7 +167,7 @@ def read_log(lines: Iterable[str], roles: RolesLookup = local_roles) -> Parsed:
     if paste.reader is None:
         return functions, stats
     if paste.excerpt:
-        if functions:  # the log parser found what the excerpt shows
+        if any(f.name for f in functions):  # the log parser found what the excerpt shows
             return functions, stats
         shown = paste.result(stats.lines)
         return shown if shown[1].paste_messages else (functions, stats)

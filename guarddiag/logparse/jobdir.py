@@ -69,7 +69,7 @@ def layout(paths: Sequence[str]) -> Layout:
         return Layout("pieces", (ProcessFiles(tuple(paths), "", None, None, "prefix"),))
     by_rank: dict[int, list[str]] = {}
     unranked = []
-    for position, (path, ranks) in enumerate(zip(paths, shown), start=1):
+    for position, (path, ranks) in enumerate(zip(paths, shown, strict=True), start=1):
         if ranks:
             by_rank.setdefault(next(iter(ranks)), []).append(path)
         else:

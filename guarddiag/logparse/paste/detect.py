@@ -30,7 +30,8 @@ def framed_part(line: str) -> str | None:
 def mangled_line(line: str, framed: bool) -> bool:
     """A line of a log that went through a browser: HTML escapes, or a framed line holding
     another torch prefix (a flattened log)."""
-    return (framed and _FRAME_START.search(line, _LEADING.match(line).end() + 1) is not None) or ("&" in line and _HTML_ESCAPE.search(line) is not None)
+    flattened = framed and _FRAME_START.search(line, _LEADING.match(line).end() + 1) is not None  # type: ignore[union-attr]
+    return flattened or ("&" in line and _HTML_ESCAPE.search(line) is not None)
 
 
 def _framed(text: str) -> bool:
