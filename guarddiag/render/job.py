@@ -54,6 +54,13 @@ def _unknown_rank(p: JobProcess) -> str:
     return f"rank not known for {where}: {why}; reported as [{p.process}]"
 
 
+def _shown(log: str, run: Run) -> str:
+    """A worker's log under the log dir given to parse, relative to it (``job1_x/attempt_0/1/stderr.log``)."""
+    if run.job is not None and run.job.read_as == "log_dir" and run.log_path and log.startswith(run.log_path.rstrip("/") + "/"):
+        return os.path.relpath(log, run.log_path)
+    return log
+
+
 def process_headers(job: Job) -> list[str]:
     """The columns of the process table."""
     return ["process", *(["node"] if job.records else []), "rank", "local rank", "compiles", "recompiles", "log"]
@@ -72,6 +79,6 @@ def process_rows(run: Run) -> list[list[object]]:
             "" if p.local_rank is None else p.local_rank,
             sum(f.compiles for f in mine),
             sum(f.recompiles for f in mine),
-            p.logs[0] if p.logs else "",
+            _shown(p.logs[0], run) if p.logs else "",
         ])
     return rows
