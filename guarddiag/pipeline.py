@@ -27,7 +27,7 @@ from guarddiag.errors import InputError
 from guarddiag.guardkinds import PINNING_KINDS as COUNTED_GUARDS
 from guarddiag.ledger import CompileRecord
 from guarddiag.logparse.events import Event
-from guarddiag.logparse.jobdir import layout
+from guarddiag.logparse.jobdir import layout, tee_ranks
 from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import WINDOW, PasteReader, framed_part, mangled_line
 from guarddiag.merge import add_stats, in_process
@@ -146,10 +146,24 @@ def parse_logs(paths: Sequence[str]) -> Run:
 def _read_pieces(paths: Sequence[str]) -> Parsed:
     """Pieces of one log (a CI log split in several files), in order, as the one log they are (``cat``
     of the pieces): one parser reads them all, so a record or a line cut at a file boundary, or compile
-    ids that restart after a ``torch._dynamo.reset()`` in an earlier piece, read as in the whole log."""
+    ids that restart after a ``torch._dynamo.reset()`` in an earlier piece, read as in the whole log.
+    torchrun ``--tee`` output names each line's worker: its lines without a rank are read as its rank's."""
+    tees = tee_ranks(paths)
     with contextlib.ExitStack() as stack:
         streams = [(path, _open(path, stack)) for path in paths]
-        return read_log(_lines(streams))
+        return read_log(_ranked_tee(_lines(streams), tees) if tees else _lines(streams))
+
+
+def _ranked_tee(lines: Iterable[str], tees: dict[str, int]) -> Iterator[str]:
+    """torchrun ``--tee`` output with each worker's ``[default1]:`` read as its ``[rank1]:``: its lines
+    logged before ``init_process_group`` are that rank's too."""
+    for line in lines:
+        if line[:1] == "[":
+            head, sep, rest = line.partition("]:")
+            rank = tees.get(head + sep) if sep else None
+            if rank is not None:
+                line = rest if rest.startswith("[rank") else f"[rank{rank}]:{rest}"
+        yield line
 
 
 def _unprefixed(lines: Iterable[str], rank: int) -> Iterator[str]:

@@ -27,6 +27,10 @@ from guarddiag.errors import InputError
 _ATTEMPT = re.compile(r"attempt_(\d+)")
 # torch.distributed's rank prefix at a line's start, behind torchrun's --tee prefix if any.
 _RANK_AT_START = re.compile(rb"(?:\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:)?\[rank(\d+)\]:")
+# torchrun's --tee prefix (role and local rank) and the rank behind it, if any.
+_TEE = re.compile(rb"(\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:)(?:\[rank(\d+)\]:)?")
+# How far into a file to look for a --tee prefix before deciding it has none.
+_TEE_PEEK = 1 << 16
 # A worker's files, torch's log first (stderr), then what the script printed.
 WORKER_FILES = ("stderr.log", "stdout.log")
 
@@ -121,6 +125,28 @@ def _worker(folder: Path) -> ProcessFiles:
     if ranks:  # not one worker's log after all: read it as its prefixes say
         return ProcessFiles(files, "", None, local, "prefix")
     return ProcessFiles(files, f"local{local if local is not None else 0}", None, local, "directory")
+
+
+def tee_ranks(paths: Sequence[str]) -> dict[str, int]:
+    """torchrun ``--tee`` output: each worker's ``[default1]:`` prefix and its global rank, read where
+    both stand on one line (``[default1]:[rank1]:``). Its lines without a rank (before
+    ``init_process_group``) are that rank's too. Empty when the files show no ``--tee`` prefix."""
+    found: dict[str, int] = {}
+    for path in paths:
+        if path == "-":
+            return {}
+        try:
+            with Path(path).open("rb") as fh:
+                if _TEE.search(fh.read(_TEE_PEEK)) is None:
+                    continue
+                fh.seek(0)
+                for line in fh:
+                    m = _TEE.match(line) if line[:1] == b"[" else None
+                    if m is not None and m[2] is not None:
+                        found.setdefault(m[1].decode(), int(m[2]))
+        except OSError:
+            continue  # reading it for the log says what is wrong with it
+    return found
 
 
 def ranks_in(path: Path) -> set[int]:

@@ -85,16 +85,22 @@ def test_files_of_one_rank_are_pieces_of_its_log():
 
 
 def test_an_interleaved_capture_counts_the_ranked_compiles_per_rank():
-    """torchrun's terminal output (both workers writing to it) and its --tee form ([default0]:[rank0]:)."""
-    for name in ("console", "tee"):
-        run = parse_logs([str(TORCHRUN / f"{name}.log")])
-        assert run.parse.paste_messages is None, name  # a log, not a paste
-        got = counted(run)
-        for rank, functions in truth(name).items():
-            assert got[rank]["forward"] == functions["forward"], (name, rank)
-        # warm_up compiled before init_process_group: no rank on its lines, and the report says so.
-        assert "warm_up" in got[""]
-        assert any("before init_process_group" in line for line in render(run, "table").splitlines())
+    """torchrun's terminal output, both workers writing to it: a log, not a paste."""
+    run = parse_logs([str(TORCHRUN / "console.log")])
+    assert run.parse.paste_messages is None
+    got = counted(run)
+    for rank, functions in truth("console").items():
+        assert got[rank]["forward"] == functions["forward"], rank
+    # warm_up compiled before init_process_group: no rank on its lines, and the report says so.
+    assert "warm_up" in got[""]
+    assert any("before init_process_group" in line for line in render(run, "table").splitlines())
+
+
+def test_a_tee_capture_names_every_line_by_its_worker():
+    """--tee's [default1]: prefix names the worker also before init_process_group: every count is per rank."""
+    run = parse_logs([str(TORCHRUN / "tee.log")])
+    assert counted(run) == truth("tee")
+    assert "before init_process_group" not in render(run, "table")
 
 
 def _unranked_worker(tmp_path: Path) -> Path:
