@@ -166,7 +166,8 @@ class FunctionSummary:
     @property
     def rank(self) -> str:
         """The process it was compiled in when not the main one: ``rank1`` (torchrun), ``child1`` (a
-        process the script started, numbered in start order), else ``""``."""
+        process the script started, numbered in start order), ``local1``, ``log2`` or ``L/rank1`` (the
+        labels of :mod:`guarddiag.ids`), else ``""``."""
         return process_of(self.frame_ids[0]) if self.frame_ids else ""
 
     @property
