@@ -124,7 +124,9 @@ def _worker(folder: Path) -> ProcessFiles:
         return ProcessFiles(files, f"rank{rank}", rank, local, "prefix")
     if ranks:  # not one worker's log after all: read it as its prefixes say
         return ProcessFiles(files, "", None, local, "prefix")
-    return ProcessFiles(files, f"local{local if local is not None else 0}", None, local, "directory")
+    if local is None:  # a worker's files in a folder of another name: not even the local rank is known
+        return ProcessFiles(files, "log1", None, None, "position")
+    return ProcessFiles(files, f"local{local}", None, local, "directory")
 
 
 def tee_ranks(paths: Sequence[str]) -> dict[str, int]:

@@ -182,3 +182,13 @@ def test_a_merged_record_round_trips_and_renders_in_every_format():
     for fmt in FORMATS:
         text = render(merged, fmt)
         assert "node_a/rank1" in text, fmt
+
+
+def test_a_worker_folder_of_another_name_says_no_rank_is_known(tmp_path: Path):
+    """A worker's files copied to a folder not named by its local rank: neither rank is guessed."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "stderr.log").write_text((WORKERS[0] / "stderr.log").read_text().replace("[rank0]:", ""))
+    run = parse_logs([str(folder)])
+    assert counted(run) == {"log1": truth("logdir")["rank0"]}
+    assert "reported as [log1]" in render(run, "table")
