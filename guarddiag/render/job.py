@@ -28,6 +28,11 @@ def job_notes(run: Run) -> list[str]:
         notes.append(_READ[job.read_as].format(n=len(job.processes), records=len(job.records)))
         notes += [f"not read: {a} (an earlier attempt of a restarted job; give its directory to read it)" for a in job.skipped]
         notes += [_unknown_rank(p) for p in job.processes if p.named_by in ("directory", "position")]
+        notes += [
+            f"{r.label} ({r.path}): its run did not finish cleanly (status {r.status}): its counts cover what ran before that"
+            for r in job.records
+            if r.status != "ok"
+        ]
         versions = {r.torch_version for r in job.records}
         if len(versions) > 1:
             shown = ", ".join(f"{r.label}: {r.torch_version or 'unknown'}" for r in job.records)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -174,6 +175,16 @@ def test_a_rank_in_two_records_of_one_job_is_refused_and_jobs_keep_them_apart():
     merged = merge_runs([("py311", "a.json", node), ("py312", "b.json", node)], jobs=True)
     want = {f"{label}/{rank}": c for label in ("py311", "py312") for rank, c in truth("nodes").items() if rank in ("rank0", "rank1")}
     assert counted(merged) == want
+
+
+def test_a_merge_says_which_record_did_not_finish_and_which_torch_each_ran():
+    (a, pa, run_a), (b, pb, run_b) = _nodes()
+    run_a, run_b = replace(run_a, status="timeout", torch_version="2.13.0"), replace(run_b, torch_version="2.4.1")
+    merged = merge_runs([(a, pa, run_a), (b, pb, run_b)], jobs=False)
+    text = render(merged, "table")
+    assert "node_a (node_a.json): its run did not finish cleanly (status timeout)" in text
+    assert "different torch versions: node_a: 2.13.0, node_b: 2.4.1" in text
+    assert merged.status == "timeout" and merged.torch_version is None
 
 
 def test_a_merged_record_round_trips_and_renders_in_every_format():
