@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test test-fast test-transformers fuzz bench bench-explain bench-startup lint record-fixtures clean
+.PHONY: help venv demo test test-fast test-transformers fuzz bench bench-explain bench-startup lint record-fixtures record-torchrun clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -70,6 +70,9 @@ lint: venv  ## ruff over the package and tests
 
 record-fixtures: venv  ## Re-record tests/fixtures/logs for the venv's torch (PY=python of another torch, see tests/fixtures/logs/README.md)
 	$(BIN)/python tests/fixtures/record_logs.py --python $(or $(PY),$(BIN)/python)
+
+record-torchrun: venv  ## Re-record the torchrun jobs of tests/fixtures/logs/torch-<v>/torchrun (log dir, console, --tee, two nodes) with torch's counts per rank
+	$(BIN)/python tests/fixtures/distributed/record_torchrun.py --python $(or $(PY),$(BIN)/python)
 
 clean:  ## Remove the venv and run folders
 	rm -rf $(VENV) .guarddiag

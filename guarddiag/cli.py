@@ -69,6 +69,19 @@ def parse(
 
 
 @app.command()
+def merge(
+    records: Annotated[list[str], typer.Argument(help="Run records ([LABEL=]FILE.json), one per node or job; label: the file's stem.")],
+    jobs: Annotated[bool, typer.Option("--jobs", help="The records are different jobs (a CI matrix): keep their ranks apart.")] = False,
+    fmt: FormatOpt = "table",
+    out: OutOpt = None,
+) -> None:
+    """Merge the run records of a job's nodes (or of a CI matrix's jobs) into one report by node and rank."""
+    from guarddiag.commands.merge import merge_command
+
+    merge_command(records, jobs, fmt, out)
+
+
+@app.command()
 def compare(
     script: Annotated[Path, typer.Argument(help="The Python script to run in every configuration.")],
     args: Annotated[Optional[list[str]], typer.Argument(help="Arguments for the script (after --).")] = None,

@@ -4,21 +4,18 @@ Ranks of a data-parallel job run the same code on the same kind of input; when o
 and the others do not (a different batch shape, branch or config), the ranks then run different
 graphs, and their collectives may stall or mismatch. Pure: facts only (render.divergence words them).
 
-A rank is a process named ``rankN`` (``ids.py``), optionally behind a job label (``nodeA/rank3``)
-when records of several jobs are read together: ranks are compared only within their job. A
+A rank is a process named ``rankN`` (``ids.py``), or ``LABEL/rankN`` when ``merge --jobs`` read the
+records of several jobs together: ranks are compared only within their job. A
 function a rank never compiled counts as 0 compiles there, among the ranks that compiled anything.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 
+from guarddiag.ids import job_rank
 from guarddiag.model import FunctionSummary, Run
-
-# ``rank3`` or ``<label><sep>rank3``: the job label is whatever comes before the rank.
-_RANK = re.compile(r"(?P<job>.*?)[/.:]?rank(?P<rank>\d+)")
 
 
 @dataclass(frozen=True)
@@ -59,12 +56,6 @@ class Divergence:
         return self.groups[1:]
 
 
-def rank_of(process: str) -> tuple[str, int] | None:
-    """``rank3`` -> ("", 3); ``nodeA/rank3`` -> ("nodeA", 3); None for a process that is not a rank."""
-    m = _RANK.fullmatch(process)
-    return (m["job"], int(m["rank"])) if m else None
-
-
 def _behaviour(f: FunctionSummary | None) -> tuple[int, int, tuple[str, ...], bool]:
     if f is None:
         return (0, 0, (), False)
@@ -81,7 +72,7 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
     functions: dict[tuple[str, str, str, int | None], dict[int, FunctionSummary]] = {}
     unnamed: set[tuple[str, int]] = set()
     for f in run.functions:
-        where = rank_of(f.rank)
+        where = job_rank(f.rank)
         if where is None:
             continue
         if f.name:
@@ -114,7 +105,7 @@ def ranks_in(run: Run) -> dict[str, tuple[int, ...]]:
     """The ranks seen in the run, per job label: those that compiled anything."""
     jobs: dict[str, set[int]] = {}
     for f in run.functions:
-        where = rank_of(f.rank)
+        where = job_rank(f.rank)
         if where is not None:
             jobs.setdefault(where[0], set()).add(where[1])
     return {job: tuple(sorted(ranks)) for job, ranks in sorted(jobs.items())}

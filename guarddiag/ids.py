@@ -2,9 +2,21 @@
 
 torch prints a compile id as ``[frame/compile]`` with an optional attempt (``[0/1_2]``), or
 ``[!ca/frame/compile]`` for compiled autograd. guarddiag's ids add what torch leaves implicit:
-the process (``rank1:0/3`` from a ``[rank1]:`` line prefix, ``child1:0/3`` for a process the
-script started) and the cache generation (``0~1/0``: frame 0 after ``torch._dynamo.reset()``).
+the process and the cache generation (``0~1/0``: frame 0 after ``torch._dynamo.reset()``).
 A frame id is the id without its compile number: ``rank1:0``.
+
+Process labels (the part before ``:``; the main process has none):
+
+==================  ==================================================================================
+``rank1``           global rank 1 of a torchrun job (a ``[rank1]:`` line prefix)
+``local1``          a torchrun worker whose global rank its log does not show: local rank 1 (the
+                    ``<local rank>`` directory of torchrun's ``--log-dir``)
+``log2``            a per-rank log file that shows no rank: the 2nd file on the command line
+``child1``          a process the script started (start order)
+``L/rank1``         any of these (``L/main``: the main process) from record ``L`` of a merge
+                    (``guarddiag merge``): a node whose workers' ranks are not known, or one job of a
+                    CI matrix, whose rank numbers other jobs reuse
+==================  ==================================================================================
 """
 
 from __future__ import annotations
@@ -17,8 +29,11 @@ from typing import NamedTuple
 COMPILE_ID = r"!?\d+(?:/\d+)*(?:_\d+)?"
 # A cache entry as failure texts name it, the compile id whose guards failed: ``0/1``, ``0/1_1``, ``!0/3/1``.
 CACHE_ENTRY = r"!?\d+(?:/\d+)+(?:_\d+)?"
-# A process other than the main one: torchrun's ranks, processes the script started.
-_PROCESS = re.compile(r"(?:rank|child)\d+")
+# A record's label in a merge: a file name's stem, or the LABEL of LABEL=PATH.
+RECORD_LABEL = r"[A-Za-z0-9_.+-]+"
+# A process other than the main one (the table in the module docstring).
+_PROCESS = re.compile(rf"(?:{RECORD_LABEL}/)?(?:rank|local|log|child)\d+|{RECORD_LABEL}/main")
+_RANK = re.compile(rf"(?:(?P<label>{RECORD_LABEL})/)?rank(?P<rank>\d+)")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -73,10 +88,39 @@ def ranked(rank: int | None, compile_id: str | None) -> str | None:
 
 def process_of(text: str | None) -> str:
     """The process a frame or compile id belongs to when not the main one: ``rank1:0/3`` and
-    ``rank1:`` -> ``rank1``, ``child2:0`` -> ``child2``; ``""`` otherwise (also for ``?forward@C:\\x.py``,
-    a frame named from a Windows path)."""
+    ``rank1:`` -> ``rank1``, ``child2:0`` -> ``child2``, ``py311/rank0:0/1`` -> ``py311/rank0``;
+    ``""`` otherwise (also for ``?forward@C:\\x.py``, a frame named from a Windows path)."""
     head, sep, _ = (text or "").partition(":")
     return head if sep and _PROCESS.fullmatch(head) else ""
+
+
+def is_process(label: str) -> bool:
+    """Whether ``label`` is a process label of the grammar above (``""``, the main process, is not)."""
+    return _PROCESS.fullmatch(label) is not None
+
+
+def rank_of(process: str) -> int | None:
+    """The global rank a process label names: ``rank1`` and ``py311/rank1`` -> 1; None for any other."""
+    m = _RANK.fullmatch(process)
+    return int(m["rank"]) if m else None
+
+
+def job_rank(process: str) -> tuple[str, int] | None:
+    """The job (a merged record's label, ``""`` for the run's own) and global rank a process label
+    names: ``rank1`` -> ("", 1), ``py311/rank1`` -> ("py311", 1); None for any other."""
+    m = _RANK.fullmatch(process)
+    return (m["label"] or "", int(m["rank"])) if m else None
+
+
+def in_record(label: str, process: str) -> str:
+    """A process of record ``label`` in a merge: ``rank1`` -> ``L/rank1``, the main process -> ``L/main``."""
+    return f"{label}/{process or 'main'}"
+
+
+def relabel(text: str, process: str) -> str:
+    """A frame or compile id moved to another process: ``rank1:0/3`` to ``L/rank1`` -> ``L/rank1:0/3``."""
+    old = process_of(text)
+    return with_process(process, text[len(old) + 1 :] if old else text)
 
 
 def in_generation(compile_id: str, generation: int) -> str:

@@ -1,15 +1,17 @@
-"""Join what several processes' logs say into one run: tag a process's functions, add parse counters.
+"""Join what several processes' logs say into one run: tag a process's functions, add parse counters;
+join the records of several nodes of one job, or of several jobs (a CI matrix), into one (``guarddiag merge``).
 
 (Pieces of one process's log are not merged here: ``guarddiag parse`` reads them through one parser.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
-from guarddiag.ids import with_process
+from guarddiag.ids import in_record, rank_of, relabel, with_process
 from guarddiag.logparse.parser import MAX_SAMPLES
-from guarddiag.model import FunctionSummary, ParseStats
+from guarddiag.model import FunctionSummary, Job, JobProcess, JobRecord, ParseStats, Run
 
 
 def in_process(f: FunctionSummary, tag: str) -> FunctionSummary:
@@ -32,3 +34,64 @@ def add_stats(a: ParseStats, b: ParseStats) -> ParseStats:
         (*a.unrecognized_samples, *b.unrecognized_samples)[:MAX_SAMPLES],
         tuple(dict.fromkeys((*a.unidentified_frames, *b.unidentified_frames))),
     )
+
+
+def retagged(f: FunctionSummary, process: str) -> FunctionSummary:
+    """The same function moved to another process label (``rank1`` -> ``py311/rank1``): every id follows."""
+    return replace(
+        f,
+        frame_ids=tuple(relabel(i, process) for i in f.frame_ids),
+        recompile_events=tuple(replace(e, compile_id=relabel(e.compile_id, process)) for e in f.recompile_events),
+        limit_hits=tuple(replace(h, compile_id=relabel(h.compile_id, process) if h.compile_id else None) for h in f.limit_hits),
+        failed_compiles=tuple(replace(c, compile_id=relabel(c.compile_id, process)) for c in f.failed_compiles),
+    )
+
+
+class RankClash(ValueError):
+    """A global rank in two records merged as nodes of one job: ``(rank label, first record, second record)``."""
+
+
+def merge_runs(records: Sequence[tuple[str, str, Run]], jobs: bool) -> Run:
+    """Records (label, path, run) as one report: nodes of one job (``jobs`` False: global ranks stay
+    ``rankN``, any other process is put under its record's label) or jobs of a CI matrix (every
+    process under its record's label). Raises :class:`RankClash` for a rank two nodes both have."""
+    functions: list[FunctionSummary] = []
+    processes: list[JobProcess] = []
+    owner: dict[str, str] = {}
+    stats = ParseStats()
+    for label, path, run in records:
+        seen = _processes(run)
+        for process, known in seen.items():
+            new = in_record(label, process) if jobs or rank_of(process) is None else process
+            if new in owner:
+                raise RankClash(process, owner[new], path)
+            owner[new] = path
+            processes.append(replace(known, process=new, node=label))
+        functions += [retagged(f, in_record(label, f.rank) if jobs or rank_of(f.rank) is None else f.rank) for f in run.functions]
+        stats = add_stats(stats, run.parse)
+    runs = [r for _, _, r in records]
+    versions = {r.torch_version for r in runs}
+    return Run(
+        functions=tuple(functions),
+        parse=stats,
+        torch_version=versions.pop() if len(versions) == 1 else None,
+        source="merge",
+        status=next((r.status for r in runs if r.status != "ok"), "ok"),
+        late_hooks=tuple(h for r in runs for h in r.late_hooks),
+        unobserved=tuple(u for r in runs for u in r.unobserved),
+        job=Job(
+            "jobs" if jobs else "nodes",
+            tuple(processes),
+            tuple(JobRecord(label, path, r.torch_version, r.status, r.script) for label, path, r in records),
+        ),
+    )
+
+
+def _processes(run: Run) -> dict[str, JobProcess]:
+    """The processes of a record: what its job says of them, else the processes its functions name."""
+    known = {p.process: p for p in run.job.processes} if run.job is not None and run.job.read_as in ("log_dir", "per_rank") else {}
+    for f in run.functions:
+        if f.rank not in known:
+            named_by = "prefix" if rank_of(f.rank) is not None else "record"
+            known[f.rank] = JobProcess(f.rank, rank_of(f.rank), None, named_by, (run.log_path,) if run.log_path else ())
+    return known

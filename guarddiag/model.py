@@ -168,7 +168,8 @@ class FunctionSummary:
     @property
     def rank(self) -> str:
         """The process it was compiled in when not the main one: ``rank1`` (torchrun), ``child1`` (a
-        process the script started, numbered in start order), else ``""``."""
+        process the script started, numbered in start order), ``local1``, ``log2`` or ``L/rank1`` (the
+        labels of :mod:`guarddiag.ids`), else ``""``."""
         return process_of(self.frame_ids[0]) if self.frame_ids else ""
 
     @property
@@ -213,6 +214,51 @@ class LateHook:
     traced: int
 
 
+# How several processes' logs were read (Job.read_as): a torchrun --log-dir, per-rank files,
+# files read as pieces of one log, records of one job's nodes, records of several jobs (a CI matrix).
+JOB_READS = ("log_dir", "per_rank", "pieces", "nodes", "jobs")
+# How a process got its label (JobProcess.named_by): a [rankN]: prefix in its log, its local-rank
+# directory (global rank not shown), its place on the command line (no rank shown), a merged record.
+NAMED_BY = ("prefix", "directory", "position", "record")
+
+
+@dataclass(frozen=True)
+class JobProcess:
+    """One process of a distributed job: the label its functions carry (``rank1``, ``local0``,
+    ``node_a/local0``, ``py311/rank0``; see :mod:`guarddiag.ids`), what is known of its ranks, where
+    its log came from. ``node``: the record it came from in a merge (None: not known)."""
+
+    process: str
+    rank: int | None
+    local_rank: int | None
+    named_by: str
+    logs: tuple[str, ...]
+    node: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A record joined by ``guarddiag merge``: its label (a node, or one job of a CI matrix) and what it ran."""
+
+    label: str
+    path: str
+    torch_version: str | None
+    status: str
+    script: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """How a run's processes were read from several logs or records: ``read_as`` (:data:`JOB_READS`),
+    the processes, the records merged (``merge``) and torchrun attempts not read (an earlier
+    ``attempt_<n>`` of a restarted job)."""
+
+    read_as: str
+    processes: tuple[JobProcess, ...] = ()
+    records: tuple[JobRecord, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Run:
     """One run record: a script run under guarddiag, or a parsed log."""
@@ -243,6 +289,8 @@ class Run:
     folder_recreated: bool = False
     # Hooks the script added to compiled modules after torch compiled (child/_site/_guarddiag_hooks.py).
     late_hooks: tuple[LateHook, ...] = ()
+    # A distributed job read from several logs (``parse`` of a log dir or per-rank files) or records (``merge``).
+    job: Job | None = None
     schema: str = SCHEMA
 
     @property

@@ -5,7 +5,7 @@ and ``guarddiag parse``: a run record from a log captured elsewhere (CI log, tor
 A file with no framed torch line is read as a paste (:mod:`guarddiag.logparse.paste`): torch's
 messages found by their text. Both readers see the lines in one pass: the paste reader only until
 the first framed torch line, after which the log is a log and the paste reader is dropped; unless
-the whole file is a short framed excerpt in which the log parser finds no function at all, while
+the whole file is a short framed excerpt in which the log parser names no function, while
 the paste reader finds messages (framed lines that show a message without its first line, or in a
 form the log parser does not know): then the paste reading is the result.
 """
@@ -25,9 +25,11 @@ from guarddiag.errors import InputError
 from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ledger import CompileRecord
 from guarddiag.logparse.events import Event
+from guarddiag.logparse.jobdir import layout, tee_ranks
 from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import WINDOW, PasteReader, framed_part, mangled_line
-from guarddiag.model import FunctionSummary, ParseStats, Run
+from guarddiag.merge import add_stats, in_process
+from guarddiag.model import FunctionSummary, Job, JobProcess, ParseStats, Run
 from guarddiag.pins import SPECIALIZED
 from guarddiag.sourceinfo import local_roles
 
@@ -117,23 +119,62 @@ def parse_log(path: str) -> Run:
 
 
 def parse_logs(paths: Sequence[str]) -> Run:
-    """Parse pieces of one log (a CI log split in several files), in order, as the one log they are
-    (``cat`` of the pieces): one parser reads them all, so a record or a line cut at a file boundary,
-    or compile ids that restart after a ``torch._dynamo.reset()`` in an earlier piece, read as in the
-    whole log."""
-    for path in paths:
-        if path != "-" and Path(path).is_dir():
-            raise InputError(f"{path}: is a directory; give a log file, or - to read standard input")
-    with contextlib.ExitStack() as stack:
-        streams = [(path, _open(path, stack)) for path in paths]
-        functions, stats = read_log(_lines(streams))
+    """Parse the logs given to ``guarddiag parse`` as :func:`guarddiag.logparse.jobdir.layout` splits
+    them: one log, pieces of one log, per-rank files, or a torchrun ``--log-dir``."""
+    plan = layout(paths)
+    if plan.read_as in ("one_log", "pieces"):
+        functions, stats = _read_pieces(paths)
+    else:
+        functions, stats = (), ParseStats()
+        for process in plan.processes:
+            with contextlib.ExitStack() as stack:
+                streams = [(path, _open(path, stack)) for path in process.files]
+                lines = _lines(streams, whole=True)
+                found, found_stats = read_log(_unprefixed(lines, process.rank) if process.rank is not None else lines)
+            functions += tuple(in_process(f, process.process) for f in found) if process.process else found
+            stats = add_stats(stats, found_stats)
     where = "standard input" if list(paths) == ["-"] else ", ".join(paths)
     if stats.torch_lines == 0 and not stats.paste_messages:
         raise InputError(
             f"{where}: no torch log lines and no torch messages in {stats.lines} lines read; capture the log with "
             "TORCH_LOGS=dynamo,guards,recompiles,graph_breaks (or use `guarddiag run`)"
         )
-    return Run(functions=functions, parse=stats, source="parse", log_path=paths[0] if len(paths) == 1 else ", ".join(paths))
+    job = None
+    if plan.read_as != "one_log":
+        processes = tuple(JobProcess(p.process, p.rank, p.local_rank, p.named_by, p.files) for p in plan.processes)
+        job = Job(plan.read_as, processes, skipped=plan.skipped)
+    return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job)
+
+
+def _read_pieces(paths: Sequence[str]) -> Parsed:
+    """Pieces of one log (a CI log split in several files), in order, as the one log they are (``cat``
+    of the pieces): one parser reads them all, so a record or a line cut at a file boundary, or compile
+    ids that restart after a ``torch._dynamo.reset()`` in an earlier piece, read as in the whole log.
+    torchrun ``--tee`` output names each line's worker: its lines without a rank are read as its rank's."""
+    tees = tee_ranks(paths)
+    with contextlib.ExitStack() as stack:
+        streams = [(path, _open(path, stack)) for path in paths]
+        return read_log(_ranked_tee(_lines(streams), tees) if tees else _lines(streams))
+
+
+def _ranked_tee(lines: Iterable[str], tees: dict[str, int]) -> Iterator[str]:
+    """torchrun ``--tee`` output with each worker's ``[default1]:`` read as its ``[rank1]:``: its lines
+    logged before ``init_process_group`` are that rank's too."""
+    for line in lines:
+        if line[:1] == "[":
+            head, sep, rest = line.partition("]:")
+            rank = tees.get(head + sep) if sep else None
+            if rank is not None:
+                line = rest if rest.startswith("[rank") else f"[rank{rank}]:{rest}"
+        yield line
+
+
+def _unprefixed(lines: Iterable[str], rank: int) -> Iterator[str]:
+    """One rank's log without its ``[rankN]:`` prefixes: its lines before ``init_process_group`` (which
+    have none) and after it are one process's."""
+    prefix = f"[rank{rank}]:"
+    for line in lines:
+        yield line[len(prefix) :] if line.startswith(prefix) else line
 
 
 def read_log(lines: Iterable[str], roles: RolesLookup = local_roles) -> Parsed:
@@ -143,7 +184,7 @@ def read_log(lines: Iterable[str], roles: RolesLookup = local_roles) -> Parsed:
     if paste.reader is None:
         return functions, stats
     if paste.excerpt:
-        if functions:  # the log parser found what the excerpt shows
+        if any(f.name for f in functions):  # the log parser found what the excerpt shows
             return functions, stats
         shown = paste.result(stats.lines)
         return shown if shown[1].paste_messages else (functions, stats)
@@ -228,10 +269,14 @@ def _open(path: str, stack: contextlib.ExitStack) -> TextIO:
         raise InputError(f"{path}: cannot be read (permission denied)") from None
 
 
-def _lines(streams: Sequence[tuple[str, TextIO]]) -> Iterator[str]:
-    """Every line of the pieces as ``cat`` would join them: a piece cut mid-line continues in the next."""
+def _lines(streams: Sequence[tuple[str, TextIO]], whole: bool = False) -> Iterator[str]:
+    """Every line of the pieces as ``cat`` would join them: a piece cut mid-line continues in the next;
+    ``whole``: each file ends its last line (a worker's stderr.log and stdout.log are two streams)."""
     carry = ""
     for _, stream in streams:
+        if whole and carry:
+            yield carry + "\n"
+            carry = ""
         for line in stream:
             if carry:
                 line, carry = carry + line, ""

@@ -20,7 +20,9 @@ from guarddiag.divergence import divergence_dict
 from guarddiag.errors import InputError
 from guarddiag.model import (
     HOOK_KINDS,
+    JOB_READS,
     LIMIT_OUTCOMES,
+    NAMED_BY,
     SCHEMA,
     Cause,
     CompiledFor,
@@ -28,6 +30,9 @@ from guarddiag.model import (
     FailedCompile,
     FunctionSummary,
     GraphBreak,
+    Job,
+    JobProcess,
+    JobRecord,
     LateHook,
     LimitHit,
     ParseStats,
@@ -78,6 +83,8 @@ def run_to_dict(run: Run) -> dict[str, object]:
             # Only a paste has it: a framed log's record is unchanged.
             **({"paste_messages": run.parse.paste_messages} if run.parse.paste_messages is not None else {}),
         },
+        # Only a job read from several logs or records has it: a record of one log is unchanged.
+        **({"job": asdict(run.job)} if run.job is not None else {}),
     }
 
 
@@ -203,7 +210,24 @@ def _run(data: dict) -> Run:
         duration_s=_seconds(data.get("duration_s"), "duration_s"),
         error=_str(error.get("exception"), "error.exception", optional=True),
         error_flags=_strings(error.get("flags", []), "error.flags"),
+        job=None if data.get("job") is None else _job(_object(data["job"], "job")),
     )
+
+
+def _job(raw: dict) -> Job:
+    read_as = str(_str(raw.get("read_as"), "job.read_as"))
+    if read_as not in JOB_READS:
+        raise ValueError(f"job.read_as: expected one of {', '.join(JOB_READS)}, got {read_as!r}"[:200])
+    processes = []
+    for i, p in enumerate(_list(raw.get("processes", []), "job.processes")):
+        values = dict(_object(p, f"job.processes[{i}]"))
+        values["logs"] = _strings(values.get("logs", []), f"job.processes[{i}].logs")
+        process = _typed(JobProcess, values, f"job.processes[{i}]")
+        if process.named_by not in NAMED_BY:
+            raise ValueError(f"job.processes[{i}].named_by: expected one of {', '.join(NAMED_BY)}, got {process.named_by!r}"[:200])
+        processes.append(process)
+    records = tuple(_typed(JobRecord, r, f"job.records[{i}]") for i, r in enumerate(_list(raw.get("records", []), "job.records")))
+    return Job(read_as, tuple(processes), records, _strings(raw.get("skipped", []), "job.skipped"))
 
 
 def _function(f: dict, where: str) -> FunctionSummary:

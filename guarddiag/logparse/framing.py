@@ -8,7 +8,8 @@ Three prefix styles exist across torch 2.0 ... 2.15 (see docs/log-formats.md):
   ``[2023-11-06 14:54:08,549] [0/0] torch._dynamo.guards.__guards: [DEBUG] msg``
 * Python's default ``logging.basicConfig`` style: ``DEBUG:torch._dynamo.guards.__guards:msg``
 
-Any of them may sit behind a ``[rank0]:`` prefix (torchrun). The compile id is
+Any of them may sit behind a ``[rank0]:`` prefix (torch.distributed), itself behind torchrun's
+``[default0]:`` (``--tee``: role and local rank), which is dropped. The compile id is
 ``[frame/compile]``, optionally with an attempt ``_n`` suffix, or a compiled-autograd
 form ``[!ca/frame/compile]`` (:mod:`guarddiag.ids` reads them).
 """
@@ -30,10 +31,14 @@ CLOCK = r"\d\d:\d\d:\d\d"
 GLOG_TIME = rf"\d{{4}} {CLOCK}\.\d+"  # MMDD hh:mm:ss.micros, after the level letter
 BRACKET_DATE = rf"\[{DAY} {CLOCK},\d+\]"
 ARTIFACT = r"__\w+"
+# torchrun's --tee prefix, role and local rank: ``[default0]:`` (never ``[rank0]:``).
+TEE_PREFIX = r"\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:"
+# What may stand before a torch prefix: torchrun's and torch.distributed's prefixes.
+LEADING_PREFIXES = rf"(?:{TEE_PREFIX})?(?:{RANK_PREFIX})?"
 # Where a glog or bracketed-date prefix starts (with its rank).
-FRAME_START = rf"(?:{RANK_PREFIX})?(?:{GLOG_LEVEL}{GLOG_TIME} |{BRACKET_DATE} )"
+FRAME_START = rf"{LEADING_PREFIXES}(?:{GLOG_LEVEL}{GLOG_TIME} |{BRACKET_DATE} )"
 
-_RANK = r"(?:\[rank(?P<rank>\d+)\]:\s?)?"
+_RANK = rf"(?:{TEE_PREFIX})?(?:\[rank(?P<rank>\d+)\]:\s?)?"
 _CID = rf"(?:\[(?P<cid>{COMPILE_ID})\]\s?)?"
 _ART = rf"(?:\[(?P<art>{ARTIFACT})\]\s?)?"
 
@@ -54,7 +59,7 @@ _BRACKET = re.compile(
 _PYDEFAULT = re.compile(
     _RANK + rf"(?P<level>{LEVEL_NAMES}):(?P<origin>torch[\w.]*):" + _CID + r"(?P<body>.*)$"
 )
-_RANK_ONLY = re.compile(r"\[rank(?P<rank>\d+)\]:\s?(?P<body>.*)$")
+_RANK_ONLY = re.compile(rf"(?:{TEE_PREFIX})?\[rank(?P<rank>\d+)\]:\s?(?P<body>.*)$")
 
 
 @dataclass(frozen=True, slots=True)

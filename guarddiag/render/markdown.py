@@ -6,6 +6,7 @@ from tabulate import tabulate
 
 from guarddiag.model import Run, report_order
 from guarddiag.render.divergence import headline_lines
+from guarddiag.render.job import job_notes, process_headers, process_rows
 from guarddiag.render.summary import (
     budget_lines,
     cause_groups,
@@ -27,6 +28,7 @@ def render(run: Run) -> str:
     """The run as GitHub-flavoured Markdown."""
     out = ["## guarddiag", "", headline(run), ""]
     notes = [_NOTE_FORMATS[kind].format(text) for kind, text in run_notes(run)]
+    notes += [_NOTE_FORMATS["note"].format(text) for text in job_notes(run)]
     out += [*notes, ""] if notes else []
     total = run_compile_time_sentence(run)
     out += [total, ""] if total else []
@@ -38,6 +40,8 @@ def render(run: Run) -> str:
         for f in sorted(run.functions, key=report_order)
     ]
     headers = ["function", "compiles", "recompiles", "limit hit", "graph breaks"] + (["compile s"] if timed else [])
+    if run.job is not None and run.job.processes:
+        out += [tabulate(process_rows(run), headers=process_headers(run.job), tablefmt="github"), ""]
     out.append(tabulate(rows, headers=headers, tablefmt="github"))
     for f in run.functions:
         if wants_details(f):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from guarddiag.divergence import rank_of
 from guarddiag.guardexpr import readable_source
+from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
 from guarddiag.model import FunctionSummary, LateHook, Run
 from guarddiag.render.words import (

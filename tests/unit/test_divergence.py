@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from guarddiag.config import Settings
-from guarddiag.divergence import rank_divergence, rank_of, ranks_in
+from guarddiag.divergence import rank_divergence, ranks_in
 from guarddiag.errors import OK, REGRESSION
 from guarddiag.gate import evaluate
+from guarddiag.ids import job_rank as rank_of
 from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines
 from guarddiag.render import render
@@ -163,7 +164,10 @@ def test_compare_says_what_a_configuration_did_to_the_divergence():
     results = [VariantResult(base, (_run("branch4"),)), VariantResult(flipped, (_run("alike4"),))]
     report = build_report(ComparePlan(base, (flipped,)), results, Catalog("2.13.0", {}))
     text = render_compare(report, "table")
-    expected = "note: some_flag=true: rank divergence (ranks that compile a function differently): removes it from forward (distributed/diverge_worker.py:21)"
+    expected = (
+        "note: some_flag=true: rank divergence (ranks that compile a function differently): "
+        "removes it from forward (distributed/diverge_worker.py:21)"
+    )
     assert expected in text.splitlines()
     data = json.loads(render_compare(report, "json"))
     assert [len(r["rank_divergence"]) for r in data["runs"]] == [1, 0]

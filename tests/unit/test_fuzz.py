@@ -114,6 +114,7 @@ def _comparable(run: Run) -> dict:
     d = run_to_dict(run)
     for key in ("parse", "log_path"):
         d.pop(key)
+    d.pop("job", None)  # the pieces say they were read as pieces of one log
     d["functions"] = sorted(d["functions"], key=lambda f: (f["name"], f["file"], f["line"] or 0))
     for f in d["functions"]:
         f["frame_ids"] = sorted(f["frame_ids"])

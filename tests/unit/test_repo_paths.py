@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, NEUTRAL_PROJECT, ROOT
-from tests.fixtures.record_logs import NEUTRAL_BASE, NEUTRAL_VENV, neutralize
+from tests.fixtures.record_logs import NEUTRAL_BASE, NEUTRAL_LOGS, NEUTRAL_VENV, neutralize
 
 # An absolute POSIX path: a slash that does not continue a word, a URL ("https://") or a relative path.
 ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?:[\w.+-]+/)+[\w.+-]*")
-NEUTRAL = (NEUTRAL_PROJECT, NEUTRAL_VENV, NEUTRAL_BASE)
-RECORDED = sorted([*FIXTURES.glob("logs/torch-*/*"), *FIXTURES.glob("flags/*.json")])
+NEUTRAL = (NEUTRAL_PROJECT, NEUTRAL_VENV, NEUTRAL_BASE, NEUTRAL_LOGS)
+RECORDED = sorted([*(p for p in FIXTURES.glob("logs/torch-*/**/*") if p.is_file()), *FIXTURES.glob("flags/*.json")])
 
 
 def _machine_paths(text: str) -> list[str]:
