@@ -73,6 +73,6 @@ def headline_lines(run: Run) -> list[str]:
     if not found:
         return [f"rank divergence: none ({seen} compiled every function alike)"]
     count = _times(len(found), "function")
-    return [f"rank divergence: {count} compiled differently on different ranks of {seen} ({WHY})"] + [
+    return [f"rank divergence: {count} compiled differently across {seen} ({WHY})"] + [
         f"{divergence_label(d)}: {divergence_sentence(d)}" for d in found
     ]

@@ -1,5 +1,6 @@
-"""Rank divergence on real torchrun logs (tests/fixtures/distributed, recorded by record_divergence.py:
-2 and 4 gloo ranks on the CPU, every rank's lines interleaved behind torch's ``[rankN]:`` prefix)."""
+"""Rank divergence on real torchrun logs (tests/fixtures/logs/torch-2.13.0/torchrun, recorded by
+tests/fixtures/distributed/record_torchrun.py from diverge_worker.py: 2 and 4 gloo ranks on the CPU,
+every rank's lines interleaved behind torch's ``[rankN]:`` prefix)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,9 @@ from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines
 from guarddiag.render import render
 from guarddiag.render.gate import render_check, render_junit
-from tests.conftest import FIXTURES, in_checkout
+from tests.conftest import LOGS, in_checkout
 
-JOBS = FIXTURES / "distributed"
-TRUTH = re.compile(r"guarddiag-truth rank=(\d+) compiles=(\d+)")
+JOBS = LOGS / "torch-2.13.0" / "torchrun"
 
 
 def _run(name: str) -> Run:
@@ -33,8 +33,9 @@ def _run(name: str) -> Run:
 
 
 def _truth(name: str) -> dict[int, int]:
-    """torch's own compile count per rank, printed by each worker (lines of two ranks may share a line)."""
-    return {int(r): int(n) for r, n in TRUTH.findall((JOBS / f"{name}.log").read_text(encoding="utf-8"))}
+    """torch's own compile count per rank, written by each worker beside the log."""
+    ranks = json.loads((JOBS / f"{name}.truth.json").read_text(encoding="utf-8"))["ranks"]
+    return {int(r): sum(f["compiles"] for f in t["functions"]) for r, t in ranks.items()}
 
 
 @pytest.mark.parametrize("name", ["alike4", "branch4", "shape2", "shape2.unnamed"])
@@ -65,7 +66,7 @@ def test_one_rank_on_another_branch_is_named_with_its_cause():
     assert odd.causes == ("value of `self.scaled` on argument `self`",)
     text = render(_run("branch4"), "table")
     assert (
-        "  forward (distributed/diverge_worker.py:21): rank 2 recompiled it 1 time "
+        "  forward (distributed/diverge_worker.py:27): rank 2 recompiled it 1 time "
         "(value of `self.scaled` on argument `self`); ranks 0, 1, 3 did not"
     ) in text.splitlines()
 
@@ -131,7 +132,7 @@ def test_check_shows_divergence_and_fails_on_it_only_when_asked(tmp_path: Path):
     assert f["failing"] and f["divergence"]["groups"][1]["ranks"] == [2]
     # JUnit: the failure sits on rank 2's test case, the rank that diverged.
     junit = render_junit(gated)
-    assert re.search(r'<testcase [^>]*name="forward \(distributed/diverge_worker.py:21\) \[rank2\]"[^>]*>\s*<failure', junit)
+    assert re.search(r'<testcase [^>]*name="forward \(distributed/diverge_worker.py:27\) \[rank2\]"[^>]*>\s*<failure', junit)
 
 
 def test_alike_ranks_pass_the_gate(tmp_path: Path):
@@ -166,10 +167,10 @@ def test_compare_says_what_a_configuration_did_to_the_divergence():
     text = render_compare(report, "table")
     expected = (
         "note: some_flag=true: rank divergence (ranks that compile a function differently): "
-        "removes it from forward (distributed/diverge_worker.py:21)"
+        "removes it from forward (distributed/diverge_worker.py:27)"
     )
     assert expected in text.splitlines()
     data = json.loads(render_compare(report, "json"))
     assert [len(r["rank_divergence"]) for r in data["runs"]] == [1, 0]
     back = build_report(ComparePlan(flipped, (base,)), results[::-1], Catalog("2.13.0", {}))
-    assert "adds it to forward (distributed/diverge_worker.py:21)" in render_compare(back, "markdown")
+    assert "adds it to forward (distributed/diverge_worker.py:27)" in render_compare(back, "markdown")
