@@ -73,6 +73,12 @@ class _Frame:
     # Tensors some compile of a recompiling frame treats as dynamic (insertion-ordered set).
     dynamic: dict[DynamicDims, None] = field(default_factory=dict)
 
+    @property
+    def refused(self) -> set[int]:
+        """Compile numbers refused at the recompile limit. A number whose guards were listed compiled: a
+        limit warning that names it (a line mangled in a paste) cannot take it back."""
+        return self.limit_numbers - self.listed
+
     def name_it(self, name: str, file: str, line: int | None) -> None:
         if name and not self.name:
             self.name, self.file, self.line = name, file, line
@@ -331,7 +337,7 @@ def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
 
 
 def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex) -> FunctionSummary:
-    numbers = sorted(n for n in frame.compiles if n not in frame.limit_numbers)
+    numbers = sorted(n for n in frame.compiles if n not in frame.refused)
     events = []
     for n in numbers:
         if n == 0:
@@ -354,7 +360,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
             pass
         elif later > at:
             outcome = "compiled_again"
-        elif any(r > at for r in frame.limit_numbers):
+        elif any(r > at for r in frame.refused):
             outcome = "raised"  # a frame torch runs eagerly for good is never offered to it again
         cause = classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
@@ -363,7 +369,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         file=frame.file,
         line=frame.line,
         frame_ids=(frame.frame_id,),
-        compiles=count_compiles(frame.compiles, frame.limit_numbers),
+        compiles=count_compiles(frame.compiles, frame.refused),
         recompile_events=tuple(events),
         limit_hits=tuple(hits),
         graph_breaks=tuple(frame.graph_breaks.values()),

@@ -1,10 +1,15 @@
-"""Words for rank divergence (guarddiag.divergence): the section every run report has when the run
-had two ranks or more, and the gate's finding."""
+"""Words for the ranks of a distributed job: the rank-divergence section (guarddiag.divergence) every
+run report has when the run had two ranks or more, the gate's finding, and the rows and sections of
+ranks that compiled a function alike, shown once for all of them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from guarddiag.divergence import Divergence, RankBehaviour, rank_divergence, ranks_in
-from guarddiag.model import Run
+from guarddiag.ids import job_rank
+from guarddiag.model import FunctionSummary, Run, report_order
+from guarddiag.render.summary import function_detail_lines
 from guarddiag.render.words import function_label
 
 UNNAMED = "the log does not name every frame compiled there; capture it with TORCH_LOGS=dynamo,guards,recompiles or use `guarddiag run`"
@@ -76,3 +81,46 @@ def headline_lines(run: Run) -> list[str]:
     return [f"rank divergence: {count} compiled differently across {seen} ({WHY})"] + [
         f"{divergence_label(d)}: {divergence_sentence(d)}" for d in found
     ]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A function as the terminal and markdown reports show it: one process's, or the same function of
+    several ranks of one job that compiled it alike (``functions``: each rank's summary, ``ranks``)."""
+
+    functions: tuple[FunctionSummary, ...]
+    label: str
+
+    @property
+    def function(self) -> FunctionSummary:
+        return self.functions[0]
+
+    @property
+    def folded(self) -> bool:
+        return len(self.functions) > 1
+
+
+def shown_functions(run: Run) -> list[Shown]:
+    """The run's functions in report order; the ranks of one job that compiled a function alike (the
+    same counts, causes, limit hits and graph breaks) as one entry labelled with their ranks: a job of 64
+    ranks reads as its few behaviours, not 64 copies. The record keeps every rank."""
+    groups: dict[object, list[FunctionSummary]] = {}
+    for f in sorted(run.functions, key=report_order):
+        where = job_rank(f.rank)
+        key: object = (
+            (where[0], f.name, f.file, f.line, f.compiles, f.recompiles, f.limit_hit, len(f.graph_breaks), tuple(function_detail_lines(f)))
+            if where is not None and f.name
+            else id(f)
+        )
+        groups.setdefault(key, []).append(f)
+    return [Shown(tuple(fs), _label(fs)) for fs in groups.values()]
+
+
+def _label(functions: list[FunctionSummary]) -> str:
+    if len(functions) == 1:
+        return function_label(functions[0])
+    job = job_rank(functions[0].rank)
+    assert job is not None, "only ranks are folded"
+    ranks = sorted(r for f in functions if (r := job_rank(f.rank)) is not None)
+    label = rank_list(tuple(rank for _, rank in ranks))
+    return f"{function_label(functions[0], process=False)} [{job[0] + '/' if job[0] else ''}{label}]"

@@ -31,6 +31,7 @@ __all__ = [
     "headline",
     "late_hook_sentence",
     "limit_sentence",
+    "near_limit_lines",
     "parse_note",
     "run_notes",
     "wants_details",
@@ -176,10 +177,14 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
 
 def budget_lines(run: Run, f: FunctionSummary) -> list[str]:
     """What a function cost and has left: the near-limit warning (once), its compile time (when known)."""
-    budget = limit_budget(run, f)
-    lines = [near_limit_sentence(budget)] if budget is not None else []
     time = compile_time_sentence(f)
-    return lines + ([time] if time else [])
+    return near_limit_lines(run, f) + ([time] if time else [])
+
+
+def near_limit_lines(run: Run, f: FunctionSummary) -> list[str]:
+    """The warning that a function is at or near its recompile limit, when it is."""
+    budget = limit_budget(run, f)
+    return [near_limit_sentence(budget)] if budget is not None else []
 
 
 def dynamic_dims_sentence(f: FunctionSummary) -> str:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from guarddiag.model import Run, report_order
+from guarddiag.model import FunctionSummary, Run
 from guarddiag.render.columns import simple_table
-from guarddiag.render.divergence import headline_lines
+from guarddiag.render.divergence import headline_lines, shown_functions
 from guarddiag.render.job import job_notes, process_headers, process_rows
 from guarddiag.render.summary import (
     compiles_cell,
     function_detail_lines,
-    function_label,
     headline,
+    near_limit_lines,
     parse_note,
     run_notes,
     wants_details,
@@ -27,17 +27,20 @@ def render(run: Run) -> str:
     out += [total] if total else []
     if run.job is not None and run.job.processes:
         out += ["", simple_table(process_rows(run), process_headers(run.job))]
-    rows = [
-        [function_label(f), compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""]
-        for f in sorted(run.functions, key=report_order)
-    ]
+    shown = shown_functions(run)
+    rows = [_row(run, s.label, s.function) for s in shown]
     if rows:
         out += ["", simple_table(rows, ["function", "compiles", "recompiles", "limit hit", "graph breaks"])]
-    for f in sorted(run.functions, key=report_order):
+    for s in shown:
+        f = s.function
         if not wants_details(f):
             continue
-        out += ["", f"{function_label(f)}: {f.recompiles} recompiles"]
-        out += function_detail_lines(f, run)
+        out += ["", f"{s.label}: {f.recompiles} recompiles{' each' if s.folded else ''}"]
+        # Folded ranks share their counts and causes, not their compile times (in --format json, per rank).
+        if s.folded:
+            out += function_detail_lines(f) + [f"  {line}" for line in near_limit_lines(run, f)]
+        else:
+            out += function_detail_lines(f, run)
     divergence = headline_lines(run)
     if divergence:
         out += ["", divergence[0], *(f"  {line}" for line in divergence[1:])]
@@ -47,3 +50,7 @@ def render(run: Run) -> str:
     if run.log_path and run.source != "merge":
         out += ["", f"torch log: {run.log_path}"]
     return "\n".join(out)
+
+
+def _row(run: Run, label: str, f: FunctionSummary) -> list[object]:
+    return [label, compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""]

@@ -140,9 +140,34 @@ def test_alike_ranks_pass_the_gate(tmp_path: Path):
     assert result.exit_code == OK and not [f for f in result.findings if f.kind == "rank_divergence"]
 
 
-def test_a_functions_ranks_are_listed_in_rank_order():
-    rows = [line for line in render(_run("alike4"), "table").splitlines() if line.startswith("forward (")]
-    assert [row.split("[")[1].split("]")[0] for row in rows] == ["rank0", "rank1", "rank2", "rank3"]
+def test_ranks_that_compiled_a_function_alike_are_one_row_and_one_section():
+    table = render(_run("branch4"), "table").splitlines()
+    rows = [line for line in table if line.startswith("forward (")]
+    assert [row.split("  ")[0] for row in rows] == [
+        "forward (distributed/diverge_worker.py:27) [rank2]",
+        "forward (distributed/diverge_worker.py:27) [ranks 0, 1, 3]",
+        "forward (distributed/diverge_worker.py:27) [rank2]: 1 recompiles",
+    ]
+    alike = render(_run("alike4"), "table").splitlines()
+    assert [line.split() for line in alike if line.startswith("forward (")] == [
+        ["forward", "(distributed/diverge_worker.py:27)", "[ranks", "0,", "1,", "2,", "3]", "1", "0"]
+    ]
+    # The record keeps every rank.
+    assert len(json.loads(render(_run("alike4"), "json"))["functions"]) == 4
+    assert "| `forward (distributed/diverge_worker.py:27) [ranks 0, 1, 3]` |" in render(_run("branch4"), "markdown")
+
+
+def test_ranks_that_recompiled_alike_share_one_section():
+    from guarddiag.render.divergence import shown_functions
+
+    run = _run("branch4")
+    # Ranks 0 and 3 recompiled on rank 2's cause too: one section "each", apart from rank 1.
+    odd = next(g for g in run.functions if g.rank == "rank2").recompile_events
+    two = tuple(replace(f, recompile_events=odd, compiles=2) if f.rank in ("rank0", "rank3") else f for f in run.functions)
+    shown = shown_functions(replace(run, functions=two))
+    assert [s.label.rpartition(" [")[2] for s in shown] == ["ranks 0, 2, 3]", "rank1]"]
+    text = render(replace(run, functions=two), "table")
+    assert "forward (distributed/diverge_worker.py:27) [ranks 0, 2, 3]: 1 recompiles each" in text.splitlines()
 
 
 def test_the_setting_comes_from_pyproject_and_the_environment(tmp_path: Path):

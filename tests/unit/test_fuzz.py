@@ -375,3 +375,16 @@ def test_long_lines_parse_in_time_linear_in_their_length(kind, n):
     make = _LONG_LINES[kind]
     small, large = _best_of_3(make(n)), _best_of_3(make(4 * n))
     assert large < 8 * small + 0.05, f"{kind}: {n} repeats {small:.4f} s, {4 * n} repeats {large:.4f} s"
+
+
+def test_a_limit_warning_mangled_onto_another_prefix_does_not_take_back_a_compile():
+    """Found by test_mangled_real_logs_never_raise: a browser glued a bracketed-date prefix with compile id
+    [0/0] before the recompile-limit warning; the warning then named 0/0, a compile whose guards are
+    listed, and 0/0 was counted as refused (2 compiles, 2 recompile events)."""
+    lines = (LOGS / "handmade" / "v2_5_windows_paths.log").read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if "hit config.cache_size_limit" in line)
+    lines[at] = "[2023-11-06 14:54:08,549] [0/0] torch._dynamo.guards.__guards: [DEBUG] " + lines[at]
+    run = _parse(lines)
+    _sane(run)
+    (f,) = run.functions
+    assert (f.compiles, len(f.recompile_events)) == (3, 2)
