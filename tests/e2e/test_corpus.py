@@ -84,9 +84,26 @@ def _explain(log_path: str, cwd: Path) -> dict:
     return json.loads(proc.stdout)
 
 
+# What the report says about each script's recompiling function beyond its cause (#13 items 6 and 7): the dims
+# and numbers automatic dynamic made dynamic (no more recompiles on them), the user's line behind the guard,
+# and how much of the compile time went to recompiles.
+REPORT_LINES = {
+    "gpt_generate.py": ["  dynamic after the run: `idx` dim 1 ("],
+    "lr_schedule.py": [
+        "  dynamic after the run: `lr` (its value) (",
+        "      at tests/corpus/lr_schedule.py:20 in train_step: p.sub_(lr * (g + weight_decay * p))",
+    ],
+    "containers.py": ["  dynamic after the run: `weights['rgb']` (its value), ", "      at tests/corpus/containers.py:18 in fuse: "],
+}
+
+
 @pytest.mark.parametrize("script", sorted(FIRST_CAUSES))
 def test_the_first_cause_is_the_one_the_fix_removes(script: str, tmp_path: Path):
-    run, _, _ = corpus_run(script, tmp_path)
+    run, _, out = corpus_run(script, tmp_path)
+    lines = out.splitlines()
+    for expected in REPORT_LINES[script]:
+        assert any(line.startswith(expected) for line in lines), (expected, out)
+    assert any(line.startswith("  compile time ") and "of it in" in line for line in lines), out
     (f,) = [f for f in run["functions"] if f["recompiles"]]
     category, subject, fix = FIRST_CAUSES[script]
     first = f["recompile_events"][0]["causes"][0]
