@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from guarddiag.explain.facts import frame_of, read_guard, user_name
+from guarddiag.explain.fold import fold_entry, matters
 from guarddiag.explain.hints import fix_hints, torch_era
 from guarddiag.explain.model import (
     SCHEMA,
@@ -28,6 +29,7 @@ from guarddiag.model import FunctionSummary, Guard
 from guarddiag.pipeline import LogReader
 from guarddiag.render.words import function_label
 from guarddiag.sourceinfo import local_roles
+from guarddiag.wrapped import frame_package, library_frame, torch_wrapper
 
 __all__ = [
     "SCHEMA",
@@ -96,6 +98,12 @@ def _explain_function(
         objects, ambient = objects_of(listings[number], roles, full, memo)
         entries.append(CacheEntry(f"{f.frame_ids[0]}/{number}", objects, ambient))
     causes = Counter((e.causes[0].category, e.causes[0].subject) for e in f.recompile_events)
+    keep = matters(f, entries)
+    if not full:
+        # torch's or a library's own frame (not torch's `inner`, which calls the user's code) that never
+        # recompiled folds whole: compiled after a graph break in library code, nothing in it changed.
+        package = "" if torch_wrapper(f.file) or f.compiles > 1 else frame_package(f.file)
+        entries = [fold_entry(e, keep, library_frame(f.file), package) for e in entries]
     return FunctionExplanation(
         function_label(f),
         f.name,
@@ -107,4 +115,5 @@ def _explain_function(
         tuple(CauseCount(category, subject, n) for (category, subject), n in causes.most_common()),
         fix_hints(f, torch_version, era),
         len(f.failed_compiles),
+        keep,
     )
