@@ -43,7 +43,12 @@ def matters(f: FunctionSummary, entries: Sequence[CacheEntry]) -> tuple[str, ...
     """The first source of each row a user must act on: rows that differ between the cache entries,
     and rows a recompile's cause (or what else changed with it) names."""
     named = {readable_source(as_source(c.source)) for e in f.recompile_events for c in (*e.causes, *e.also) if c.source}
-    keyed = [{o.sources: o for o in entry.objects} for entry in entries]
+    keyed = [{o.sources: o for o in entry.objects if not isinstance(o, CallablesObject)} for entry in entries]
+    # The functions an entry calls, each by its own source: which ones a path calls follows from the
+    # values; one under the same name with another id is a function passed in place of another.
+    called = [
+        {s: m.pinned for o in entry.objects if isinstance(o, CallablesObject) for m in o.members for s in m.sources} for entry in entries
+    ]
     out: list[str] = []
     for i, rows in enumerate(keyed):
         for key, o in rows.items():
@@ -52,6 +57,11 @@ def matters(f: FunctionSummary, entries: Sequence[CacheEntry]) -> tuple[str, ...
             changes = any(other.get(key) != o for j, other in enumerate(keyed) if j != i)
             if changes or any(readable_source(s) in named for s in key):
                 out.append(key[0])
+    for ids in called:
+        for s, pinned in ids.items():
+            other = any(o.get(s, pinned) != pinned for o in called)
+            if s not in out and (other or readable_source(s) in named):
+                out.append(s)
     return tuple(out)
 
 

@@ -127,7 +127,8 @@ def _differences(first: tuple[ObjectWords, ...], other: tuple[ObjectWords, ...])
     for o in other:
         b = before.get(_key(o))
         if o.how == "identity (code)":
-            out.extend(_other_callables(b, o))
+            # One row holds the functions an entry calls: the first entry's, whatever it calls.
+            out.extend(_other_callables(next((x for x in first if x.how == o.how), None), o))
         elif b is None:
             out.append(f"also guards {o.name} ({o.detail})")
         elif b.pinned != o.pinned or b.detail != o.detail:
