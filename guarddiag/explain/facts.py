@@ -109,6 +109,11 @@ def _either(first: str | None, second: str) -> str:
     return first if first is not None else second
 
 
+def _empty_fact(m: re.Match[str], g: Guard) -> Fact:
+    """``not L['xs']``: an empty list (a dict's emptiness, module hooks among them, stays unread as before)."""
+    return Fact(m["src"], "length", "0") if g.kind == "LENGTH_CHECK" else Fact(g.source, "other", m[0])
+
+
 def _contains_fact(m: re.Match[str], g: Guard) -> Fact:
     return Fact(m["src"], "contains", m["key"], {"negated": "1" if m["neg"] else ""})
 
@@ -124,7 +129,7 @@ _READERS: tuple[tuple[tuple[str, ...], re.Pattern[str], Callable[[re.Match[str],
     (("set(", "___key_to_id("), _KEY_SET, lambda m, g: Fact(m["src"] or m["src2"], "keys", _either(m["keys"], m["keys2"]))),
     (("len(",), _LEN, lambda m, g: Fact(m["src"], "length", m["n"], {"dict": "1" if g.kind == "DICT_LENGTH" else ""})),
     (("___dict_contains(", "not ___dict_contains("), _CONTAINS, _contains_fact),
-    (("not L[", "not G["), _EMPTY, lambda m, g: Fact(m["src"], *(("length", "0") if g.kind == "LENGTH_CHECK" else ("value", "False")))),
+    (("not L[", "not G["), _EMPTY, lambda m, g: _empty_fact(m, g)),
     (("hasattr(",), _MARKING, lambda m, g: Fact(m["src"], "marking")),
     (("not math.isnan(",), _ISNAN, lambda m, g: Fact(m["src"], "dynamic_scalar")),
     (("-", *"0123456789", *_SOURCE_START), _SCALAR_RANGE, lambda m, g: Fact(m["src"] or m["src2"], "dynamic_scalar")),

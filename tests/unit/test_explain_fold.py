@@ -11,7 +11,7 @@ from guarddiag.explain.facts import user_name
 from guarddiag.explain.model import FoldedObject
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.explain_words import explanation_words
-from tests.conftest import LOGS, in_checkout
+from tests.conftest import LOGS, ROOT, in_checkout
 
 LOGS_2_13 = sorted(p.stem for p in (LOGS / "torch-2.13.0").glob("*.log"))
 
@@ -72,3 +72,28 @@ def test_a_different_function_passed_each_call_is_among_the_differences():
 def test_the_scripts_own_globals_are_named_as_the_script_names_them():
     assert user_name("G['__import___main__'].inputs") == "inputs"
     assert user_name("G['__import_mylib_dot_layers'].SCALE") == "mylib.layers.SCALE"
+
+
+def _wrapped_callables_here() -> Explanation:
+    """The recorded log with its neutral roots laid out as on the recording machine: the venv inside the
+    project (torch names the script by its path below the directory both share: ``tests/fixtures/...``)."""
+    text = (LOGS / "torch-2.13.0" / "wrapped_callables.log").read_text(encoding="utf-8")
+    return explain_lines(in_checkout(text.replace("/home/user/venv/", f"{ROOT}/venv/")).splitlines())
+
+
+def test_the_no_grad_wrappers_args_are_named_by_the_wrapped_functions_parameters():
+    """ema_update(avg, params, decay) compiled under @torch.no_grad() runs in torch's `inner(*args)`:
+    args[2] is `decay`; the compiled nn.Sequential's entries of the same wrapper keep `args[0]`."""
+    (f,) = explanation_words(_wrapped_callables_here()).functions
+    first = {o.name for o in f.entries[0].objects}
+    assert "argument `decay`" in first and "`args[2]`" not in first
+    assert "`avg[0..1]` (2 objects)" in first or {"`avg[0]`", "`avg[1]`"} <= first
+    assert f.entries[1].differs == ("argument `decay`: dynamic float (type checked, value not)",)
+    assert any("`args[0]`" in d for d in f.entries[2].differs)  # the Sequential's input, not ema_update's `avg`
+    assert "value of argument `decay`" in " ".join(f.causes)
+
+
+def test_args_keep_torchs_name_when_the_wrapped_function_cannot_be_read():
+    """The same log where its files are not at hand: nothing is guessed."""
+    (f,) = explanation_words(_facts("wrapped_callables")).functions
+    assert "`args[2]`" in {o.name for o in f.entries[0].objects}
