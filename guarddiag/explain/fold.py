@@ -87,6 +87,8 @@ def fold_entry(entry: CacheEntry, keep: Iterable[str], library: bool, package: s
             internals.append(o)
         else:
             loose.append(o)
+    # Alike rows that matter fold only among themselves: the range row is explained in full like each of them.
+    first = _repeated(first)
     loose = _repeated(loose)
     values = [o for o in loose if isinstance(o, ValueObject) or isinstance(o, FamilyObject) and o.kind.startswith("attr:")]
     # The frame's own arguments stay rows: which of them a call may replace is what a user asks first.

@@ -40,12 +40,14 @@ def folded_words(o: FoldedObject, say: Callable[[GuardedObject], ObjectWords]) -
     if o.kind == "repeated":
         details = list(dict.fromkeys(m.detail for m in members))
         detail = f"{details[0]} each" if len(details) == 1 else _listed(details, " | ")
+        # Each member's sentences said of the range: `params[0..3]` for `params[0]`, `params[1]`...
+        said = [(f"`{m.name}`", w) for m, w in zip(o.members, members, strict=True)]
         return ObjectWords(
             f"`{o.name}` ({len(members)} objects)",
             o.how,
             detail,
-            tuple(dict.fromkeys(s for m in members for s in m.recompiles)),
-            tuple(dict.fromkeys(s for m in members for s in m.no_recompile)),
+            tuple(dict.fromkeys(s.replace(n, f"`{o.name}`") for n, w in said for s in w.recompiles)),
+            tuple(dict.fromkeys(s.replace(n, f"`{o.name}`") for n, w in said for s in w.no_recompile)),
             **common,
         )
     if o.kind == "values":
