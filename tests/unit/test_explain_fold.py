@@ -26,8 +26,11 @@ def test_nothing_that_matters_is_folded_and_full_folds_nothing(log: str):
     short, full = _facts(log), _facts(log, full=True)
     for f, g in zip(short.functions, full.functions, strict=True):
         rows = [o for e in f.entries for o in e.objects]
-        own = {o.sources[0] for o in rows if not isinstance(o, FoldedObject) and o.sources}
-        assert set(f.matters) <= own | {s for o in rows if not isinstance(o, FoldedObject) for s in o.sources}, f.label
+        own = {s for o in rows if not isinstance(o, FoldedObject) for s in o.sources}
+        # Alike rows that all matter may share a range row (explained like each of them), with nothing else.
+        ranges = [o for o in rows if isinstance(o, FoldedObject) and set(o.sources) & set(f.matters)]
+        assert all(o.kind == "repeated" and set(o.sources) <= set(f.matters) for o in ranges), f.label
+        assert set(f.matters) <= own | {s for o in ranges for s in o.sources}, f.label
         # Folding loses no object: every source --full shows is in a row of the default view.
         assert {s for e in g.entries for o in e.objects for s in o.sources} == {s for o in rows for s in o.sources}
         assert not any(isinstance(o, FoldedObject) for e in g.entries for o in e.objects)
