@@ -49,19 +49,19 @@ def matters(f: FunctionSummary, entries: Sequence[CacheEntry]) -> tuple[str, ...
     called = [
         {s: m.pinned for o in entry.objects if isinstance(o, CallablesObject) for m in o.members for s in m.sources} for entry in entries
     ]
-    out: list[str] = []
+    out: dict[str, None] = {}  # in order, looked up in constant time (a real model has thousands of rows)
     for i, rows in enumerate(keyed):
         for key, o in rows.items():
             if not key or key[0] in out:
                 continue
             changes = any(other.get(key) != o for j, other in enumerate(keyed) if j != i)
             if changes or any(readable_source(s) in named for s in key):
-                out.append(key[0])
+                out[key[0]] = None
     for ids in called:
         for s, pinned in ids.items():
             other = any(o.get(s, pinned) != pinned for o in called)
             if s not in out and (other or readable_source(s) in named):
-                out.append(s)
+                out[s] = None
     return tuple(out)
 
 
@@ -93,7 +93,8 @@ def fold_entry(entry: CacheEntry, keep: Iterable[str], library: bool, package: s
     values = [o for o in loose if isinstance(o, ValueObject) or isinstance(o, FamilyObject) and o.kind.startswith("attr:")]
     # The frame's own arguments stay rows: which of them a call may replace is what a user asks first.
     types = [o for o in loose if isinstance(o, TypeObject) and not o.dynamic and not o.submodules and o.name != o.root]
-    rows = first + [o for o in loose if not any(o is v for v in (*values, *types))]
+    summarised = {id(o) for o in (*values, *types)}
+    rows = first + [o for o in loose if id(o) not in summarised]
     rows += _settings(values)
     rows += _group("", "types", "type", types)
     rows += _group("", "internals", "mixed", internals)
@@ -117,18 +118,17 @@ def _module_roots(objects: Iterable[GuardedObject]) -> set[str]:
 
 
 def _internal(o: GuardedObject, modules: set[str], library: bool) -> bool:
-    sources = o.sources
-    if not sources:
-        return False
-    for s in sources:
-        if _INTERNALS.search(s) or any(s.startswith(m + ".") for m in modules) or s.startswith("G['__import_") and not s.startswith(
-            "G['__import___main__']"
-        ):
-            continue
-        if library and s.startswith("G[") and not s.startswith("G['__import___main__']"):
-            continue
-        return False
-    return True
+    """Whether every object of a row is what code carries rather than what a user passes or sets."""
+    return bool(o.sources) and all(_internal_source(s, modules, library) for s in o.sources)
+
+
+def _internal_source(s: str, modules: set[str], library: bool) -> bool:
+    if _INTERNALS.search(s) or any(s.startswith(m + ".") for m in modules):
+        return True  # a function's or class's own attributes; an attribute of an imported module
+    if not s.startswith("G[") or s.startswith("G['__import___main__']"):
+        return False  # an argument, a local, or the script's own global
+    # Another module's global (``__import_transformers...``), or any global of a library's own frame.
+    return library or s.startswith("G['__import_")
 
 
 def _repeated(rows: list[GuardedObject]) -> list[GuardedObject]:
