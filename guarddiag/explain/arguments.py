@@ -26,7 +26,7 @@ from guarddiag.explain.model import (
     TypeObject,
     ValueObject,
 )
-from guarddiag.model import Cause, FunctionSummary
+from guarddiag.model import Cause, CompiledFor, FunctionSummary
 from guarddiag.sourceinfo import ARGUMENT, compiled_parameters, resolve_shortened
 from guarddiag.wrapped import frame_package, torch_wrapper
 
@@ -41,6 +41,8 @@ class NamedArguments:
     params: Mapping[int, str]
     entries: frozenset[str]
     every: bool
+    # The function itself, for the function's label (explain reads no guard locations, which name it).
+    function: CompiledFor | None = None
 
     def entry(self, e: CacheEntry) -> CacheEntry:
         """The entry with its ``args[i]`` rows named (when it was compiled for that function)."""
@@ -64,19 +66,21 @@ def named_arguments(f: FunctionSummary, entries: Sequence[CacheEntry], known_fil
     """Which entries of ``f`` name ``args[i]`` by the wrapped function's parameters: those with the same
     code behind ``fn`` as an entry whose failing guard was read in that function (one wrapper serves
     every no_grad function and compiled module, and tells them apart only by that code)."""
-    params, located = wrapped_parameters(f, known_files)
-    if not params:
+    function, params, located = wrapped_parameters(f, known_files)
+    if function is None or not params:
         return NamedArguments({}, frozenset(), False)
     ours = {code_identity(e.objects) for e in entries if e.compile_id in located} - {()}
     renames = frozenset(e.compile_id for e in entries if code_identity(e.objects) in ours)
-    return NamedArguments(params, renames, bool(entries) and len(renames) == len(entries))
+    return NamedArguments(params, renames, bool(entries) and len(renames) == len(entries), function)
 
 
-def wrapped_parameters(f: FunctionSummary, known_files: Iterable[str]) -> tuple[Mapping[int, str], frozenset[str]]:
-    """``{2: "lr"}``: the name of each positional argument of torch's ``inner`` frame ``f`` (empty when
-    unknown), and the cache entries whose failing guard was read in that function (compile ids)."""
+def wrapped_parameters(f: FunctionSummary, known_files: Iterable[str]) -> tuple[CompiledFor | None, Mapping[int, str], frozenset[str]]:
+    """The function torch's ``inner`` frame ``f`` ran, the name of each of its positional arguments
+    (``{2: "lr"}``), and the cache entries whose failing guard was read in it (compile ids); None and
+    empty when that cannot be known."""
+    unknown: tuple[CompiledFor | None, Mapping[int, str], frozenset[str]] = (None, {}, frozenset())
     if not torch_wrapper(f.file):
-        return {}, frozenset()
+        return unknown
     files = tuple(known_files)
     found: dict[tuple[str, str, int], tuple[str, ...]] = {}
     entries: set[str] = set()
@@ -94,13 +98,13 @@ def wrapped_parameters(f: FunctionSummary, known_files: Iterable[str]) -> tuple[
                 found[key] = params
             if c.cache_entry:
                 entries.add(c.cache_entry)
-    signatures = set(found.values())
-    if len(signatures) != 1:
-        return {}, frozenset()  # none known, or two compiled functions share the wrapper: which is which is not known
-    (params,) = signatures
+    functions = {(file, name): params for (file, name, _), params in found.items()}
+    if len(functions) != 1:
+        return unknown  # none known, or two compiled functions share the wrapper: which is which is not known
+    ((file, name), params), = functions.items()
     if params[:1] in (("self",), ("cls",)):
-        return {}, frozenset()  # a method: whether torch got it bound is not in the log
-    return dict(enumerate(params)), frozenset(entries)
+        return unknown  # a method: whether torch got it bound is not in the log
+    return CompiledFor(name, file, "function"), dict(enumerate(params)), frozenset(entries)
 
 
 def code_identity(objects: Iterable[GuardedObject]) -> tuple[tuple[str, str], ...]:

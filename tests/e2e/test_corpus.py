@@ -168,6 +168,7 @@ def test_explain_names_the_no_grad_functions_argument_as_its_parameter(tmp_path:
     run, _, _ = corpus_run("optim_step.py", tmp_path)
     text, short, _ = _explain_both(run["log_path"], tmp_path)
     assert "argument `lr`: value 0.05" in text and "`args[2]`" not in text
+    assert "sgd_momentum (corpus/optim_step.py) via inner (_dynamo/external_utils.py:67): 2 cache entries" in text
     assert "`params[0..3]` (4 objects): id() each" in text
     assert "fix (value: value of argument `lr`): `lr` is a Python float" in text
     # torch's own optimizer frames that never recompiled fold whole.
