@@ -115,6 +115,8 @@ def _markdown(e: ExplanationWords) -> str:
             out.append(tabulate(rows, headers=["object", "guarded by", "would recompile", "would not recompile"], tablefmt="github"))
             if entry.ambient:
                 out += ["", f"Ambient (any change recompiles): {entry.ambient}"]
+            if entry.folded:
+                out += ["", f"{entry.folded} objects folded into summary rows (`--full` lists each)."]
             for other in f.entries[1:]:
                 out.append(f"- `{other.compile_id}`: {'; '.join(other.differs) or 'same guards'}")
         out += [f"- recompiled: {c}" for c in f.causes]
