@@ -9,7 +9,10 @@ user's to change. Rows are folded by the shape of their guard source, never by n
   ``__name__``, ``__class__``), attributes of an imported module (``torch.bool``), and the globals a
   library's own frame reads;
 * settings: the values baked in under one object (``self.config.*``, the ``eps`` of each LayerNorm);
-* types: objects checked by type only.
+* types: objects checked by type only (the frame's own arguments stay rows);
+* a frame of torch's or a library's own code that never recompiled (reached after a graph break in
+  it, like ``Optimizer.step``'s): one row for all it reads (not torch's ``inner``, which runs the
+  user's function or module).
 
 Nothing that matters is folded: a row that differs between the cache entries of its function, or that
 a recompile's cause names, stays a row of its own (:func:`matters`). ``--full`` folds nothing.
