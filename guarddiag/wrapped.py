@@ -29,9 +29,23 @@ _LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+) in (?P<name>[\w<>.]+)$")
 _TORCH = re.compile(r"(?:^|[/\\])torch[/\\]")
 
 
+_PACKAGE = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<package>[A-Za-z_]\w*)")
+
+
 def library_frame(file: str) -> bool:
     """Whether a frame's code is torch's or an installed library's (where wrappers live), not the user's."""
-    return "external_utils.py" in file or "-packages" in file
+    return torch_wrapper(file) or "-packages" in file
+
+
+def torch_wrapper(file: str) -> bool:
+    """Whether a frame is torch's own ``inner``, which calls what the user compiled (a no_grad function, a module)."""
+    return "external_utils.py" in file
+
+
+def frame_package(file: str | None) -> str:
+    """The installed package a frame's code is in (``torch``, ``transformers``), or ``""`` (the user's code)."""
+    m = _PACKAGE.search(file or "")
+    return m["package"] if m else ""
 
 
 def wrapped_callable(guards: Sequence[Guard], frame_name: str = "") -> CompiledFor | None:

@@ -4,7 +4,8 @@
     python tools/gen_guard_model.py --recorded   # every version from tests/fixtures/logs (fast, no torch run)
     python tools/gen_guard_model.py --check      # exit 1 if the doc's table is not what would be generated
 
-Only the part between the ``<!-- guard-model:begin -->`` / ``end`` markers is rewritten.
+Only the parts between the ``<!-- guard-model:begin -->`` / ``end`` markers (the table) and the
+``<!-- explain-example:begin -->`` / ``end`` markers (explain's default view of a recorded log) are rewritten.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ LOGS = ROOT / "tests" / "fixtures" / "logs"
 NEUTRAL_PROJECT = "/home/user/project"
 VERSIONS = ("2.13.0", "2.4.1", "2.1.2")
 BEGIN, END = "<!-- guard-model:begin -->", "<!-- guard-model:end -->"
+EXAMPLE_BEGIN, EXAMPLE_END = "<!-- explain-example:begin -->", "<!-- explain-example:end -->"
+# The default view's example: .eval() under no_grad, a real log (tests/fixtures/causes/eval_no_grad.py).
+EXAMPLE_LOG = "tests/fixtures/logs/torch-2.13.0/eval_no_grad.log"
 
 
 @dataclass(frozen=True)
@@ -134,12 +138,21 @@ def table(found: dict[tuple[str, str], ExplanationWords]) -> str:
     return "\n".join(lines)
 
 
-def render_doc(current: str, generated: str) -> str:
-    head, sep, rest = current.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
+def example() -> str:
+    """``guarddiag explain`` of the example log, as the command prints it (the default view)."""
+    from guarddiag.render.explain import render_explanation
+
+    with (ROOT / EXAMPLE_LOG).open(encoding="utf-8") as fh:
+        text = render_explanation(explain_lines(map(_in_checkout, fh)), "table")
+    return f"```\n$ guarddiag explain {EXAMPLE_LOG}\n{text}\n```"
+
+
+def render_doc(current: str, generated: str, begin: str = BEGIN, end: str = END) -> str:
+    head, sep, rest = current.partition(begin)
+    _, sep2, tail = rest.partition(end)
     if not sep or not sep2:
-        raise SystemExit(f"{DOC}: the markers {BEGIN} / {END} are missing")
-    return f"{head}{BEGIN}\n{generated}\n{END}{tail}"
+        raise SystemExit(f"{DOC}: the markers {begin} / {end} are missing")
+    return f"{head}{begin}\n{generated}\n{end}{tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     current = DOC.read_text(encoding="utf-8")
     wanted = render_doc(current, table(explanations(args.recorded)))
+    wanted = render_doc(wanted, example(), EXAMPLE_BEGIN, EXAMPLE_END)
     if args.check:
         if wanted != current:
             print(f"{DOC} is out of date: run python tools/gen_guard_model.py", file=sys.stderr)

@@ -8,10 +8,13 @@ what to fix. :mod:`guarddiag.render.explain_words` writes every sentence.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from guarddiag.explain.arguments import named_arguments
 from guarddiag.explain.facts import frame_of, read_guard, user_name
+from guarddiag.explain.fold import fold_entry, matters
 from guarddiag.explain.hints import fix_hints, torch_era
 from guarddiag.explain.model import (
     SCHEMA,
@@ -28,6 +31,7 @@ from guarddiag.model import FunctionSummary, Guard
 from guarddiag.pipeline import LogReader
 from guarddiag.render.words import function_label
 from guarddiag.sourceinfo import local_roles
+from guarddiag.wrapped import frame_package, library_frame, torch_wrapper
 
 __all__ = [
     "SCHEMA",
@@ -80,14 +84,16 @@ def explain_functions(
 ) -> Explanation:
     """The guard model of each compiled function, from its guard listings."""
     era = torch_era(torch_version, listings.guards())
+    functions = tuple(functions)
+    files = tuple(f.file for f in functions)
     explained = tuple(
-        _explain_function(f, listings.by_frame.get(f.frame_ids[0], {}), torch_version, era, full) for f in functions if f.compiles
+        _explain_function(f, listings.by_frame.get(f.frame_ids[0], {}), torch_version, era, full, files) for f in functions if f.compiles
     )
     return Explanation(explained, torch_version, era, full)
 
 
 def _explain_function(
-    f: FunctionSummary, listings: Mapping[int, tuple[Guard, ...]], torch_version: str | None, era: str, full: bool
+    f: FunctionSummary, listings: Mapping[int, tuple[Guard, ...]], torch_version: str | None, era: str, full: bool, files: tuple[str, ...]
 ) -> FunctionExplanation:
     roles = local_roles(f.file, f.name, f.line)
     memo = Memo()
@@ -95,7 +101,19 @@ def _explain_function(
     for number in sorted(listings):
         objects, ambient = objects_of(listings[number], roles, full, memo)
         entries.append(CacheEntry(f"{f.frame_ids[0]}/{number}", objects, ambient))
-    causes = Counter((e.causes[0].category, e.causes[0].subject) for e in f.recompile_events)
+    named = named_arguments(f, entries, files)
+    entries = [named.entry(e) for e in entries]
+    causes = Counter((e.causes[0].category, named.subject(e.causes[0])) for e in f.recompile_events)
+    hints = tuple(named.hint(h) for h in fix_hints(f, torch_version, era))
+    keep = matters(f, entries)
+    if not full:
+        # torch's or a library's own frame (not torch's `inner`, which calls the user's code) that never
+        # recompiled folds whole: compiled after a graph break in library code, nothing in it changed.
+        package = "" if torch_wrapper(f.file) or f.compiles > 1 else frame_package(f.file)
+        entries = [fold_entry(e, keep, library_frame(f.file), package) for e in entries]
+    # Named in the label only when every entry is that function's (the wrapper may serve others too).
+    if named.every and named.function is not None and named.function.name not in {c.name for c in f.compiled_for}:
+        f = dataclasses.replace(f, compiled_for=(*f.compiled_for, named.function))
     return FunctionExplanation(
         function_label(f),
         f.name,
@@ -105,6 +123,7 @@ def _explain_function(
         f.recompiles,
         tuple(entries),
         tuple(CauseCount(category, subject, n) for (category, subject), n in causes.most_common()),
-        fix_hints(f, torch_version, era),
+        hints,
         len(f.failed_compiles),
+        keep,
     )

@@ -30,6 +30,8 @@ _SRC2 = source_group("src2")
 _KEY_AT = re.compile(r"^list\((?:dict\.keys\(" + _SRC + r"\)|" + _SRC2 + r"\.keys\(\))\)\[(?P<i>\d+)\] == (?P<key>.+)$")
 _KEY_SET = re.compile(r"^(?:set\(" + _SRC + r"\.keys\(\)\) == \{(?P<keys>.*)\}|___key_to_id\(" + _SRC2 + r"\) == \[(?P<keys2>.*)\])$")
 _LEN = re.compile(r"^len\(" + _SRC + r"\) == (?P<n>\d+)$")
+# An empty container: torch 2.13 prints ``not G['m'].inputs`` for a length of 0.
+_EMPTY = re.compile(r"^not " + _SRC + r"$")
 _CONTAINS = re.compile(r"^(?P<neg>not )?___dict_contains\((?P<key>'[^']*'), " + _SRC + r"\)$")
 _MARKING = re.compile(r"^hasattr\(" + _SRC + r", '_dynamo_\w+'\) == False$")
 _ISNAN = re.compile(r"^not math\.isnan\(" + _SRC + r"\)$")
@@ -40,7 +42,9 @@ SIZE_TERM = re.compile(r"(?P<src>[LG]\[[^\]]+\](?:\.\w+|\[[^\]]+\])*?)\.(?P<what
 LOWER = re.compile(r"^(?P<lo>\d+) <= (?P<term>\S+)$")
 UPPER = re.compile(r"^(?P<term>\S+) <= (?P<hi>\d+)$")
 _CODE_LINE = re.compile(r"^(?:def |return\b|if not |_var\d|Python shape guard function|\w+ = )")
-INTERNAL_GLOBAL = re.compile(r"^G\['__(?:import_|builtins_dict)|^G\['__import_torch")
+# torch's own modules and the builtins dict: a user's module reached the same way (``__import___main__``) is the user's.
+INTERNAL_GLOBAL = re.compile(r"^G\['__(?:import_torch\b|import_torch_dot_|builtins_dict)")
+_IMPORTED = re.compile(r"^__import_(?P<module>\w+?)(?=\.|$)")
 MODULE_INTERNALS = re.compile(r"\.(?:_modules|_parameters|_buffers|__dict__)$")
 BUILTIN = re.compile(r"^G\['__builtins_dict___\d+'\]\['(?P<name>\w+)'\]$")
 SINGLETONS = ("builtins.bool", "bool", "NoneType", "builtins.NoneType")
@@ -105,6 +109,11 @@ def _either(first: str | None, second: str) -> str:
     return first if first is not None else second
 
 
+def _empty_fact(m: re.Match[str], g: Guard) -> Fact:
+    """``not L['xs']``: an empty list (a dict's emptiness, module hooks among them, stays unread as before)."""
+    return Fact(m["src"], "length", "0") if g.kind == "LENGTH_CHECK" else Fact(g.source, "other", m[0])
+
+
 def _contains_fact(m: re.Match[str], g: Guard) -> Fact:
     return Fact(m["src"], "contains", m["key"], {"negated": "1" if m["neg"] else ""})
 
@@ -120,6 +129,7 @@ _READERS: tuple[tuple[tuple[str, ...], re.Pattern[str], Callable[[re.Match[str],
     (("set(", "___key_to_id("), _KEY_SET, lambda m, g: Fact(m["src"] or m["src2"], "keys", _either(m["keys"], m["keys2"]))),
     (("len(",), _LEN, lambda m, g: Fact(m["src"], "length", m["n"], {"dict": "1" if g.kind == "DICT_LENGTH" else ""})),
     (("___dict_contains(", "not ___dict_contains("), _CONTAINS, _contains_fact),
+    (("not L[", "not G["), _EMPTY, lambda m, g: _empty_fact(m, g)),
     (("hasattr(",), _MARKING, lambda m, g: Fact(m["src"], "marking")),
     (("not math.isnan(",), _ISNAN, lambda m, g: Fact(m["src"], "dynamic_scalar")),
     (("-", *"0123456789", *_SOURCE_START), _SCALAR_RANGE, lambda m, g: Fact(m["src"] or m["src2"], "dynamic_scalar")),
@@ -155,7 +165,14 @@ def user_name(src: str) -> str:
     m = BUILTIN.match(src)
     if m is not None:
         return m["name"]
-    return readable_source(src).removesuffix(".__code__")
+    name = readable_source(src).removesuffix(".__code__")
+    imported = _IMPORTED.match(name) if name.startswith("__import_") else None
+    if imported is not None:
+        # A module torch imported for the frame: the script's own globals (``__main__``) by their name.
+        module = imported["module"].replace("_dot_", ".")
+        rest = name[imported.end() :].removeprefix(".")
+        return rest if module == "__main__" and rest else f"{module}.{rest}" if rest else module
+    return name
 
 
 def root(src: str) -> str:

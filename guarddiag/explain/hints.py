@@ -14,6 +14,7 @@ from guarddiag.explain import facts as F
 from guarddiag.explain.model import FixHint
 from guarddiag.guardexpr import as_source, readable_source
 from guarddiag.model import Cause, FunctionSummary, Guard
+from guarddiag.wrapped import frame_package
 
 # Every hint, and whether it is a "note" (the recompile is inherent or expected) rather than a "fix".
 HINTS = {
@@ -104,13 +105,12 @@ def fix_hints(f: FunctionSummary, torch_version: str | None, era: str) -> tuple[
 
 _SIZE_CHANGE = re.compile(r"size mismatch at index (?P<dim>\d+)\. expected (?P<expected>\d+), actual (?P<actual>\d+)")
 _SIZE_DIM = re.compile(r"\.size\(\)\[(\d+)\]")
-_LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<package>[A-Za-z_][\w]*)")
 
 
 def _library(file: str | None) -> str:
     """The installed package a compiled function's code is in (``transformers``), or ``""`` (user code, torch)."""
-    m = _LIBRARY.search(file or "")
-    return m["package"] if m and m["package"] != "torch" else ""
+    package = frame_package(file)
+    return package if package != "torch" else ""
 
 
 def _is_argument(source: str) -> bool:
@@ -121,7 +121,7 @@ def _is_argument(source: str) -> bool:
 def _hint_for(c: Cause, torch_version: str | None, era: str, library: str = "") -> tuple[str, str, str] | None:
     """(hint, the object it is about, the literal value it names): one hint says the same for equal triples.
     ``library``: the package whose code was compiled (its caller, not the user, builds the arguments)."""
-    src = readable_source(c.source)
+    src = F.user_name(c.source)
     if c.category == "identity" and "." not in src and era.startswith("id-modules"):
         inline = _has_flag(torch_version, era, (2, 4))
         return ("reuse_module_or_upgrade" if inline is False else "inline_inbuilt_nn_modules"), src, ""

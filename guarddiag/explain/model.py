@@ -125,7 +125,23 @@ class CallablesObject:
         return ""
 
 
-GuardedObject = TensorObject | ValueObject | IdentityObject | TypeObject | ContentObject | FamilyObject | CallablesObject
+@dataclass(frozen=True)
+class FoldedObject:
+    """Rows folded into one by the default view (``--full`` lists them): ``kind`` is "repeated" (elements
+    of one list or module list, ``params[0..3]``), "internals" (what torch's and libraries' own code
+    reads: function defaults and closure cells, class names, attributes of imported modules),
+    "values" (settings of one object, each baked in) or "types" (objects checked by type only)."""
+
+    name: str
+    kind: str
+    how: str
+    members: tuple[GuardedObject, ...]
+    count: int
+    sources: tuple[str, ...]
+    pinned: str
+
+
+GuardedObject = TensorObject | ValueObject | IdentityObject | TypeObject | ContentObject | FamilyObject | CallablesObject | FoldedObject
 
 
 @dataclass(frozen=True)
@@ -135,6 +151,8 @@ class CacheEntry:
     compile_id: str
     objects: tuple[GuardedObject, ...]
     ambient: tuple[str, ...]
+    # Rows the default view folded into FoldedObject rows (0 with --full).
+    folded: int = 0
 
 
 @dataclass(frozen=True)
@@ -179,6 +197,8 @@ class FunctionExplanation:
     hints: tuple[FixHint, ...] = ()
     # Compiles that installed no code (they raised, or Dynamo skipped the frame): no cache entry of theirs.
     no_code: int = 0
+    # The sources of the rows a user must act on: they differ between cache entries, or a cause names them.
+    matters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

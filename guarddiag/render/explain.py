@@ -10,6 +10,10 @@ from guarddiag.render.formats import FORMATS, render_as
 
 __all__ = ["FORMATS", "explanation_to_dict", "render_explanation"]
 
+FOLDED_NOTE = (
+    "what would recompile is spelled out for the rows that changed between entries or caused a recompile; "
+    "--full lists every object and explains each"
+)
 # Differences of further cache entries shown before "... and N more" (--full shows every entry whole).
 MAX_DIFFS = 4
 _ERAS = {
@@ -56,10 +60,10 @@ def _text(e: ExplanationWords) -> str:
         elif not f.entries:
             out.append("  no guard listing in the log (capture it with TORCH_LOGS=guards)")
         else:
-            out += _entry_text(f.entries[0])
+            out += _entry_text(f.entries[0], e.full)
             if e.full:
                 for entry in f.entries[1:]:
-                    out += _entry_text(entry)
+                    out += _entry_text(entry, e.full)
             else:
                 out += _diff_text(f.entries[1:])
         for cause in f.causes:
@@ -67,14 +71,18 @@ def _text(e: ExplanationWords) -> str:
         for h in f.hints:
             out.append(f"  {h.kind} ({h.cause}): {h.hint}" + (f"\n      check: {h.check}" if h.check else ""))
     out += ["", f"note: {e.note}"]
+    if not e.full:
+        out.append(f"note: {FOLDED_NOTE}")
     return "\n".join(out)
 
 
-def _entry_text(entry: EntryWords) -> list[str]:
-    out = [f"  cache entry {entry.compile_id} checks:"]
+def _entry_text(entry: EntryWords, full: bool) -> list[str]:
+    folded = f" ({entry.folded} objects folded into summary rows)" if entry.folded else ""
+    out = [f"  cache entry {entry.compile_id} checks{folded}:"]
     for o in entry.objects:
         out.append(f"    {o.name}: {o.detail}")
-        out += [f"        {s}" for s in (*o.recompiles, *o.no_recompile)]
+        if full or o.matters:
+            out += [f"        {s}" for s in (*o.recompiles, *o.no_recompile)]
     if entry.ambient:
         out.append(f"    ambient (any change recompiles): {entry.ambient}")
     return out
@@ -107,6 +115,8 @@ def _markdown(e: ExplanationWords) -> str:
             out.append(tabulate(rows, headers=["object", "guarded by", "would recompile", "would not recompile"], tablefmt="github"))
             if entry.ambient:
                 out += ["", f"Ambient (any change recompiles): {entry.ambient}"]
+            if entry.folded:
+                out += ["", f"{entry.folded} objects folded into summary rows (`--full` lists each)."]
             for other in f.entries[1:]:
                 out.append(f"- `{other.compile_id}`: {'; '.join(other.differs) or 'same guards'}")
         out += [f"- recompiled: {c}" for c in f.causes]

@@ -6,10 +6,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass
 
+from guarddiag.explain.facts import user_name
 from guarddiag.explain.model import (
     SCHEMA,
     CacheEntry,
@@ -17,6 +19,7 @@ from guarddiag.explain.model import (
     ContentObject,
     Explanation,
     FamilyObject,
+    FoldedObject,
     FunctionExplanation,
     GuardedObject,
     IdentityObject,
@@ -25,26 +28,12 @@ from guarddiag.explain.model import (
     ValueObject,
 )
 from guarddiag.render.explain_hints import hint_cause, hint_text
+from guarddiag.render.explain_rows import ObjectWords, folded_words
 
 NOT_LISTED = (
     "anything not listed is not checked: changing it does not recompile, "
     "and the compiled code keeps using what it read when it was compiled"
 )
-
-
-@dataclass(frozen=True)
-class ObjectWords:
-    """One object (or a collapsed family of similar objects) and how a cache entry checks it."""
-
-    name: str
-    how: str
-    detail: str
-    recompiles: tuple[str, ...] = ()
-    no_recompile: tuple[str, ...] = ()
-    count: int = 1
-    sources: tuple[str, ...] = ()
-    # What the entry pinned (ids, values, sizes): compared across entries, never shown as such.
-    pinned: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,6 +44,8 @@ class EntryWords:
     objects: tuple[ObjectWords, ...]
     ambient: str
     differs: tuple[str, ...] = ()
+    # Objects folded into summary rows in the default view (--full lists each).
+    folded: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,38 +95,63 @@ def explanation_words(e: Explanation) -> ExplanationWords:
 
 def _function(f: FunctionExplanation, said: dict[int, ObjectWords]) -> FunctionWords:
     entries: list[EntryWords] = []
+    matters = frozenset(f.matters)
     for entry in f.entries:
-        words = _entry(entry, said)
+        words = _entry(entry, said, matters)
         if entries:
             first = entries[0]
             differs = _differences(first.objects, words.objects) + _ambient_changes(first.ambient, words.ambient)
-            words = EntryWords(words.compile_id, words.objects, words.ambient, differs)
+            words = EntryWords(words.compile_id, words.objects, words.ambient, differs, words.folded)
         entries.append(words)
     causes = tuple(f"{c.count}x {c.category}: {c.subject}" for c in f.causes)
     hints = tuple(HintWords(hint_cause(h), h.count, hint_text(h), h.check, h.kind) for h in f.hints)
     return FunctionWords(f.label, f.name, f.file, f.line, f.compiles, f.recompiles, tuple(entries), causes, hints, f.no_code)
 
 
-def _entry(entry: CacheEntry, said: dict[int, ObjectWords]) -> EntryWords:
-    return EntryWords(entry.compile_id, tuple(object_words(o, said) for o in entry.objects), ", ".join(entry.ambient))
+def _entry(entry: CacheEntry, said: dict[int, ObjectWords], matters: frozenset[str]) -> EntryWords:
+    rows = tuple(_marked(object_words(o, said), matters) for o in entry.objects)
+    return EntryWords(entry.compile_id, rows, ", ".join(entry.ambient), (), entry.folded)
+
+
+def _marked(words: ObjectWords, matters: frozenset[str]) -> ObjectWords:
+    if words.matters or not any(s in matters for s in words.sources):
+        return words
+    return dataclasses.replace(words, matters=True)
 
 
 def _differences(first: tuple[ObjectWords, ...], other: tuple[ObjectWords, ...]) -> tuple[str, ...]:
-    """What this entry pins differently from the first one, in the user's terms."""
-    before = {o.name: o for o in first}
+    """What this entry pins differently from the first one, in the user's terms (rows matched by their
+    sources: two closure cells can read alike, ``func<closure>``)."""
+    before = {_key(o): o for o in first}
     out = []
     for o in other:
+        b = before.get(_key(o))
         if o.how == "identity (code)":
-            continue  # which torch functions a path calls follows from the values above
-        b = before.get(o.name)
-        if b is None:
+            # One row holds the functions an entry calls: the first entry's, whatever it calls.
+            out.extend(_other_callables(next((x for x in first if x.how == o.how), None), o))
+        elif b is None:
             out.append(f"also guards {o.name} ({o.detail})")
         elif b.pinned != o.pinned or b.detail != o.detail:
             out.append(f"{o.name}: {'another object (id)' if o.how.startswith('identity') else o.detail}")
-    names = {x.name for x in other}
-    gone = [o.name for o in first if o.how != "identity (code)" and o.name not in names]
+    keys = {_key(x) for x in other}
+    gone = [o.name for o in first if o.how != "identity (code)" and _key(o) not in keys]
     out.extend(f"no longer guards {name}" for name in gone)
     return tuple(out)
+
+
+def _key(o: ObjectWords) -> tuple[str, ...]:
+    return o.sources or (o.name,)
+
+
+def _other_callables(before: ObjectWords | None, now: ObjectWords) -> list[str]:
+    """A function or module under the same name that is another object now (a different function passed
+    each call recompiles). Which functions a code path calls follows from the values above: a function
+    called on one path only is not listed."""
+    if before is None:
+        return []
+    ids = dict(zip(before.sources, before.pinned.split("|"), strict=False))
+    changed = [s for s, pinned in zip(now.sources, now.pinned.split("|"), strict=False) if ids.get(s, pinned) != pinned]
+    return [f"`{user_name(s)}`: another function or module (id)" for s in changed]
 
 
 def _ambient_changes(first: str, other: str) -> tuple[str, ...]:
@@ -170,6 +186,8 @@ def _say(o: GuardedObject, said: dict[int, ObjectWords] | None) -> ObjectWords:
         return _content(o)
     if isinstance(o, FamilyObject):
         return _family(o, said)
+    if isinstance(o, FoldedObject):
+        return folded_words(o, lambda m: object_words(m, said))
     return _callables(o)
 
 

@@ -137,3 +137,56 @@ def test_the_name_shown_is_the_users(script: str, tmp_path: Path):
     _needs(script)
     _, _, out = corpus_run(script, tmp_path)
     assert NAMES[script] in out, out
+
+
+# --- explain's default view on real models (#13 item 8) --------------------------------------------------------
+# "About 40 lines": the longest corpus script (a transformers GPT-2 with generate()) prints 42.
+EXPLAIN_LINES = 42
+
+
+def _explain_both(log_path: str, cwd: Path) -> tuple[str, dict, dict]:
+    """explain's default table, and the JSON of the default view and of --full."""
+    text = run_guarddiag("explain", log_path, cwd=cwd)
+    assert text.returncode == 0, text.stderr[-2000:]
+    full = run_guarddiag("explain", log_path, "--full", "--format", "json", cwd=cwd)
+    assert full.returncode == 0, full.stderr[-2000:]
+    return text.stdout, _explain(log_path, cwd), json.loads(full.stdout)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_explain_fits_on_a_screen_and_full_lists_what_it_folds(script: str, tmp_path: Path):
+    _needs(script)
+    run, _, _ = corpus_run(script, tmp_path)
+    text, short, full = _explain_both(run["log_path"], tmp_path)
+    assert len(text.strip().splitlines()) <= EXPLAIN_LINES, text
+    for f, g in zip(short["functions"], full["functions"], strict=True):
+        for entry, whole in zip(f["entries"], g["entries"], strict=True):
+            # Nothing is lost: the folded rows hold every object --full lists, one row each there.
+            assert {s for o in entry["objects"] for s in o["sources"]} == {s for o in whole["objects"] for s in o["sources"]}
+            assert whole["folded"] == 0
+            if entry["folded"]:
+                assert len(whole["objects"]) > len(entry["objects"])
+        if f["entries"] and f["entries"][0]["folded"]:  # the text shows the first entry whole, the others by their differences
+            assert f"cache entry {f['entries'][0]['compile_id']} checks ({f['entries'][0]['folded']} objects folded" in text
+
+
+@pytest.mark.parametrize("script", sorted(FIRST_CAUSES))
+def test_explain_never_folds_the_object_a_recompile_is_about(script: str, tmp_path: Path):
+    run, _, _ = corpus_run(script, tmp_path)
+    (f,) = [f for f in _explain(run["log_path"], tmp_path)["functions"] if f["recompiles"]]
+    category, subject, _ = FIRST_CAUSES[script]
+    name = subject.split("`")[1]
+    rows = [o for o in f["entries"][0]["objects"] if f"`{name}`" in o["name"] and o["count"] == 1]
+    assert rows and all(o["matters"] and o["recompiles"] for o in rows), f["entries"][0]["objects"]
+
+
+def test_explain_names_the_no_grad_functions_argument_as_its_parameter(tmp_path: Path):
+    """sgd_momentum(params, bufs, lr) under @torch.no_grad() runs in torch's `inner(*args)`: args[2] is `lr`."""
+    run, _, _ = corpus_run("optim_step.py", tmp_path)
+    text, short, _ = _explain_both(run["log_path"], tmp_path)
+    assert "argument `lr`: value 0.05" in text and "`args[2]`" not in text
+    assert "sgd_momentum (corpus/optim_step.py) via inner (_dynamo/external_utils.py:67): 2 cache entries" in text
+    assert "`params[0..3]` (4 objects): id() each" in text
+    assert "fix (value: value of argument `lr`): `lr` is a Python float" in text
+    # torch's own optimizer frames that never recompiled fold whole.
+    assert "objects: read by `torch`'s own code, which never recompiled here" in text

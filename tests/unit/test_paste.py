@@ -264,3 +264,24 @@ def test_the_limit_advice_ends_the_reason_before_it_in_any_case():
 def test_a_tuple_that_is_no_literal_is_no_recompile():
     """A torch 2.1 tuple holding an unhashable key: read as no literal, as LogParser does, not an error."""
     assert _paste("('Recompiling function f in x.py', {[1]: 2})\n") == []
+
+
+def test_a_pasted_reason_that_goes_on_below_its_colon_names_the_aliased_sources():
+    """vLLM's paste: `Guard fail reason: 1/0: Duplicate tensors found:` with the sources on the two lines below."""
+    from guarddiag.pipeline import parse_log
+
+    (f,) = parse_log(str(PASTED / "035-vllm-spyre-same-frame.txt")).functions
+    (cause,) = f.recompile_events[0].causes
+    assert cause.category == "aliasing" and cause.cache_entry == "1/0"
+    assert cause.subject == (
+        "`self.input_layernorm.weight.data.to.__self__` and `self.post_attention_layernorm.weight.data.to.__self__`: "
+        "one tensor passed more than once"
+    )
+
+
+def test_a_pasted_reason_with_a_colon_and_nothing_below_is_still_one_recompile():
+    reader = PasteReader()
+    events = [e for line in ("Guard fail reason: 0/0: Duplicate tensors found:", "", "done") for e in reader.feed(line)]
+    events += reader.finish()
+    (event,) = [e for e in events if isinstance(e, RecompileAnnounced)]
+    assert event.failures[0].text == "Duplicate tensors found:"

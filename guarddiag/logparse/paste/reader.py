@@ -55,7 +55,7 @@ from guarddiag.logparse.paste.split import pieces
 class _State:
     """The message being read: its kind and what its lines still need."""
 
-    kind: str = ""  # "recompile", "limit", "headless", "orphan", "profiler"
+    kind: str = ""  # "recompile", "limit", "headless", "orphan", "profiler", "reason"
     in_stack: bool = False
     listed: bool = False  # orphan failures under a "triggered by ..." line: every "- " item is one
     name: str = ""
@@ -64,6 +64,7 @@ class _State:
     reason: str = ""
     failures: list[GuardFailure] | None = None
     profiler_rows: list[list] | None = None
+    continued: list[str] | None = None  # the lines below a reason that ends with a colon
 
 
 class PasteReader:
@@ -134,6 +135,8 @@ class PasteReader:
             return self._orphan_line(text)
         if kind == "profiler":
             return self._profiler_line(text)
+        if kind == "reason":
+            return self._reason_line(text)
         return False
 
     def _start(self, text: str, out: list[Event]) -> None:
@@ -161,7 +164,10 @@ class PasteReader:
             state.kind, state.reason = "headless", limit_reason(text)
         elif SAME_FRAME.search(text) or text.startswith(FAIL_REASON_TEXT):
             reason = FAIL_REASON.match(text)
-            if reason is not None and reason["reason"].strip():
+            if reason is not None and reason["reason"].strip().endswith(":"):
+                # `Duplicate tensors found:` and the aliased sources on the lines below it.
+                state.kind, state.reason, state.continued = "reason", reason["reason"].strip(), []
+            elif reason is not None and reason["reason"].strip():
                 self._event(RecompileAnnounced(None, "", "", None, (failure_of(reason["reason"]),)), out)
         elif PROFILER_HEADER.match(text):
             state.kind, state.profiler_rows = "profiler", []
@@ -176,7 +182,21 @@ class PasteReader:
             self._event(LimitWarning(None, "", None, state.name, state.file, state.line, state.reason), out)
         elif state.kind == "profiler":
             self._profiled(state.profiler_rows or [], out)
+        elif state.kind == "reason":
+            failure = failure_of(state.reason)
+            text = "\n".join([failure.text, *(state.continued or [])])
+            self._event(RecompileAnnounced(None, "", "", None, (GuardFailure(failure.cache_entry, text),)), out)
         self._state = _State()
+
+    def _reason_line(self, text: str) -> bool:
+        """A line of a failure reason that went on below its colon: a printed list of sources, up to its ``]``."""
+        lines = self._state.continued
+        assert lines is not None
+        opened = sum(line.count("[") - line.count("]") for line in lines)
+        if (not lines and not text.startswith(("[", "'", '"'))) or (lines and opened <= 0):
+            return False
+        lines.append(text)
+        return True
 
     def _recompile_line(self, text: str, out: list[Event]) -> bool:
         state = self._state

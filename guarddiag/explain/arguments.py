@@ -1,0 +1,159 @@
+"""The wrapped function's parameters behind torch's ``inner``: ``args[2]`` is ``lr``.
+
+torch compiles its own ``inner(*args, **kwargs)`` (torch/_dynamo/external_utils.py) for a compiled
+``@torch.no_grad()`` function; ``inner`` passes ``args`` on unchanged, so ``args[i]`` is the wrapped
+function's i-th positional parameter. Which function that is comes from where torch says a recompile's
+guard was read (``train.py:28 in sgd_momentum``), and only counts when that function's source is at
+hand and it is itself compiled (a decorator names ``compile``): a helper it calls is not the wrapped
+function, and when it cannot be known ``args[i]`` keeps torch's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from guarddiag.explain.model import (
+    CacheEntry,
+    CallablesObject,
+    ContentObject,
+    FixHint,
+    GuardedObject,
+    IdentityObject,
+    TensorObject,
+    TypeObject,
+    ValueObject,
+)
+from guarddiag.model import Cause, CompiledFor, FunctionSummary
+from guarddiag.sourceinfo import ARGUMENT, compiled_parameters, resolve_shortened
+from guarddiag.wrapped import frame_package, torch_wrapper
+
+_LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+) in (?P<name>[\w<>.]+)$")
+_ARG = re.compile(r"^L\['args'\]\[(?P<i>\d+)\]")
+
+
+@dataclass(frozen=True)
+class NamedArguments:
+    """The parameter names of torch's ``inner`` frame's ``args`` in the entries compiled for one function."""
+
+    params: Mapping[int, str]
+    entries: frozenset[str]
+    every: bool
+    # The function itself, for the function's label (explain reads no guard locations, which name it).
+    function: CompiledFor | None = None
+
+    def entry(self, e: CacheEntry) -> CacheEntry:
+        """The entry with its ``args[i]`` rows named (when it was compiled for that function)."""
+        if e.compile_id not in self.entries:
+            return e
+        return dataclasses.replace(e, objects=tuple(renamed(o, self.params) for o in e.objects))
+
+    def subject(self, c: Cause) -> str:
+        """A cause's subject, named when its entry was compiled for that function."""
+        return renamed_subject(c.subject, self.params) if c.cache_entry in self.entries else c.subject
+
+    def hint(self, h: FixHint) -> FixHint:
+        """A hint, named when every entry was compiled for that function (a hint can stand for several causes)."""
+        if not self.every:
+            return h
+        causes = tuple((c, renamed_subject(s, self.params)) for c, s in h.causes)
+        return dataclasses.replace(h, subject=renamed_name(h.subject, self.params), causes=causes)
+
+
+def named_arguments(f: FunctionSummary, entries: Sequence[CacheEntry], known_files: Iterable[str]) -> NamedArguments:
+    """Which entries of ``f`` name ``args[i]`` by the wrapped function's parameters: those with the same
+    code behind ``fn`` as an entry whose failing guard was read in that function (one wrapper serves
+    every no_grad function and compiled module, and tells them apart only by that code)."""
+    function, params, located = wrapped_parameters(f, known_files)
+    if function is None or not params:
+        return NamedArguments({}, frozenset(), False)
+    ours = {code_identity(e.objects) for e in entries if e.compile_id in located} - {()}
+    renames = frozenset(e.compile_id for e in entries if code_identity(e.objects) in ours)
+    return NamedArguments(params, renames, bool(entries) and len(renames) == len(entries), function)
+
+
+def wrapped_parameters(f: FunctionSummary, known_files: Iterable[str]) -> tuple[CompiledFor | None, Mapping[int, str], frozenset[str]]:
+    """The function torch's ``inner`` frame ``f`` ran, the name of each of its positional arguments
+    (``{2: "lr"}``), and the cache entries whose failing guard was read in it (compile ids); None and
+    empty when that cannot be known."""
+    unknown: tuple[CompiledFor | None, Mapping[int, str], frozenset[str]] = (None, {}, frozenset())
+    if not torch_wrapper(f.file):
+        return unknown
+    files = tuple(known_files)
+    found: dict[tuple[str, str, int], tuple[str, ...]] = {}
+    entries: set[str] = set()
+    for event in f.recompile_events:
+        for c in (*event.causes, *event.also):
+            m = _LOCATION.match(c.location)
+            if m is None or frame_package(m["file"]):
+                continue
+            key = (m["file"], m["name"], int(m["line"]))
+            if key not in found:
+                path = resolve_shortened(m["file"], files)
+                params = compiled_parameters(path, m["name"], int(m["line"])) if path else None
+                if params is None:
+                    continue
+                found[key] = params
+            if c.cache_entry:
+                entries.add(c.cache_entry)
+    functions = {(file, name): params for (file, name, _), params in found.items()}
+    if len(functions) != 1:
+        return unknown  # none known, or two compiled functions share the wrapper: which is which is not known
+    ((file, name), params), = functions.items()
+    if params[:1] in (("self",), ("cls",)):
+        return unknown  # a method: whether torch got it bound is not in the log
+    return CompiledFor(name, file, "function"), dict(enumerate(params)), frozenset(entries)
+
+
+def code_identity(objects: Iterable[GuardedObject]) -> tuple[tuple[str, str], ...]:
+    """Which callable an entry of the wrapper was compiled for: the ids of the code objects it reaches from
+    ``fn`` (one wrapper serves every no_grad function and module; its entries tell them apart by these)."""
+    return tuple(
+        sorted(
+            (s, m.pinned)
+            for o in objects
+            if isinstance(o, CallablesObject)
+            for m in o.members
+            for s in m.sources
+            if s.startswith("L['fn']") and s.endswith(".__code__")
+        )
+    )
+
+
+def renamed(o: GuardedObject, params: Mapping[int, str]) -> GuardedObject:
+    """A row reached from ``args[i]`` named by the parameter: ``args[2]`` -> ``lr``, ``args[0][1]`` -> ``params[1]``."""
+    if not params or not isinstance(o, TensorObject | ValueObject | IdentityObject | TypeObject | ContentObject):
+        return o
+    m = _ARG.match(o.sources[0]) if o.sources else None
+    if m is None or int(m["i"]) not in params:
+        return o
+    name = params[int(m["i"])]
+    rest = o.name.partition("]")[2]
+    return dataclasses.replace(o, name=name + rest, root=name, role=ARGUMENT)
+
+
+_SUBJECT = re.compile(r"`args\[(?P<i>\d+)\](?P<rest>[^`]*)`(?: on (?:argument|local) `args`)?")
+
+
+def renamed_subject(subject: str, params: Mapping[int, str]) -> str:
+    """A cause's or hint's words with ``args[i]`` named by the parameter: ``value of `args[2]` on argument `args```
+    -> ``value of argument `lr```."""
+    if not params:
+        return subject
+
+    def name(m: re.Match[str]) -> str:
+        i = int(m["i"])
+        if i not in params:
+            return m.group(0)
+        rest = m["rest"]
+        return f"`{params[i]}{rest}` on argument `{params[i]}`" if rest else f"argument `{params[i]}`"
+
+    return _SUBJECT.sub(name, subject)
+
+
+def renamed_name(name: str, params: Mapping[int, str]) -> str:
+    """``args[2]`` -> ``lr``, ``args[0][1]`` -> ``params[1]``; any other name as it is."""
+    m = re.match(r"^args\[(\d+)\]", name)
+    return params[int(m[1])] + name[m.end() :] if m and int(m[1]) in params else name
