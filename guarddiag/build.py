@@ -38,7 +38,7 @@ from guarddiag.model import (
 from guarddiag.pins import Entry, changed, decisive, diff_listings, dynamic_dims, dynamic_scalars, hashed, hashed_pins, pinned
 from guarddiag.sourceinfo import local_roles
 from guarddiag.timing import with_compile_times
-from guarddiag.wrapped import library_frame, wrapped_callable
+from guarddiag.wrapped import library_frame, with_named_arguments, wrapped_callable
 
 # (file, function name, first line) -> role of each local name ("argument", "closure variable", ...).
 RolesLookup = Callable[[str, str, "int | None"], Mapping[str, str]]
@@ -270,7 +270,7 @@ class RunBuilder:
             # A run's ledger knows each attempt's outcome even when no compile left a listing.
             [_summary(f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger) for f in kept]
         )
-        summaries = with_compile_times(summaries, self._ledger)
+        summaries = with_named_arguments(with_compile_times(summaries, self._ledger))
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
 

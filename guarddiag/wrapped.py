@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from guarddiag.logparse.guards import location_of
-from guarddiag.model import CompiledFor, Guard
+from guarddiag.model import Cause, CompiledFor, FunctionSummary, Guard
+from guarddiag.sourceinfo import compiled_parameters, resolve_shortened
 
 # Locals through which a wrapper calls what it wraps (torch's `fn`, functools-style `func`, `f`).
 _WRAPPED = frozenset({"fn", "func", "f", "function", "wrapped", "mod", "module"})
@@ -93,3 +95,84 @@ def _traced_function(guards: Sequence[Guard]) -> tuple[str, str]:
     user = [k for k in found if "-packages" not in k[1]]
     best = max(user or found, key=lambda k: found[k])
     return best[0], best[1]
+
+
+def wrapped_parameters(f: FunctionSummary, known_files: Iterable[str]) -> tuple[CompiledFor | None, Mapping[int, str], frozenset[str]]:
+    """The function torch's ``inner`` frame ``f`` ran, the name of each of its positional arguments
+    (``{2: "lr"}``), and the cache entries whose failing guard was read in it (compile ids); None and
+    empty when that cannot be known."""
+    unknown: tuple[CompiledFor | None, Mapping[int, str], frozenset[str]] = (None, {}, frozenset())
+    if not torch_wrapper(f.file):
+        return unknown
+    files = tuple(known_files)
+    found: dict[tuple[str, str, int], tuple[str, ...]] = {}
+    entries: set[str] = set()
+    for event in f.recompile_events:
+        for c in (*event.causes, *event.also):
+            m = _LOCATION.match(c.location)
+            if m is None or frame_package(m["file"]):
+                continue
+            key = (m["file"], m["name"], int(m["line"]))
+            if key not in found:
+                path = resolve_shortened(m["file"], files)
+                params = compiled_parameters(path, m["name"], int(m["line"])) if path else None
+                if params is None:
+                    continue
+                found[key] = params
+            if c.cache_entry:
+                entries.add(c.cache_entry)
+    functions = {(file, name): params for (file, name, _), params in found.items()}
+    if len(functions) != 1:
+        return unknown  # none known, or two compiled functions share the wrapper: which is which is not known
+    ((file, name), params), = functions.items()
+    if params[:1] in (("self",), ("cls",)):
+        return unknown  # a method: whether torch got it bound is not in the log
+    return CompiledFor(name, file, "function"), dict(enumerate(params)), frozenset(entries)
+
+
+_SUBJECT = re.compile(r"`args\[(?P<i>\d+)\](?P<rest>[^`]*)`(?: on (?:argument|local) `args`)?")
+
+
+def renamed_subject(subject: str, params: Mapping[int, str]) -> str:
+    """A cause's or hint's words with ``args[i]`` named by the parameter: ``value of `args[2]` on argument `args```
+    -> ``value of argument `lr```."""
+    if not params:
+        return subject
+
+    def name(m: re.Match[str]) -> str:
+        i = int(m["i"])
+        if i not in params:
+            return m.group(0)
+        rest = m["rest"]
+        return f"`{params[i]}{rest}` on argument `{params[i]}`" if rest else f"argument `{params[i]}`"
+
+    return _SUBJECT.sub(name, subject)
+
+
+def renamed_name(name: str, params: Mapping[int, str]) -> str:
+    """``args[2]`` -> ``lr``, ``args[0][1]`` -> ``params[1]``; any other name as it is."""
+    m = re.match(r"^args\[(\d+)\]", name)
+    return params[int(m[1])] + name[m.end() :] if m and int(m[1]) in params else name
+
+
+def with_named_arguments(functions: Sequence[FunctionSummary]) -> tuple[FunctionSummary, ...]:
+    """The functions with the causes of torch's ``inner`` frame named by the wrapped function's
+    parameters (``value of `args[2]` on argument `args``` -> ``value of argument `lr```), in the cache
+    entries whose failing guard was read in that function (explain names its rows alike)."""
+    files = tuple(f.file for f in functions)
+    return tuple(_named(f, files) for f in functions)
+
+
+def _named(f: FunctionSummary, files: tuple[str, ...]) -> FunctionSummary:
+    _, params, located = wrapped_parameters(f, files)
+    if not params:
+        return f
+
+    def cause(c: Cause, entry: str | None) -> Cause:
+        return replace(c, subject=renamed_subject(c.subject, params)) if entry in located else c
+
+    events = tuple(
+        replace(e, causes=tuple(cause(c, c.cache_entry) for c in e.causes), also=tuple(cause(c, e.causes[0].cache_entry) for c in e.also))
+        for e in f.recompile_events
+    )
+    return replace(f, recompile_events=events)

@@ -27,10 +27,9 @@ from guarddiag.explain.model import (
     ValueObject,
 )
 from guarddiag.model import Cause, CompiledFor, FunctionSummary
-from guarddiag.sourceinfo import ARGUMENT, compiled_parameters, resolve_shortened
-from guarddiag.wrapped import frame_package, torch_wrapper
+from guarddiag.sourceinfo import ARGUMENT
+from guarddiag.wrapped import renamed_name, renamed_subject, wrapped_parameters
 
-_LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+) in (?P<name>[\w<>.]+)$")
 _ARG = re.compile(r"^L\['args'\]\[(?P<i>\d+)\]")
 
 
@@ -74,39 +73,6 @@ def named_arguments(f: FunctionSummary, entries: Sequence[CacheEntry], known_fil
     return NamedArguments(params, renames, bool(entries) and len(renames) == len(entries), function)
 
 
-def wrapped_parameters(f: FunctionSummary, known_files: Iterable[str]) -> tuple[CompiledFor | None, Mapping[int, str], frozenset[str]]:
-    """The function torch's ``inner`` frame ``f`` ran, the name of each of its positional arguments
-    (``{2: "lr"}``), and the cache entries whose failing guard was read in it (compile ids); None and
-    empty when that cannot be known."""
-    unknown: tuple[CompiledFor | None, Mapping[int, str], frozenset[str]] = (None, {}, frozenset())
-    if not torch_wrapper(f.file):
-        return unknown
-    files = tuple(known_files)
-    found: dict[tuple[str, str, int], tuple[str, ...]] = {}
-    entries: set[str] = set()
-    for event in f.recompile_events:
-        for c in (*event.causes, *event.also):
-            m = _LOCATION.match(c.location)
-            if m is None or frame_package(m["file"]):
-                continue
-            key = (m["file"], m["name"], int(m["line"]))
-            if key not in found:
-                path = resolve_shortened(m["file"], files)
-                params = compiled_parameters(path, m["name"], int(m["line"])) if path else None
-                if params is None:
-                    continue
-                found[key] = params
-            if c.cache_entry:
-                entries.add(c.cache_entry)
-    functions = {(file, name): params for (file, name, _), params in found.items()}
-    if len(functions) != 1:
-        return unknown  # none known, or two compiled functions share the wrapper: which is which is not known
-    ((file, name), params), = functions.items()
-    if params[:1] in (("self",), ("cls",)):
-        return unknown  # a method: whether torch got it bound is not in the log
-    return CompiledFor(name, file, "function"), dict(enumerate(params)), frozenset(entries)
-
-
 def code_identity(objects: Iterable[GuardedObject]) -> tuple[tuple[str, str], ...]:
     """Which callable an entry of the wrapper was compiled for: the ids of the code objects it reaches from
     ``fn`` (one wrapper serves every no_grad function and module; its entries tell them apart by these)."""
@@ -132,28 +98,3 @@ def renamed(o: GuardedObject, params: Mapping[int, str]) -> GuardedObject:
     name = params[int(m["i"])]
     rest = o.name.partition("]")[2]
     return dataclasses.replace(o, name=name + rest, root=name, role=ARGUMENT)
-
-
-_SUBJECT = re.compile(r"`args\[(?P<i>\d+)\](?P<rest>[^`]*)`(?: on (?:argument|local) `args`)?")
-
-
-def renamed_subject(subject: str, params: Mapping[int, str]) -> str:
-    """A cause's or hint's words with ``args[i]`` named by the parameter: ``value of `args[2]` on argument `args```
-    -> ``value of argument `lr```."""
-    if not params:
-        return subject
-
-    def name(m: re.Match[str]) -> str:
-        i = int(m["i"])
-        if i not in params:
-            return m.group(0)
-        rest = m["rest"]
-        return f"`{params[i]}{rest}` on argument `{params[i]}`" if rest else f"argument `{params[i]}`"
-
-    return _SUBJECT.sub(name, subject)
-
-
-def renamed_name(name: str, params: Mapping[int, str]) -> str:
-    """``args[2]`` -> ``lr``, ``args[0][1]`` -> ``params[1]``; any other name as it is."""
-    m = re.match(r"^args\[(\d+)\]", name)
-    return params[int(m[1])] + name[m.end() :] if m and int(m[1]) in params else name

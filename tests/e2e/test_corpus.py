@@ -132,11 +132,17 @@ NAMES = {
 }
 
 
+# The cause as the user's code names it: torch's wrapper passes `args` on, args[2] is sgd_momentum's `lr`.
+CAUSE_NAMES = {"optim_step.py": "  1x value: value of argument `lr`"}
+
+
 @pytest.mark.parametrize("script", sorted(NAMES))
 def test_the_name_shown_is_the_users(script: str, tmp_path: Path):
     _needs(script)
     _, _, out = corpus_run(script, tmp_path)
     assert NAMES[script] in out, out
+    if script in CAUSE_NAMES:
+        assert CAUSE_NAMES[script] in out.splitlines(), out
 
 
 # --- explain's default view on real models (#13 item 8) --------------------------------------------------------
