@@ -108,6 +108,19 @@ def test_one_rank_with_another_batch_shape_recompiles_alone(tmp_path):
     assert "[child1]" in proc.stdout and "rank1:" not in proc.stdout
 
 
+@pytest.mark.torch
+def test_workers_started_without_torchrun_are_named_by_the_rank_torch_distributed_gave_them(tmp_path):
+    proc = run_guarddiag("run", str(FIXTURES / "distributed" / "spawned.py"), "--", str(tmp_path), str(_free_port()),
+                         cwd=tmp_path, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = _record(tmp_path)
+    # Compiles before init_process_group (no [rankN]: prefix) and after it are one process's.
+    assert _per_process(record) == _truth(tmp_path, 2) == {"rank0": 2, "rank1": 2}
+    assert [f["compiles"] for f in record["functions"]] == [2, 2]
+    # Only the rank is known: no launcher told these processes their node.
+    assert [(r["process"], r["rank"], r["node_rank"]) for r in record["ranks"]] == [("rank0", 0, None), ("rank1", 1, None)]
+
+
 def _start_sleeping_job(tmp_path: Path, *options: str) -> subprocess.Popen:
     proc = subprocess.Popen(
         [*guarddiag_cmd(), "run", *options, *_torchrun(2, tmp_path, "--sleep", "300")],
