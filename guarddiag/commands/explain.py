@@ -61,7 +61,7 @@ def _explain_path(
         )
         run = execute(request)
         log, process = _compiled_log(run)
-        where = f" of {process} (the process that compiled first; each process's log is beside it)" if process else ""
+        where = f" of {process} (the script's own process compiled nothing; the log of each process is beside it)" if process else ""
         notes = [f"torch log{where}: {log} (the script's output is beside it)"]
         if run.status != "ok":
             notes.append(f"note: {script_outcome(run)}; the model covers what compiled before that")

@@ -121,10 +121,11 @@ def test_workers_started_without_torchrun_are_named_by_the_rank_torch_distribute
     assert [(r["process"], r["rank"], r["node_rank"]) for r in record["ranks"]] == [("rank0", 0, None), ("rank1", 1, None)]
 
 
-def _start_sleeping_job(tmp_path: Path, *options: str) -> subprocess.Popen:
+def _start_sleeping_job(tmp_path: Path, *options: str, group: bool = False) -> subprocess.Popen:
     proc = subprocess.Popen(
         [*guarddiag_cmd(), "run", *options, *_torchrun(2, tmp_path, "--sleep", "300")],
         cwd=tmp_path, env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=group,
     )
     end = time.monotonic() + 120
     while not all((tmp_path / f"rank{r}.json").exists() for r in range(2)):
@@ -151,9 +152,13 @@ def _assert_stopped_with_partial_record(tmp_path: Path, proc: subprocess.Popen, 
 
 
 @pytest.mark.torch
-def test_ctrl_c_stops_every_rank_and_keeps_the_partial_record(tmp_path):
-    proc = _start_sleeping_job(tmp_path)
-    proc.send_signal(signal.SIGINT)  # only guarddiag: it must stop the launcher and both ranks itself
+@pytest.mark.parametrize("group", [False, True], ids=["guarddiag-only", "process-group"])
+def test_ctrl_c_stops_every_rank_and_keeps_the_partial_record(tmp_path, group):
+    proc = _start_sleeping_job(tmp_path, group=group)
+    if group:
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: guarddiag, the launcher and the ranks at once
+    else:
+        proc.send_signal(signal.SIGINT)  # only guarddiag (a CI runner's cancel): it must stop the launcher and the ranks
     _assert_stopped_with_partial_record(tmp_path, proc, "interrupted", 130)
 
 
