@@ -91,7 +91,7 @@ def test_every_rank_recompiles_alike_and_is_named_by_its_rank(tmp_path, nproc):
 
 @pytest.mark.torch
 def test_one_rank_with_another_batch_shape_recompiles_alone(tmp_path):
-    proc = run_guarddiag("run", *_torchrun(2, tmp_path, "--odd-rank", "1"), cwd=tmp_path, env=ENV)
+    proc = run_guarddiag("run", *_torchrun(2, tmp_path, "--odd-rank", "1", "--helper-rank", "1"), cwd=tmp_path, env=ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
     truth = _truth(tmp_path, 2)
     assert truth == {"rank0": 2, "rank1": 3}
