@@ -41,7 +41,9 @@ ModuleOpt = Annotated[
 ]
 # What follows `-m MODULE` on the command line, handed over by module_argv (one option each: click reads no option there).
 ModuleArgsOpt = Annotated[Optional[list[str]], typer.Option("--module-arg", hidden=True)]
-ScriptArg = Annotated[Optional[str], typer.Argument(help="The Python script to run (or -m MODULE).", show_default=False)]
+ScriptArg = Annotated[
+    Optional[str], typer.Argument(metavar="[SCRIPT]", help="The Python script to run (or -m MODULE).", show_default=False)
+]
 # Commands that run a script, and so take -m MODULE instead.
 _MODULE_COMMANDS = ("run", "compare", "check", "baseline", "explain")
 
@@ -85,7 +87,8 @@ def parse(
 @app.command()
 def compare(
     script: Annotated[
-        Optional[str], typer.Argument(help="The Python script to run in every configuration (or -m MODULE).", show_default=False)
+        Optional[str],
+        typer.Argument(metavar="[SCRIPT]", help="The Python script to run in every configuration (or -m MODULE).", show_default=False),
     ] = None,
     args: Annotated[Optional[list[str]], typer.Argument(help="Arguments for the script (after --).")] = None,
     flag: Annotated[
@@ -208,7 +211,9 @@ def check(
 def explain(
     target: Annotated[
         Optional[str],
-        typer.Argument(help="A script (.py, run first), a torch log, or a run record (.json); or -m MODULE.", show_default=False),
+        typer.Argument(
+            metavar="[TARGET]", help="A script (.py, run first), a torch log, or a run record (.json); or -m MODULE.", show_default=False
+        ),
     ] = None,
     fmt: FormatOpt = "table",
     full: Annotated[bool, typer.Option("--full", help="Expand collapsed families and show every cache entry whole.")] = False,

@@ -23,6 +23,8 @@ from guarddiag.store import run_from_dict, run_to_dict
          ["compare", "--flag", "x", "--module=pytest", "--module-arg=--", "--module-arg=-x"]),
         (["check", "--module=pkg.tool", "a=b"], ["check", "--module=pkg.tool", "--module-arg=a=b"]),
         (["--debug", "explain", "--module", "m"], ["--debug", "explain", "--module=m"]),
+        # --debug after MODULE is the module's (main() looks for guarddiag's own only before it).
+        (["run", "-m", "m", "--debug"], ["run", "--module=m", "--module-arg=--debug"]),
         # After `--` it is the script's; other commands take no -m; a bare -m is left for click to refuse.
         (["run", "s.py", "--", "-m", "x"], ["run", "s.py", "--", "-m", "x"]),
         (["parse", "-m", "x"], ["parse", "-m", "x"]),
