@@ -109,6 +109,34 @@ def test_one_rank_with_another_batch_shape_recompiles_alone(tmp_path):
 
 
 @pytest.mark.torch
+def test_two_nodes_each_under_its_own_guarddiag_record_their_global_ranks_and_node(tmp_path):
+    """Two torchrun launches joined by one rendezvous on localhost, as two nodes of one job."""
+    port = _free_port()
+    nodes = []
+    for node in ("a", "b"):
+        (tmp_path / node).mkdir()
+        args = ["run", "--out", str(tmp_path / node / "rec.json"), "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node",
+                "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"localhost:{port}", "--rdzv-id", "job7", str(RANKS_JOB), str(tmp_path)]
+        nodes.append(subprocess.Popen([*guarddiag_cmd(), *args], cwd=tmp_path / node, env={**os.environ, **ENV},
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for proc in nodes:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+    truth = _truth(tmp_path, 4)
+    seen = {}
+    for node in ("a", "b"):
+        record = json.loads((tmp_path / node / "rec.json").read_text())
+        ranks = record["ranks"]
+        # Each node reports its own two workers by their global rank, with the node's rank (GROUP_RANK) beside them.
+        assert len(ranks) == 2 and len({r["node_rank"] for r in ranks}) == 1
+        for r in ranks:
+            assert (r["local_rank"], r["world_size"], r["run_id"]) == (r["rank"] - 2 * r["node_rank"], 4, "job7")
+            seen[r["process"]] = r["node_rank"]
+        assert _per_process(record) == {r["process"]: truth[r["process"]] for r in ranks}
+    assert sorted(seen) == sorted(truth) and sorted(seen.values()) == [0, 0, 1, 1]
+
+
+@pytest.mark.torch
 def test_workers_started_without_torchrun_are_named_by_the_rank_torch_distributed_gave_them(tmp_path):
     proc = run_guarddiag("run", str(FIXTURES / "distributed" / "spawned.py"), "--", str(tmp_path), str(_free_port()),
                          cwd=tmp_path, env=ENV)
