@@ -67,7 +67,7 @@ def main(spec_path: str) -> int:
     meta["phase"] = "script"
     _write_meta(spec, meta)
     run_dir = os.path.dirname(spec["log_path"])
-    _route_child_processes(run_dir, hooks.RUN_MARK, hooks.RANK_TAKEN)
+    _route_child_processes(run_dir, hooks)
     hooks.route_forks(run_dir, log)
     hooks.note_unobserved_children(run_dir)
     # torch's own record of each compile, to check the log against (read by the runner).
@@ -88,12 +88,12 @@ def main(spec_path: str) -> int:
     return code
 
 
-def _route_child_processes(run_dir: str, mark: str, rank_taken: str) -> None:
+def _route_child_processes(run_dir: str, hooks) -> None:
     """Processes the script starts itself log to files of their own in the run folder (see _site)."""
     site = os.path.join(_HERE, "_site")
-    os.environ[mark] = run_dir
-    if "RANK" in os.environ:  # the script itself is a rank (guarddiag run under torchrun): its children are not
-        os.environ[rank_taken] = os.environ["RANK"]
+    os.environ[hooks.RUN_MARK] = run_dir
+    if "RANK" in os.environ:  # the script itself has a rank (guarddiag run under torchrun): its children do not
+        os.environ[hooks.RANK_TAKEN] = hooks.rank_identity()
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH")) if p)
 
 

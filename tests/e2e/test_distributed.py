@@ -91,7 +91,9 @@ def test_every_rank_recompiles_alike_and_is_named_by_its_rank(tmp_path, nproc):
 
 @pytest.mark.torch
 def test_one_rank_with_another_batch_shape_recompiles_alone(tmp_path):
-    proc = run_guarddiag("run", *_torchrun(2, tmp_path, "--odd-rank", "1", "--helper-rank", "1"), cwd=tmp_path, env=ENV)
+    # RANK exported where guarddiag starts (some clusters do) hides no worker: torchrun gives each its own.
+    proc = run_guarddiag("run", *_torchrun(2, tmp_path, "--odd-rank", "1", "--helper-rank", "1"), cwd=tmp_path,
+                         env={**ENV, "RANK": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     truth = _truth(tmp_path, 2)
     assert truth == {"rank0": 2, "rank1": 3}
@@ -100,7 +102,7 @@ def test_one_rank_with_another_batch_shape_recompiles_alone(tmp_path):
     assert helper["rank_env"] == "1"
     record = _record(tmp_path)
     assert _per_process(record) == {**truth, "child1": helper["compiles"]} == {**truth, "child1": 1}
-    assert [(r["process"], r["rank"]) for r in record["ranks"]] == [("rank0", 0), ("rank1", 1)]
+    assert [(r["process"], r["rank"], r["node_rank"]) for r in record["ranks"]] == [("rank0", 0, 0), ("rank1", 1, 0)]
     lines = proc.stdout.splitlines()
     # The table's row of each rank: compiles, recompiles.
     rows = {ln.split()[2]: ln.split()[-2:] for ln in lines if ln.startswith("forward (distributed/ranks.py:") and ln[-1].isdigit()}
