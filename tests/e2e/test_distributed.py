@@ -144,11 +144,37 @@ def test_workers_started_without_torchrun_are_named_by_the_rank_torch_distribute
                          cwd=tmp_path, env=ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = _record(tmp_path)
-    # Compiles before init_process_group (no [rankN]: prefix) and after it are one process's.
-    assert _per_process(record) == _truth(tmp_path, 2) == {"rank0": 2, "rank1": 2}
-    assert [f["compiles"] for f in record["functions"]] == [2, 2]
+    # Compiles before init_process_group (no [rankN]: prefix) and after it are one process's; the main
+    # process's [0/0] is its own, not rank 0's.
+    main = json.loads((tmp_path / "main.json").read_text())["compiles"]
+    assert _per_process(record) == {"": main, **_truth(tmp_path, 2)} == {"": 1, "rank0": 2, "rank1": 2}
+    assert [f["compiles"] for f in record["functions"]] == [1, 2, 2]
+    assert record["torch_compiles"] == main and "log lines were lost" not in proc.stdout + proc.stderr
     # Only the rank is known: no launcher told these processes their node.
     assert [(r["process"], r["rank"], r["node_rank"]) for r in record["ranks"]] == [("rank0", 0, None), ("rank1", 1, None)]
+
+
+SINGLE_PROCESS_GROUP = """
+import sys
+import torch, torch.distributed as dist
+dist.init_process_group("gloo", init_method=f"tcp://localhost:{sys.argv[1]}", rank=0, world_size=1)
+f = torch.compile(lambda x, n: x * n, backend="eager")
+for n in range(3):
+    f(torch.ones(2), n)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.torch
+def test_a_script_that_is_its_own_process_group_is_the_main_process(tmp_path):
+    """torch prefixes its lines with [rank0]: once the script's own process joins a group: still the
+    script's process, whose count torch's record checks (was: [rank0], and a warning that log lines were lost)."""
+    (tmp_path / "single.py").write_text(SINGLE_PROCESS_GROUP)
+    proc = run_guarddiag("run", "single.py", "--", str(_free_port()), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = _record(tmp_path)
+    assert _per_process(record) == {"": 2} and record["torch_compiles"] == 2
+    assert "lost" not in proc.stdout and "[rank0]" not in proc.stdout
 
 
 def _start_sleeping_job(tmp_path: Path, *options: str, group: bool = False) -> subprocess.Popen:
