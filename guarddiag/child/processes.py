@@ -84,7 +84,8 @@ def process_logs(run_dir: Path) -> list[ProcessLog]:
 
 def _order(process: ProcessLog) -> tuple[bool, int]:
     """Ranks by rank, then the other processes in start order (a sort keeps their order)."""
-    return (process.rank is None or not process.name.startswith("rank"), process.rank.rank if process.rank else 0)
+    is_rank = process.rank is not None and process.name == rank_process(process.rank.rank)
+    return (not is_rank, process.rank.rank if is_rank and process.rank else 0)
 
 
 def _children(run_dir: Path) -> list[Path]:

@@ -177,6 +177,23 @@ def test_a_script_that_is_its_own_process_group_is_the_main_process(tmp_path):
     assert "lost" not in proc.stdout and "[rank0]" not in proc.stdout
 
 
+@pytest.mark.torch
+def test_a_rank_torchrun_restarts_is_a_new_process_whose_rank_the_record_keeps(tmp_path):
+    """--max-restarts: each rank's first process keeps `rankN`; the restarted one is a child, its rank
+    and restart count in `ranks`; each process counts its own compiles."""
+    args = _torchrun(2, tmp_path, "--fail-first-attempt")
+    proc = run_guarddiag("run", *args[:2], "--max-restarts", "1", *args[2:], cwd=tmp_path, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = _record(tmp_path)
+    first = {f"rank{r}": json.loads((tmp_path / f"rank{r}.attempt0.json").read_text()) for r in range(2)}
+    again = _truth(tmp_path, 2)
+    ranks = sorted((r["restart"], r["rank"], r["process"]) for r in record["ranks"])
+    assert [(restart, rank) for restart, rank, _ in ranks] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert [p for _, _, p in ranks[:2]] == ["rank0", "rank1"] and sorted(p for _, _, p in ranks[2:]) == ["child1", "child2"]
+    restarted = {r["process"]: f"rank{r['rank']}" for r in record["ranks"] if r["restart"] == 1}
+    assert _per_process(record) == {**{k: v["compiles"] for k, v in first.items()}, **{c: again[r] for c, r in restarted.items()}}
+
+
 def _start_sleeping_job(tmp_path: Path, *options: str, group: bool = False) -> subprocess.Popen:
     proc = subprocess.Popen(
         [*guarddiag_cmd(), "run", *options, *_torchrun(2, tmp_path, "--sleep", "300")],
