@@ -94,14 +94,17 @@ def _children(run_dir: Path) -> list[Path]:
 
 def _named(found: list[tuple[Path, RankInfo | None, object]]) -> list[ProcessLog]:
     """A name for each process (in the order given): ``rankN`` for a rank, ``childN`` for the others
-    (numbered among themselves). A rank seen twice (torchrun restarted its workers,
-    ``--max-restarts``) names the first process; a later one is a child, its rank kept in its info."""
-    taken: set[int] = set()
+    (numbered among themselves). A rank seen in several processes (torchrun restarted its workers,
+    ``--max-restarts``) names the one of the last restart, whose run the job's outcome is; an
+    earlier one is a child, its rank and restart kept in its info."""
+    last: dict[int, int] = {}
+    for i, (_, info, _) in enumerate(found):
+        if info is not None and (info.rank not in last or (info.restart or 0) >= (found[last[info.rank]][1].restart or 0)):
+            last[info.rank] = i
     out = []
     number = 0
-    for path, info, _ in found:
-        if info is not None and info.rank not in taken:
-            taken.add(info.rank)
+    for i, (path, info, _) in enumerate(found):
+        if info is not None and last[info.rank] == i:
             name = rank_process(info.rank)
         else:
             number += 1

@@ -179,8 +179,8 @@ def test_a_script_that_is_its_own_process_group_is_the_main_process(tmp_path):
 
 @pytest.mark.torch
 def test_a_rank_torchrun_restarts_is_a_new_process_whose_rank_the_record_keeps(tmp_path):
-    """--max-restarts: each rank's first process keeps `rankN`; the restarted one is a child, its rank
-    and restart count in `ranks`; each process counts its own compiles."""
+    """--max-restarts: each rank's process of the last restart is `rankN`; the one that failed before is
+    a child, its rank and restart count in `ranks`; each process counts its own compiles."""
     args = _torchrun(2, tmp_path, "--fail-first-attempt")
     proc = run_guarddiag("run", *args[:2], "--max-restarts", "1", *args[2:], cwd=tmp_path, env=ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -189,9 +189,10 @@ def test_a_rank_torchrun_restarts_is_a_new_process_whose_rank_the_record_keeps(t
     again = _truth(tmp_path, 2)
     ranks = sorted((r["restart"], r["rank"], r["process"]) for r in record["ranks"])
     assert [(restart, rank) for restart, rank, _ in ranks] == [(0, 0), (0, 1), (1, 0), (1, 1)]
-    assert [p for _, _, p in ranks[:2]] == ["rank0", "rank1"] and sorted(p for _, _, p in ranks[2:]) == ["child1", "child2"]
-    restarted = {r["process"]: f"rank{r['rank']}" for r in record["ranks"] if r["restart"] == 1}
-    assert _per_process(record) == {**{k: v["compiles"] for k, v in first.items()}, **{c: again[r] for c, r in restarted.items()}}
+    assert sorted(p for _, _, p in ranks[:2]) == ["child1", "child2"] and [p for _, _, p in ranks[2:]] == ["rank0", "rank1"]
+    failed = {r["process"]: f"rank{r['rank']}" for r in record["ranks"] if r["restart"] == 0}
+    assert _per_process(record) == {**again, **{c: first[r]["compiles"] for c, r in failed.items()}}
+    assert (again, {r: v["compiles"] for r, v in first.items()}) == ({"rank0": 2, "rank1": 2}, {"rank0": 1, "rank1": 1})
 
 
 def _start_sleeping_job(tmp_path: Path, *options: str, group: bool = False) -> subprocess.Popen:
