@@ -239,9 +239,9 @@ def test_ctrl_c_stops_every_rank_and_keeps_the_partial_record(tmp_path, group):
 @pytest.mark.torch
 def test_timeout_stops_every_rank_and_keeps_the_partial_record(tmp_path):
     started = time.monotonic()
-    proc = _start_sleeping_job(tmp_path, "--timeout", "40")
+    proc = _start_sleeping_job(tmp_path, "--timeout", "30")  # the ranks compile in 8 s on 2 cores: room for a loaded machine
     _assert_stopped_with_partial_record(tmp_path, proc, "timeout", 3)
-    assert time.monotonic() - started < 100
+    assert time.monotonic() - started < 90
 
 
 @pytest.mark.torch
