@@ -81,7 +81,9 @@ def _explain_path(
         if log.exists() and not log.is_dir() and not log.is_file():
             # A record can name anything; reading a FIFO or a device it names would block or never end.
             raise InputError(f"{path}: the log it names ({log}) is not a regular file; explain the log or the script instead")
-        return _from_log(log, run.torch_version, full), [f"torch log: {run.log_path}"], None
+        log, process = _compiled_log(run) if run.source == "run" else (log, "")
+        where = f" of {process} (the script's own process compiled nothing)" if process else ""
+        return _from_log(log, run.torch_version, full), [f"torch log{where}: {log}"], None
     return _from_log(path, None, full), [], None
 
 

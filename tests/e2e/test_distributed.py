@@ -87,6 +87,11 @@ def test_every_rank_recompiles_alike_and_is_named_by_its_rank(tmp_path, nproc):
     for name, info in ranks.items():
         assert info["rank"] == int(name[4:]) == info["local_rank"]
         assert (info["node_rank"], info["world_size"], info["host"]) == (0, nproc, socket.gethostname())
+    if nproc == 2:
+        # explain of the record: the launcher compiled nothing, so rank 0's log is explained.
+        explained = run_guarddiag("explain", str(tmp_path / "rec.json"), cwd=tmp_path)
+        assert explained.returncode == 0, explained.stderr
+        assert "forward (distributed/ranks.py:" in explained.stdout and "torch log of rank0" in explained.stdout
 
 
 @pytest.mark.torch
@@ -290,6 +295,18 @@ def test_a_local_module_runs_as_python_m_runs_it_and_check_keeps_it_in_the_basel
     regressed = run_guarddiag("check", "-b", "base.yaml", cwd=tmp_path)
     assert regressed.returncode == 5, regressed.stdout + regressed.stderr
     assert "-m tinymod 3" in regressed.stdout
+
+
+@pytest.mark.torch
+def test_compare_and_explain_run_a_module(tmp_path):
+    (tmp_path / "tinymod.py").write_text(LOCAL_MODULE)
+    compared = run_guarddiag("compare", "--flag", "recompile_limit=2", "-f", "json", "-m", "tinymod", "3", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr[-3000:]
+    # 3 values of n: 2 recompiles; with a limit of 2 variants, the third value runs eagerly.
+    assert [(r["label"], r["recompiles"]) for r in json.loads(compared.stdout)["runs"]] == [("baseline", [2]), ("recompile_limit=2", [1])]
+    explained = run_guarddiag("explain", "-m", "tinymod", "3", cwd=tmp_path)
+    assert explained.returncode == 0, explained.stderr
+    assert "tinymod.py:7): 3 cache entries, 2 recompiles" in explained.stdout
 
 
 @pytest.mark.torch
