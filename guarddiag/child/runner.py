@@ -86,11 +86,6 @@ class RunRequest:
     env: tuple[tuple[str, str], ...] = ()
     module: str | None = None
 
-    @property
-    def target(self) -> str:
-        """What runs, as messages name it: ``train.py`` or ``-m torch.distributed.run``."""
-        return f"-m {self.module}" if self.module else str(self.script)
-
 
 def check_script(script: Path) -> None:
     if not script.exists():
