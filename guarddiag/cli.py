@@ -33,11 +33,24 @@ app = typer.Typer(
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help=f"Output format: {', '.join(FORMATS)}.")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the run record (versioned JSON) here.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Fail (exit 4) on torch log lines guarddiag does not understand.")]
+ModuleOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--module", "-m", metavar="MODULE", help="Run library module MODULE as `python -m` does; everything after MODULE is its arguments."
+    ),
+]
+# What follows `-m MODULE` on the command line, handed over by module_argv (one option each: click reads no option there).
+ModuleArgsOpt = Annotated[Optional[list[str]], typer.Option("--module-arg", hidden=True)]
+ScriptArg = Annotated[
+    Optional[str], typer.Argument(metavar="[SCRIPT]", help="The Python script to run (or -m MODULE).", show_default=False)
+]
+# Commands that run a script, and so take -m MODULE instead.
+_MODULE_COMMANDS = ("run", "compare", "check", "baseline", "explain")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
 def run(
-    script: Annotated[Path, typer.Argument(help="The Python script to run.")],
+    script: ScriptArg = None,
     args: Annotated[Optional[list[str]], typer.Argument(help="Arguments for the script (after --).")] = None,
     flag: Annotated[
         Optional[list[str]],
@@ -48,11 +61,14 @@ def run(
     fmt: FormatOpt = "table",
     out: OutOpt = None,
     strict: StrictOpt = False,
+    module: ModuleOpt = None,
+    module_args: ModuleArgsOpt = None,
 ) -> None:
-    """Run SCRIPT under torch.compile logging and report its compiles and recompiles per function."""
+    """Run SCRIPT (or -m MODULE) under torch.compile logging and report its compiles and recompiles per function."""
+    from guarddiag.commands.options import run_target
     from guarddiag.commands.run import run_command
 
-    run_command(script, args or [], flag, python, timeout, fmt, out, strict)
+    run_command(run_target(script, args, module, module_args), flag, python, timeout, fmt, out, strict)
 
 
 @app.command()
@@ -83,7 +99,10 @@ def merge(
 
 @app.command()
 def compare(
-    script: Annotated[Path, typer.Argument(help="The Python script to run in every configuration.")],
+    script: Annotated[
+        Optional[str],
+        typer.Argument(metavar="[SCRIPT]", help="The Python script to run in every configuration (or -m MODULE).", show_default=False),
+    ] = None,
     args: Annotated[Optional[list[str]], typer.Argument(help="Arguments for the script (after --).")] = None,
     flag: Annotated[
         Optional[list[str]],
@@ -98,11 +117,15 @@ def compare(
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each run after this many seconds.")] = None,
     fmt: FormatOpt = "table",
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the compare report (JSON) here.")] = None,
+    module: ModuleOpt = None,
+    module_args: ModuleArgsOpt = None,
 ) -> None:
-    """Run SCRIPT with and without config flips and show which recompiles each flip removed, added or left."""
+    """Run SCRIPT (or -m MODULE) with and without config flips and show which recompiles each flip removed, added or left."""
     from guarddiag.commands.compare import compare_command
+    from guarddiag.commands.options import run_target
 
-    compare_command(script, args or [], flag or [], python or [sys.executable], combined, jobs, repeat, timeout, fmt, out)
+    target = run_target(script, args, module, module_args)
+    compare_command(target, flag or [], python or [sys.executable], combined, jobs, repeat, timeout, fmt, out)
 
 
 @app.command("diff")
@@ -146,11 +169,14 @@ def baseline(
     python: Annotated[Optional[str], typer.Option("--python", help="Interpreter to run the scripts with.")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Scripts at a time.")] = None,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each script after this many seconds.")] = None,
+    module: ModuleOpt = None,
+    module_args: ModuleArgsOpt = None,
 ) -> None:
     """Record recompiles per script and function into a YAML baseline to commit."""
     from guarddiag.commands.baseline import baseline_command
+    from guarddiag.commands.options import module_items
 
-    baseline_command(items or [], out, flag, python, jobs, timeout)
+    baseline_command(module_items(items, module, module_args), out, flag, python, jobs, timeout)
 
 
 @app.command()
@@ -180,9 +206,12 @@ def check(
     python: Annotated[Optional[str], typer.Option("--python", help="Interpreter to run the scripts with.")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Scripts at a time.")] = None,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each script after this many seconds.")] = None,
+    module: ModuleOpt = None,
+    module_args: ModuleArgsOpt = None,
 ) -> None:
     """Fail (exit 5) when recompiles regress against the baseline or thresholds; exit 3 when a script failed."""
     from guarddiag.commands.check import check_command
+    from guarddiag.commands.options import module_items
 
     overrides = {
         "baseline": str(baseline_file) if baseline_file else None,
@@ -194,22 +223,31 @@ def check(
         "jobs": jobs,
         "timeout": timeout,
     }
-    code = check_command(items or [], overrides, baseline_file is not None, update, junit, flag, fmt, os.environ)
+    checked = module_items(items, module, module_args)
+    code = check_command(checked, overrides, baseline_file is not None, update, junit, flag, fmt, os.environ)
     raise typer.Exit(code)
 
 
 @app.command()
 def explain(
-    target: Annotated[str, typer.Argument(help="A script (.py, run first), a torch log, or a run record (.json).")],
+    target: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="[TARGET]", help="A script (.py, run first), a torch log, or a run record (.json); or -m MODULE.", show_default=False
+        ),
+    ] = None,
     fmt: FormatOpt = "table",
     full: Annotated[bool, typer.Option("--full", help="Expand collapsed families and show every cache entry whole.")] = False,
     python: Annotated[str, typer.Option("--python", help="Interpreter to run a script with (needs torch only).")] = sys.executable,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop a script after this many seconds.")] = None,
+    module: ModuleOpt = None,
+    module_args: ModuleArgsOpt = None,
 ) -> None:
     """What each compiled function's guards check, per cache entry: what change would recompile, and fixes."""
     from guarddiag.commands.explain import explain_main
+    from guarddiag.commands.options import explain_input
 
-    explain_main(target, fmt, full, python, timeout)
+    explain_main(explain_input(target, module, module_args), fmt, full, python, timeout)
 
 
 @app.command()
@@ -239,12 +277,38 @@ def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def module_argv(argv: list[str]) -> list[str]:
+    """``-m MODULE ARGS...`` read as ``python -m`` and ``coverage run -m`` read it: guarddiag's options
+    come before ``-m``, everything after MODULE is the module's (``--nproc-per-node 2`` too), and is
+    handed to the command as hidden ``--module-arg=`` options. Only before a ``--``, of the commands
+    that run a script."""
+    command = next((i for i, token in enumerate(argv[1:], 1) if not token.startswith("-")), len(argv))
+    if command >= len(argv) or argv[command] not in _MODULE_COMMANDS:
+        return argv
+    for i, token in enumerate(argv[command + 1 :], command + 1):
+        if token == "--":
+            return argv
+        if token in ("-m", "--module"):
+            if i + 1 == len(argv):
+                return argv  # click says that -m needs a value
+            module, rest = argv[i + 1], argv[i + 2 :]
+        elif token.startswith("--module="):
+            module, rest = token.partition("=")[2], argv[i + 1 :]
+        elif token.startswith("-m") and not token.startswith("--"):
+            module, rest = token[2:], argv[i + 1 :]
+        else:
+            continue
+        return [*argv[:i], f"--module={module}", *(f"--module-arg={a}" for a in rest)]
+    return argv
+
+
 def main() -> None:
     """Entry point: run the app; every failure becomes one line on stderr and a documented exit code.
 
     ``GUARDDIAG_DEBUG=1`` (or ``--debug`` anywhere on the line) shows the traceback of a bug instead.
     """
-    # --debug is guarddiag's only where it stands before `--`; after it, it is the script's.
+    # --debug is guarddiag's only where it stands before `--` or `-m MODULE`; after them, it is the script's.
+    sys.argv = module_argv(sys.argv)
     ours = sys.argv[: sys.argv.index("--")] if "--" in sys.argv else sys.argv
     debug = "--debug" in ours or os.environ.get("GUARDDIAG_DEBUG") == "1"
     if "--debug" in ours:

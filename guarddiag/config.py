@@ -25,12 +25,14 @@ DEFAULT_BASELINE = "guarddiag-baseline.yaml"
 
 @dataclass(frozen=True)
 class ScriptSpec:
-    """One script a CI job checks: its arguments, flags and an optional recompile budget."""
+    """One script a CI job checks (or a ``module`` run as ``python -m`` runs it, ``path`` empty then):
+    its arguments, flags and an optional recompile budget."""
 
     path: str
     args: tuple[str, ...] = ()
     flags: tuple[tuple[str, str], ...] = ()
     max_recompiles: int | None = None
+    module: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,19 +142,21 @@ def _scripts_from(raw: object, where: str) -> tuple[ScriptSpec, ...]:
         if isinstance(item, str):
             specs.append(ScriptSpec(item))
             continue
-        if not isinstance(item, Mapping) or not isinstance(item.get("path"), str):
-            raise InputError(f"{where}: each entry of 'scripts' needs a 'path' string, got {item!r}")
+        path, module = (item.get("path"), item.get("module")) if isinstance(item, Mapping) else (None, None)
+        if not (isinstance(path, str) and module is None or isinstance(module, str) and module and path is None):
+            raise InputError(f"{where}: each entry of 'scripts' needs a 'path' string or a 'module' string (run as -m), got {item!r}")
         args = item.get("args", [])
         flags = item.get("flags", {})
         if not isinstance(args, list) or not isinstance(flags, Mapping):
-            raise InputError(f"{where}: script {item['path']}: 'args' must be a list and 'flags' a table")
+            raise InputError(f"{where}: script {path or '-m ' + module}: 'args' must be a list and 'flags' a table")
         budget = item.get("max_recompiles")
         specs.append(
             ScriptSpec(
-                item["path"],
+                path or "",
                 tuple(str(a) for a in args),
                 tuple((str(k), _flag_text(v)) for k, v in flags.items()),
                 None if budget is None else int(_coerce("max_recompiles", budget, where)),
+                module,
             )
         )
     return tuple(specs)

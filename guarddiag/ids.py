@@ -2,7 +2,9 @@
 
 torch prints a compile id as ``[frame/compile]`` with an optional attempt (``[0/1_2]``), or
 ``[!ca/frame/compile]`` for compiled autograd. guarddiag's ids add what torch leaves implicit:
-the process and the cache generation (``0~1/0``: frame 0 after ``torch._dynamo.reset()``).
+the process (``rank1:0/3`` for a torchrun worker of global rank 1, named by the environment its
+launcher gave it or by a ``[rank1]:`` line prefix; ``child1:0/3`` for another process the script
+started) and the cache generation (``0~1/0``: frame 0 after ``torch._dynamo.reset()``).
 A frame id is the id without its compile number: ``rank1:0``.
 
 Process labels (the part before ``:``; the main process has none):
@@ -80,10 +82,20 @@ def with_process(process: str, text: str) -> str:
     return f"{process}:{text}" if process else text
 
 
+def rank_process(rank: int) -> str:
+    """The process of a torchrun job's global rank ``rank``: ``rank1``."""
+    return f"rank{rank}"
+
+
+def child_process(number: int) -> str:
+    """The ``number``-th process (from 1) a script started that is no rank of a job: ``child1``."""
+    return f"child{number}"
+
+
 def ranked(rank: int | None, compile_id: str | None) -> str | None:
     """A compile id read on a line with torchrun's ``[rank1]:`` prefix: ``rank1:0/1`` (``rank1:`` when
     the line has none); compile ids of different ranks are different compiles."""
-    return compile_id if rank is None else with_process(f"rank{rank}", compile_id or "")
+    return compile_id if rank is None else with_process(rank_process(rank), compile_id or "")
 
 
 def process_of(text: str | None) -> str:

@@ -260,6 +260,25 @@ class Job:
 
 
 @dataclass(frozen=True)
+class RankInfo:
+    """A process of a torchrun job, as its launcher described it to the process (environment
+    variables in brackets): ``process`` is its name in the run (``rank1``), ``rank`` its global rank
+    (RANK), ``local_rank`` its rank on its node (LOCAL_RANK), ``node_rank`` its node's rank
+    (GROUP_RANK), ``world_size`` (WORLD_SIZE), ``host`` the node's host name, ``run_id``
+    (TORCHELASTIC_RUN_ID), ``restart`` (TORCHELASTIC_RESTART_COUNT). Known only from torch's
+    ``[rankN]:`` log prefix (a job started without torchrun), it has the rank alone."""
+
+    process: str
+    rank: int
+    local_rank: int | None = None
+    node_rank: int | None = None
+    world_size: int | None = None
+    host: str = ""
+    run_id: str = ""
+    restart: int | None = None
+
+
+@dataclass(frozen=True)
 class Run:
     """One run record: a script run under guarddiag, or a parsed log."""
 
@@ -291,6 +310,10 @@ class Run:
     late_hooks: tuple[LateHook, ...] = ()
     # A distributed job read from several logs (``parse`` of a log dir or per-rank files) or records (``merge``).
     job: Job | None = None
+    # The module run as ``python -m MODULE`` (``script`` is None then).
+    module: str | None = None
+    # The processes of a torchrun job the script ran (one per rank), with their node.
+    ranks: tuple[RankInfo, ...] = ()
     schema: str = SCHEMA
 
     @property

@@ -36,6 +36,7 @@ from guarddiag.model import (
     LateHook,
     LimitHit,
     ParseStats,
+    RankInfo,
     RecompileEvent,
     Run,
 )
@@ -52,6 +53,7 @@ def run_to_dict(run: Run) -> dict[str, object]:
         "torch_version": run.torch_version,
         "exit_code": run.exit_code,
         "script": run.script,
+        "module": run.module,
         "argv": list(run.argv),
         "flags": dict(run.flags),
         "config": dict(run.config),
@@ -60,6 +62,7 @@ def run_to_dict(run: Run) -> dict[str, object]:
         "unobserved": list(run.unobserved),
         "folder_recreated": run.folder_recreated,
         "late_hooks": [asdict(h) for h in run.late_hooks],
+        "ranks": [asdict(r) for r in run.ranks],
         "log_path": run.log_path,
         "duration_s": run.duration_s,
         "error": None if run.error is None else {"exception": run.error, "flags": list(run.error_flags)},
@@ -198,6 +201,8 @@ def _run(data: dict) -> Run:
         source=str(_str(data.get("source", "parse"), "source")),
         status=str(_str(data.get("status", "ok"), "status")),
         script=_str(data.get("script"), "script", optional=True),
+        module=_str(data.get("module"), "module", optional=True),
+        ranks=tuple(_rank_info(r, f"ranks[{i}]") for i, r in enumerate(_list(data.get("ranks", []), "ranks"))),
         argv=_strings(data.get("argv", []), "argv"),
         flags={str(k): str(_str(v, f"flags.{k}")) for k, v in flags.items()},
         config=dict(_object(data.get("config", {}), "config")),
@@ -266,6 +271,20 @@ def _function(f: dict, where: str) -> FunctionSummary:
         compile_s=_seconds(f.get("compile_s"), f"{where}.compile_s"),
         recompile_s=_seconds(f.get("recompile_s"), f"{where}.recompile_s"),
         recompile_limit=_whole(f.get("recompile_limit"), f"{where}.recompile_limit", optional=True),
+    )
+
+
+def _rank_info(raw: object, where: str) -> RankInfo:
+    r = _object(raw, where)
+    return RankInfo(
+        process=str(_str(r.get("process", ""), f"{where}.process")),
+        rank=_whole(r["rank"], f"{where}.rank") or 0,
+        local_rank=_whole(r.get("local_rank"), f"{where}.local_rank", optional=True),
+        node_rank=_whole(r.get("node_rank"), f"{where}.node_rank", optional=True),
+        world_size=_whole(r.get("world_size"), f"{where}.world_size", optional=True),
+        host=str(_str(r.get("host", ""), f"{where}.host")),
+        run_id=str(_str(r.get("run_id", ""), f"{where}.run_id")),
+        restart=_whole(r.get("restart"), f"{where}.restart", optional=True),
     )
 
 

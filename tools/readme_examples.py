@@ -100,6 +100,8 @@ def _environment() -> dict[str, str]:
     """The caller's environment without settings that would change what guarddiag prints."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDDIAG_", "TORCH_", "TORCHDYNAMO_", "TORCHINDUCTOR_"))}
     env.pop("GITHUB_ACTIONS", None)
+    # torchrun prints a banner when OMP_NUM_THREADS is unset: the README shows what a user sees, whatever the caller set.
+    env.pop("OMP_NUM_THREADS", None)
     env["PYTHONUNBUFFERED"] = "1"  # the script's output and guarddiag's in the order a terminal shows them
     return env
 

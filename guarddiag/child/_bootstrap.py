@@ -67,7 +67,7 @@ def main(spec_path: str) -> int:
     meta["phase"] = "script"
     _write_meta(spec, meta)
     run_dir = os.path.dirname(spec["log_path"])
-    _route_child_processes(run_dir, hooks.RUN_MARK)
+    _route_child_processes(run_dir, hooks)
     hooks.route_forks(run_dir, log)
     hooks.note_unobserved_children(run_dir)
     # torch's own record of each compile, to check the log against (read by the runner).
@@ -75,7 +75,10 @@ def main(spec_path: str) -> int:
     # Hooks added to a compiled module after it compiled, and whether they ran (read by the runner).
     _load("_guarddiag_hooks", "_site", "_guarddiag_hooks.py").install(run_dir)
     main_pid = os.getpid()
-    code, exc = _run_script(spec["script"], spec.get("args", []))
+    try:
+        code, exc = _run_main(spec.get("module"), spec.get("script"), spec.get("args", []))
+    except _NoModule as no_module:
+        return _refuse(spec, meta, "module", str(no_module))
     if os.getpid() != main_pid:
         return code  # a child the script forked with os.fork() that ran on to the end: not the run
     if exc is not None:
@@ -85,10 +88,12 @@ def main(spec_path: str) -> int:
     return code
 
 
-def _route_child_processes(run_dir: str, mark: str) -> None:
+def _route_child_processes(run_dir: str, hooks) -> None:
     """Processes the script starts itself log to files of their own in the run folder (see _site)."""
     site = os.path.join(_HERE, "_site")
-    os.environ[mark] = run_dir
+    os.environ[hooks.RUN_MARK] = run_dir
+    if "RANK" in os.environ:  # the script itself has a rank (guarddiag run under torchrun): its children do not
+        os.environ[hooks.RANK_TAKEN] = hooks.rank_identity()
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH")) if p)
 
 
@@ -108,14 +113,48 @@ def _write_meta(spec, meta) -> None:
         pass  # the script removed its run folder: guarddiag reads the log it holds open, and says so
 
 
-def _run_script(script: str, args: list[str]) -> tuple[int, BaseException | None]:
-    """Run the script as ``python SCRIPT ARGS`` would: ``__main__``, argv, sys.path[0].
+class _NoModule(Exception):
+    """``-m MODULE`` names nothing ``python -m MODULE`` could run."""
 
-    Returns the exit status and the uncaught exception, if any (not for ``sys.exit`` or Ctrl-C)."""
-    sys.argv = [script, *args]
-    sys.path[0] = os.path.dirname(os.path.realpath(script))  # as `python link/to/script.py` sets it
+
+def _module_file(module: str) -> str:
+    """The file ``python -m MODULE`` would run (a package's ``__main__.py``), found as it finds it:
+    with the current folder first on ``sys.path``. Importing the parents of a dotted name runs them."""
+    import importlib.util
+
+    sys.path[0] = os.getcwd()  # as `python -m` sets it (this folder is the bootstrap's own otherwise)
     try:
-        runpy.run_path(script, run_name="__main__")
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.submodule_search_locations is not None:
+            main = importlib.util.find_spec(module + ".__main__")
+            if main is None:
+                raise _NoModule(f"-m {module}: is a package without a __main__ module, so it cannot be run")
+            spec = main
+    except (ImportError, ValueError) as exc:  # a parent package missing, a relative name
+        raise _NoModule(f"-m {module}: cannot be found by {sys.executable} ({_flags.exception_line(exc)})") from None
+    if spec is None or spec.loader is None:
+        raise _NoModule(f"-m {module}: no such module for {sys.executable} (looked in the current folder and sys.path)")
+    return spec.origin or module
+
+
+def _run_main(module: str | None, script: str | None, args: list[str]) -> tuple[int, BaseException | None]:
+    """Run the script as ``python SCRIPT ARGS`` would (``__main__``, argv, sys.path[0]), or the
+    module as ``python -m MODULE ARGS`` would (sys.argv[0] its file, sys.path[0] the current folder).
+
+    Returns the exit status and the uncaught exception, if any (not for ``sys.exit`` or Ctrl-C);
+    raises _NoModule when MODULE cannot be found."""
+    main_file = script or ""
+    try:
+        if module:
+            main_file = _module_file(module)  # a parent package that raises on import fails like the script
+            sys.argv = [main_file, *args]
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = [main_file, *args]
+            sys.path[0] = os.path.dirname(os.path.realpath(main_file))  # as `python link/to/script.py` sets it
+            runpy.run_path(main_file, run_name="__main__")
+    except _NoModule:
+        raise
     except SystemExit as exc:
         code = exc.code
         if code is None:
@@ -127,7 +166,7 @@ def _run_script(script: str, args: list[str]) -> tuple[int, BaseException | None
     except BaseException as exc:  # noqa: BLE001 - report like the interpreter would
         tb = exc.__traceback__
         # Drop the bootstrap's and runpy's own frames, as `python script.py` would show none.
-        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != os.path.abspath(script):
+        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != os.path.abspath(main_file):
             tb = tb.tb_next
         traceback.print_exception(type(exc), exc, tb)
         if isinstance(exc, KeyboardInterrupt):

@@ -58,10 +58,11 @@ _MAX_STEM_BYTES = 100
 RUN_FOLDERS: list[Path] = []
 
 
-def new_run_dir(workdir: Path, script: Path) -> Path:
+def new_run_dir(workdir: Path, name: str) -> Path:
+    """A new folder for one run under ``workdir/runs``, named by time, ``name`` (the script's stem, a module) and pid."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     # A folder name has 255 bytes at most: a long script name is cut (the record names the script whole).
-    stem = script.stem.encode("utf-8")[:_MAX_STEM_BYTES].decode("utf-8", "ignore")
+    stem = name.encode("utf-8")[:_MAX_STEM_BYTES].decode("utf-8", "ignore")
     base = workdir / "runs" / f"{stamp}-{stem}-{os.getpid()}"
     for n in itertools.count(1):
         # Parallel runs of one compare share pid and second: mkdir itself decides who gets which name.

@@ -24,11 +24,9 @@ from guarddiag.child import _bootstrap, proctree
 from guarddiag.child._site import _guarddiag_hooks as _hooks
 from guarddiag.child._site import _guarddiag_process as _process
 from guarddiag.child.folders import RUN_FOLDERS, keep_runs, new_run_dir, prune_runs, recreate_if_removed
+from guarddiag.child.processes import read_run_logs
 from guarddiag.errors import InputError
-from guarddiag.ledger import compiles_in, read_ledger
-from guarddiag.merge import add_stats, in_process
-from guarddiag.model import FunctionSummary, LateHook, ParseStats, Run
-from guarddiag.pipeline import LogReader
+from guarddiag.model import LateHook, Run
 from guarddiag.store import late_hook_from_dict, save_run
 
 # Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
@@ -54,6 +52,7 @@ def _without_outer_run(env: dict[str, str]) -> dict[str, str]:
     outer one, whose variables it inherited (they would send its torch log to the outer run folder)."""
     env = dict(env)
     env.pop(_process.RUN_MARK, None)
+    env.pop(_process.RANK_TAKEN, None)
     site = os.path.join(os.path.dirname(os.path.abspath(_bootstrap.__file__)), "_site")
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != site]
     if paths:
@@ -73,9 +72,9 @@ def parse_flag(text: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class RunRequest:
-    """What to run and how."""
+    """What to run and how: a ``script``, or a ``module`` as ``python -m MODULE`` runs it."""
 
-    script: Path
+    script: Path | None
     args: tuple[str, ...] = ()
     python: str = sys.executable
     flags: tuple[tuple[str, str], ...] = ()
@@ -85,6 +84,7 @@ class RunRequest:
     capture_output: bool = False
     label: str = ""
     env: tuple[tuple[str, str], ...] = ()
+    module: str | None = None
 
 
 def check_script(script: Path) -> None:
@@ -123,18 +123,20 @@ def execute(request: RunRequest) -> Run:
     keep_runs()  # a bad GUARDDIAG_KEEP_RUNS is an error before anything runs, not after
     if request.timeout is not None and not request.timeout > 0:  # also refuses nan
         raise InputError(f"--timeout {request.timeout}: not a number of seconds above 0; give e.g. --timeout 600")
-    check_script(request.script)
+    if request.module is None:
+        check_script(request.script)
     python = _check_python(request.python)
     if request.flags:
         _precheck_flags(python, request)
-    run_dir = new_run_dir(request.workdir, request.script)
+    run_dir = new_run_dir(request.workdir, request.module or Path(str(request.script)).stem)
     RUN_FOLDERS.append(run_dir)
     log_path, meta_path, spec_path = run_dir / "torch.log", run_dir / "meta.json", run_dir / "spec.json"
     log_path.touch()
     ledger_path = run_dir / _bootstrap.LEDGER_NAME
     ledger_path.touch()
     spec = {
-        "script": str(request.script),
+        "script": None if request.script is None else str(request.script),
+        "module": request.module,
         "args": list(request.args),
         "flags": [{"name": n, "value": v} for n, v in request.flags],
         "log_path": str(log_path.resolve()),
@@ -178,6 +180,7 @@ def execute(request: RunRequest) -> Run:
         what = {
             "flag": "fix or drop the --flag",
             "import": "fix what torch names (e.g. TORCH_LOGS) or pick another --python",
+            "module": "give a module that `python -m` runs there (run from the folder that holds it, or install it)",
         }.get(error.get("kind"), "install torch there or pick another --python")
         where = f" [{request.label}]" if request.label else ""
         # Nothing ran: the folder holds only the request and an empty log. Leave no trace of it.
@@ -190,25 +193,25 @@ def execute(request: RunRequest) -> Run:
             f"give the path of a Python 3.8+ that has torch installed (log folder: {run_dir})"
         )
     try:
-        functions, stats, torch_compiles = _parse_run_logs(run_dir, log_path)
+        logs = read_run_logs(run_dir, log_path, ledger_path)
     except OSError as exc:
         raise InputError(
             f"{run_dir}: cannot read the run's torch log ({exc.strerror}: {exc.filename}); "
             "did the script delete or change its run folder?"
         ) from None
     run = Run(
-        functions=functions,
-        parse=stats,
+        functions=logs.functions,
+        parse=logs.stats,
         torch_version=meta.get("torch_version"),
         exit_code=code,
         source="run",
         status=status,
-        script=str(request.script),
+        script=None if request.script is None else str(request.script),
         argv=tuple(request.args),
         flags={n: v for n, v in request.flags},
         config=dict(meta.get("config") or {}),
         flag_notes=tuple(meta.get("flag_notes") or ()),
-        torch_compiles=torch_compiles,
+        torch_compiles=logs.torch_compiles,
         log_path=str(log_path),
         duration_s=round(duration, 3),
         error=meta.get("exception"),
@@ -216,6 +219,8 @@ def execute(request: RunRequest) -> Run:
         unobserved=_unobserved(run_dir),
         folder_recreated=recreated,
         late_hooks=_late_hooks(run_dir),
+        module=request.module,
+        ranks=logs.ranks,
     )
     try:
         save_run(run, run_dir / "run.json")
@@ -225,22 +230,6 @@ def execute(request: RunRequest) -> Run:
             f"{run_dir}: cannot write the run record ({exc.strerror}); did the script delete or change its run folder?"
         ) from None
     return run
-
-
-def _parse_run_logs(run_dir: Path, log_path: Path) -> tuple[tuple[FunctionSummary, ...], ParseStats, int | None]:
-    """The main process's log, then the logs of processes the script started (child1, child2, ... by pid),
-    each with torch's own record of its compiles; and the compiles torch recorded in the main process."""
-    ledger = read_ledger(run_dir / _bootstrap.LEDGER_NAME)
-    with log_path.open(encoding="utf-8", errors="replace") as fh:
-        functions, stats = LogReader(ledger=ledger or ()).read(fh).result()
-    children = sorted(run_dir.glob("torch.child-*.log"), key=lambda p: int(p.stem.rpartition("-")[2] or 0))
-    for number, path in enumerate(children, 1):
-        child_ledger = read_ledger(path.with_name(f"{path.stem}.compiles.jsonl")) or ()
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            child_functions, child_stats = LogReader(ledger=child_ledger).read(fh).result()
-        functions += tuple(in_process(f, f"child{number}") for f in child_functions)
-        stats = add_stats(stats, child_stats)
-    return functions, stats, compiles_in(ledger)
 
 
 def _ledger_started(path: Path) -> bool:

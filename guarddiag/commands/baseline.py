@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -13,7 +14,7 @@ import typer
 from guarddiag import baseline as baseline_io
 from guarddiag.baseline import relative_file
 from guarddiag.child.runner import RunRequest, check_script, execute_many
-from guarddiag.commands.options import command_settings, flag_options
+from guarddiag.commands.options import Target, command_settings, flag_options
 from guarddiag.config import ScriptSpec, Settings
 from guarddiag.errors import SCRIPT_FAILED, InputError
 from guarddiag.model import Run
@@ -22,7 +23,7 @@ from guarddiag.store import load_run
 
 
 def baseline_command(
-    items: list[str], out: Path | None, flags: list[str] | None, python: str | None, jobs: int | None, timeout: float | None
+    items: list[str | Target], out: Path | None, flags: list[str] | None, python: str | None, jobs: int | None, timeout: float | None
 ) -> None:
     """Run or read everything named (else the configured scripts) and write the baseline anew."""
     config = command_settings({"python": python, "jobs": jobs, "timeout": timeout, "baseline": str(out) if out else None})
@@ -33,12 +34,13 @@ def baseline_command(
     typer.echo(f"wrote {path}: {len(recorded.scripts)} scripts, {n} functions, {sum(r.recompiles for r in runs.values())} recompiles")
 
 
-def _specs(items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str], ...]) -> list[ScriptSpec | Path]:
+def _specs(items: Sequence[str | Target], settings: Settings, flags: tuple[tuple[str, str], ...]) -> list[ScriptSpec | Path]:
     """Scripts to run (as specs) and run records to read (as paths), from the command line or the config.
 
-    A script named on the command line that the config lists keeps its configured args, flags and budget.
+    A script named on the command line that the config lists keeps its configured args, flags and budget;
+    so does a module (-m) that the config lists with the same arguments.
     """
-    configured = [ScriptSpec(s.path, s.args, s.flags + flags, s.max_recompiles) for s in settings.scripts]
+    configured = [replace(s, flags=s.flags + flags) for s in settings.scripts]
     if not items:
         if not configured:
             raise InputError(
@@ -47,21 +49,26 @@ def _specs(items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str
         return list(configured)
     out: list[ScriptSpec | Path] = []
     for item in items:
+        if isinstance(item, Target):
+            same = [s for s in configured if s.module == item.module and s.args == item.args]
+            out.extend(same or [ScriptSpec("", item.args, flags, module=item.module)])
+            continue
         if item.endswith(".json"):
             out.append(Path(item))
             continue
-        same = [s for s in configured if os.path.normpath(s.path) == os.path.normpath(item)]
+        same = [s for s in configured if not s.module and os.path.normpath(s.path) == os.path.normpath(item)]
         out.extend(same or [ScriptSpec(item, (), flags)])
     return out
 
 
-def run_key(script: str, args: Sequence[str], root: Path) -> str:
-    """How a run is named in the baseline: the script relative to the project root, then its arguments."""
-    return " ".join([relative_file(script, root), *args])
+def run_key(script: str | None, args: Sequence[str], root: Path, module: str | None = None) -> str:
+    """How a run is named in the baseline: the script relative to the project root, then its arguments;
+    a module as its command line has it: ``-m torch.distributed.run --nproc-per-node 2 train.py``."""
+    return " ".join(["-m", module, *args] if module else [relative_file(script or "", root), *args])
 
 
 def collect_runs(
-    items: Sequence[str], settings: Settings, flags: tuple[tuple[str, str], ...], progress: bool
+    items: Sequence[str | Target], settings: Settings, flags: tuple[tuple[str, str], ...], progress: bool
 ) -> tuple[dict[str, Run], dict[str, int | None]]:
     """Run the scripts (in parallel) and read the records; keyed by script path relative to the root."""
     specs = _specs(items, settings, flags)
@@ -76,14 +83,22 @@ def collect_runs(
     for spec in specs:
         if isinstance(spec, Path):
             run = load_run(spec)
-            runs[claim(run_key(run.script or str(spec), run.argv, settings.root), str(spec))] = run
+            runs[claim(run_key(run.script or str(spec), run.argv, settings.root, run.module), str(spec))] = run
             continue
-        path = settings.root / spec.path
-        check_script(path)
-        key = claim(run_key(str(path), spec.args, settings.root), spec.path)
+        if spec.module:
+            path, key = None, claim(run_key(None, spec.args, settings.root, spec.module), f"-m {spec.module}")
+        else:
+            path = settings.root / spec.path
+            check_script(path)
+            key = claim(run_key(str(path), spec.args, settings.root), spec.path)
         budgets[key] = spec.max_recompiles
         requests.append(
-            (key, RunRequest(path, spec.args, settings.python, spec.flags, settings.timeout, capture_output=True, label=key))
+            (
+                key,
+                RunRequest(
+                    path, spec.args, settings.python, spec.flags, settings.timeout, capture_output=True, label=key, module=spec.module
+                ),
+            )
         )
 
     def report(request: RunRequest, run: Run) -> None:

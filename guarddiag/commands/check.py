@@ -12,7 +12,7 @@ import typer
 
 from guarddiag import baseline as baseline_io
 from guarddiag.commands.baseline import collect_runs, record_baseline, warn
-from guarddiag.commands.options import check_format, command_settings, flag_options
+from guarddiag.commands.options import Target, check_format, command_settings, flag_options
 from guarddiag.config import Settings
 from guarddiag.errors import InputError
 from guarddiag.gate import GateResult, evaluate
@@ -22,7 +22,7 @@ from guarddiag.store import write_atomic
 
 
 def check_command(
-    items: list[str], overrides: dict[str, object], baseline_given: bool, update: bool, junit: Path | None,
+    items: list[str | Target], overrides: dict[str, object], baseline_given: bool, update: bool, junit: Path | None,
     flags: list[str] | None, fmt: str, env: Mapping[str, str],
 ) -> int:
     """Run the checks and print the report in ``fmt``; the exit code (5 on a regression, 3 when a

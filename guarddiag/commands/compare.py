@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import typer
 
 from guarddiag.child.runner import STDOUT_NAME, RunRequest, check_script, execute_many
-from guarddiag.commands.options import check_format
+from guarddiag.commands.options import Target, check_format
 from guarddiag.compare import ComparePlan, VariantResult, build_report, first_difference, plan_compare, unstable_functions
 from guarddiag.errors import SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.flags import Catalog, load_catalog
@@ -22,8 +21,7 @@ from guarddiag.store import write_atomic
 
 
 def compare_command(
-    script: Path,
-    args: Sequence[str],
+    target: Target,
     specs: list[str],
     pythons: list[str],
     combined: bool,
@@ -36,7 +34,7 @@ def compare_command(
     """Run every configuration, print the report once built, write it as JSON to ``out``; runs that
     did not finish cleanly are an error after the report."""
     check_format(fmt)
-    plan, results, catalog = run_compare(script, args, specs, pythons, combined, jobs, repeat, timeout, sys.stderr.isatty())
+    plan, results, catalog = run_compare(target, specs, pythons, combined, jobs, repeat, timeout, sys.stderr.isatty())
     report = build_report(plan, results, catalog)
     typer.echo(render_compare(report, fmt))
     if out is not None:
@@ -56,8 +54,7 @@ def compare_command(
 
 
 def run_compare(
-    script: Path,
-    args: Sequence[str],
+    target: Target,
     specs: list[str],
     pythons: list[str],
     combined: bool,
@@ -67,7 +64,8 @@ def run_compare(
     progress: bool,
 ) -> tuple[ComparePlan, list[VariantResult], Catalog]:
     """Plan, run every configuration (``repeat`` times each, in parallel), and group the runs."""
-    check_script(script)
+    if target.script is not None:
+        check_script(target.script)
     if len(pythons) == 2 and specs:
         raise InputError("--flag goes with one --python; with two, compare runs the same script in both environments")
     catalog = load_catalog(pythons[0], timeout)
@@ -76,7 +74,10 @@ def run_compare(
         return plan, [], catalog
     variants = [plan.baseline, *plan.variants]
     requests = [
-        RunRequest(script=script, args=tuple(args), python=v.python, flags=v.flags, timeout=timeout, capture_output=True, label=v.label)
+        RunRequest(
+            script=target.script, args=target.args, python=v.python, flags=v.flags, timeout=timeout, capture_output=True, label=v.label,
+            module=target.module,
+        )
         for v in variants
         for _ in range(repeat)
     ]
@@ -89,7 +90,7 @@ def run_compare(
             print(f"  [{done[0]}/{total}] {request.label}: {run.status} in {run.duration_s:.1f}s", file=sys.stderr, flush=True)
 
     if progress:
-        print(f"running {len(variants)} configurations x {repeat} of {script} ({jobs or os.cpu_count()} at a time)", file=sys.stderr)
+        print(f"running {len(variants)} configurations x {repeat} of {target} ({jobs or os.cpu_count()} at a time)", file=sys.stderr)
     runs = execute_many(requests, jobs or os.cpu_count() or 1, report)
     results = []
     for i, variant in enumerate(variants):

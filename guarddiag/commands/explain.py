@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from guarddiag.commands.options import check_format, failed_script
+from guarddiag.commands.options import Target, check_format, failed_script
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.explain import Explanation, GuardListings, explain_functions
 from guarddiag.model import Run
@@ -23,19 +23,19 @@ def explain_target(target: str, fmt: str, full: bool, python: str = sys.executab
 
 
 def explain_command(
-    target: str, fmt: str, full: bool, python: str = sys.executable, timeout: float | None = None
+    target: str | Target, fmt: str, full: bool, python: str = sys.executable, timeout: float | None = None
 ) -> tuple[str, Run | None]:
     """The rendered explanation, and the run when TARGET was a script that did not finish cleanly
     (the command reports it after the explanation, with the exit code of a failed script)."""
     check_format(fmt)
-    explanation, notes, run = _explain_path(Path(target), full, python, timeout)
+    explanation, notes, run = _explain_path(target if isinstance(target, Target) else Path(target), full, python, timeout)
     text = render_explanation(explanation, fmt)
     if notes and fmt in ("table", "markdown"):
         text += "\n" + "\n".join(notes)
     return text, run if run is not None and run.status != "ok" else None
 
 
-def explain_main(target: str, fmt: str, full: bool, python: str, timeout: float | None) -> None:
+def explain_main(target: str | Target, fmt: str, full: bool, python: str, timeout: float | None) -> None:
     """Print the explanation; a script that did not finish cleanly is an error after it."""
     text, failed = explain_command(target, fmt, full, python, timeout)
     typer.echo(text)
@@ -49,20 +49,28 @@ def explain_path(path: Path, full: bool, python: str = sys.executable) -> tuple[
     return explanation, notes
 
 
-def _explain_path(path: Path, full: bool, python: str, timeout: float | None) -> tuple[Explanation, list[str], Run | None]:
-    if path.suffix == ".py":
+def _explain_path(
+    path: Path | Target, full: bool, python: str, timeout: float | None
+) -> tuple[Explanation, list[str], Run | None]:
+    if isinstance(path, Target) or path.suffix == ".py":
         from guarddiag.child.runner import RunRequest, execute  # a script only: the child process machinery
 
-        run = execute(RunRequest(script=path, python=python, capture_output=True, timeout=timeout))
-        notes = [f"torch log: {run.log_path} (the script's output is beside it)"]
+        target = path if isinstance(path, Target) else Target(path, None)
+        request = RunRequest(
+            script=target.script, args=target.args, module=target.module, python=python, capture_output=True, timeout=timeout
+        )
+        run = execute(request)
+        log, process = _compiled_log(run)
+        where = f" of {process} (the script's own process compiled nothing; the log of each process is beside it)" if process else ""
+        notes = [f"torch log{where}: {log} (the script's output is beside it)"]
         if run.status != "ok":
             notes.append(f"note: {script_outcome(run)}; the model covers what compiled before that")
             if not run.functions:
                 raise GuarddiagError(
-                    f"{path}: {script_outcome(run)} before anything compiled; the torch log is in {run.log_path}",
+                    f"{target}: {script_outcome(run)} before anything compiled; the torch log is in {run.log_path}",
                     INTERRUPTED if run.status == "interrupted" else SCRIPT_FAILED,
                 )
-        return _from_log(Path(run.log_path or ""), run.torch_version, full), notes, run
+        return _from_log(log, run.torch_version, full), notes, run
     if path.suffix == ".json":
         from guarddiag.store import load_run
 
@@ -73,8 +81,23 @@ def _explain_path(path: Path, full: bool, python: str, timeout: float | None) ->
         if log.exists() and not log.is_dir() and not log.is_file():
             # A record can name anything; reading a FIFO or a device it names would block or never end.
             raise InputError(f"{path}: the log it names ({log}) is not a regular file; explain the log or the script instead")
-        return _from_log(log, run.torch_version, full), [f"torch log: {run.log_path}"], None
+        log, process = _compiled_log(run) if run.source == "run" else (log, "")
+        where = f" of {process} (the script's own process compiled nothing)" if process else ""
+        return _from_log(log, run.torch_version, full), [f"torch log{where}: {log}"], None
     return _from_log(path, None, full), [], None
+
+
+def _compiled_log(run: Run) -> tuple[Path, str]:
+    """The log to explain: the script's own process's, or when that compiled nothing, the first
+    process of the run that did (rank 0 of a torchrun job first), with its name."""
+    main = Path(run.log_path or "")
+    compiled = {f.rank for f in run.functions}
+    if "" in compiled or not compiled:
+        return main, ""
+    from guarddiag.child.processes import process_logs
+
+    first = next((p for p in process_logs(main.parent) if p.name in compiled), None)
+    return (first.path, first.name) if first else (main, "")
 
 
 def _from_log(path: Path, torch_version: str | None, full: bool) -> Explanation:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,56 @@ from guarddiag.render.formats import FORMATS
 if TYPE_CHECKING:
     from guarddiag.config import Settings
     from guarddiag.model import Run
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a command runs: a ``script``, or a ``module`` as ``python -m`` runs it, with its arguments."""
+
+    script: Path | None
+    module: str | None
+    args: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"-m {self.module}" if self.module else str(self.script)
+
+
+def run_target(script: str | None, args: list[str] | None, module: str | None, module_args: list[str] | None) -> Target:
+    """SCRIPT [-- ARGS] or -m MODULE ARGS, refusing both or neither."""
+    if module is None:
+        if script is None:
+            raise InputError("nothing to run: give a script (guarddiag run train.py) or a module (guarddiag run -m pytest tests/)")
+        return Target(Path(script), None, tuple(args or ()))
+    if script is not None:
+        raise InputError(
+            f"{script} and -m {module}: give a script or -m MODULE, not both; everything after -m MODULE is the module's arguments"
+        )
+    check_module_name(module)
+    return Target(None, module, tuple(module_args or ()))
+
+
+def module_items(items: list[str] | None, module: str | None, module_args: list[str] | None) -> list[str | Target]:
+    """``check`` and ``baseline``: the scripts and records named, or the one module run with -m."""
+    if module is None:
+        return list(items or [])
+    return [run_target(" ".join(items) if items else None, None, module, module_args)]
+
+
+def explain_input(target: str | None, module: str | None, module_args: list[str] | None) -> str | Target:
+    """``explain``: a script, log or record, or a module run with -m."""
+    if module is None and target is not None:
+        return target
+    return run_target(target, None, module, module_args)
+
+
+def check_module_name(module: str) -> None:
+    """Refuse what is a file, not a module (``-m train.py``), before anything runs."""
+    if not module or "/" in module or os.sep in module or (module.endswith(".py") and Path(module).is_file()):
+        stem = Path(module).stem or "MODULE"
+        raise InputError(
+            f"-m {module}: not a module name; give a script without -m (guarddiag run {module or 'train.py'}), "
+            f"or the module's dotted name (-m {stem})"
+        )
 
 
 def check_format(fmt: str) -> None:

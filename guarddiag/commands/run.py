@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 
-from guarddiag.commands.options import check_format, failed_script, flag_options
+from guarddiag.commands.options import Target, check_format, failed_script, flag_options
 from guarddiag.errors import InputError, StrictParseError
 from guarddiag.model import Run
 
 
 def run_command(
-    script: Path, args: Sequence[str], flags: list[str] | None, python: str, timeout: float | None, fmt: str, out: Path | None,
-    strict: bool,
+    target: Target, flags: list[str] | None, python: str, timeout: float | None, fmt: str, out: Path | None, strict: bool,
 ) -> None:
-    """Run SCRIPT, print its report; a script that did not finish cleanly is an error after the report."""
+    """Run the script or module, print its report; one that did not finish cleanly is an error after the report."""
     from guarddiag.child.runner import RunRequest, execute
     check_format(fmt)
-    request = RunRequest(script=script, args=tuple(args), python=python, flags=flag_options(flags, python), timeout=timeout)
+    request = RunRequest(
+        script=target.script, args=target.args, python=python, flags=flag_options(flags, python), timeout=timeout, module=target.module
+    )
     result = execute(request)
     # A failed script is the bigger news: --strict's complaint about unknown lines waits for a clean run.
     finish(result, fmt, out, strict and result.status == "ok")
     if result.status != "ok":
-        raise failed_script(script, result, "the report covers what ran before that")
+        raise failed_script(target, result, "the report covers what ran before that")
 
 
 def finish(run: Run, fmt: str, out: Path | None, strict: bool) -> None:

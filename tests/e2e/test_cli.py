@@ -211,7 +211,7 @@ def test_parse_merges_pieces_of_one_log(workdir):
 
 @pytest.mark.parametrize(
     ("args", "expect"),
-    [(("run",), "Missing argument 'script'; see `guarddiag run --help`"), (("bogus",), "No such command 'bogus'")],
+    [(("run",), "nothing to run: give a script (guarddiag run train.py) or a module"), (("bogus",), "No such command 'bogus'")],
 )
 def test_usage_errors_are_one_line(args, expect):
     proc = run_guarddiag(*args)

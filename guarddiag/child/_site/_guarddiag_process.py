@@ -234,6 +234,39 @@ def route_forks(folder: str, stream: object) -> None:
 # The environment variable that marks a process of a run (set by the bootstrap for everything it starts).
 RUN_MARK = "GUARDDIAG_CHILD_LOG_DIR"
 UNOBSERVED_NAME = "unobserved.jsonl"
+# What torchrun (torch.distributed.elastic) tells each worker it starts, kept beside the worker's log.
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT")
+# Set by the process that took its rank variables as its own (rank_identity): the processes it starts
+# inherit them unchanged, and are not that rank; a launcher below it gives its workers new ones.
+RANK_TAKEN = "GUARDDIAG_RANK_TAKEN"
+
+
+def rank_identity() -> str:
+    """The rank variables of this process's environment, as one string."""
+    return json.dumps([os.environ.get(name) for name in RANK_VARIABLES])
+
+
+def rank_path(folder: str, pid: int) -> str:
+    return os.path.join(folder, f"torch.child-{pid}.rank.json")
+
+
+def note_rank(folder: str) -> None:
+    """A torchrun worker writes who it is (``RANK`` and the rest of RANK_VARIABLES, its host) to
+    ``<folder>/torch.child-<pid>.rank.json``. A process that inherited RANK from a worker (a
+    DataLoader worker inside rank 1) is not that rank: the worker marks its environment (RANK_TAKEN)
+    with its rank variables, which such a process inherits unchanged."""
+    if "RANK" not in os.environ or os.environ.get(RANK_TAKEN) == rank_identity():
+        return
+    os.environ[RANK_TAKEN] = rank_identity()
+    import socket
+
+    fact = {name: os.environ.get(name) for name in RANK_VARIABLES}
+    fact["host"] = socket.gethostname()
+    try:
+        with open(rank_path(folder, os.getpid()), "w", encoding="utf-8") as fh:
+            json.dump(fact, fh)
+    except OSError:
+        pass  # the script removed its run folder: the process is reported as a child
 
 
 def note_unobserved_children(folder: str) -> None:

@@ -5,8 +5,8 @@ Once such a process imports torch, its log handlers are created while ``sys.stde
 of its own in the run folder (``torch.child-<pid>.log``), as the main process's are: its torch
 logs are kept and parsed instead of flooding the terminal; torch's own record of its compiles goes
 beside it (``_guarddiag_process``), and hooks it adds to compiled modules late are watched
-(``_guarddiag_hooks``). Standard library only; it never imports torch itself, and it hands over to
-any ``sitecustomize`` the environment already had.
+(``_guarddiag_hooks``); a torchrun worker notes its rank beside its log. Standard library only;
+it never imports torch itself, and it hands over to any ``sitecustomize`` the environment already had.
 """
 
 import importlib.machinery
@@ -53,6 +53,7 @@ finally:
             0, _guarddiag_process.AfterImport("torch._logging._internal", lambda m: _guarddiag_process.route_log_setups(m, _own_log))
         )
         _guarddiag_process.note_unobserved_children(_LOG_DIR)
+        _guarddiag_process.note_rank(_LOG_DIR)
         _guarddiag_process.add_sink(_guarddiag_process.FileSink(_guarddiag_process.child_ledger_path(_LOG_DIR, os.getpid())))
         import _guarddiag_hooks
 
