@@ -29,16 +29,12 @@ class RankBehaviour:
     causes: tuple[str, ...]
     limit_hit: bool
 
-    @property
-    def signature(self) -> tuple[int, int, tuple[str, ...], bool]:
-        return (self.compiles, self.recompiles, self.causes, self.limit_hit)
-
 
 @dataclass(frozen=True)
 class Divergence:
     """One function the ranks of ``job`` did not compile alike; ``groups``: the most ranks first
     (the usual behaviour), then the others, each group's ranks ascending. ``function`` is one
-    rank's summary of it (for its name and label). ``unknown``: ranks whose log does not name
+    rank's summary of it (for its name and label), ``per_rank`` each rank's that compiled it. ``unknown``: ranks whose log does not name
     some of their compiled frames and that show no frame of this name: whether they compiled it
     cannot be known (a log without ``TORCH_LOGS=dynamo`` names a frame only when it recompiles)."""
 
@@ -46,6 +42,7 @@ class Divergence:
     function: FunctionSummary
     groups: tuple[RankBehaviour, ...]
     unknown: tuple[int, ...] = ()
+    per_rank: tuple[tuple[int, FunctionSummary], ...] = ()
 
     @property
     def usual(self) -> RankBehaviour:
@@ -89,7 +86,7 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
         groups = _groups(seen)
         suspect = unknown and any(g.recompiles or g.limit_hit for g in groups)
         if len(groups) > 1 or suspect:
-            found.append(Divergence(job, per_rank[min(per_rank)], groups, unknown))
+            found.append(Divergence(job, per_rank[min(per_rank)], groups, unknown, tuple(sorted(per_rank.items()))))
     return tuple(sorted(found, key=lambda d: (d.job, d.function.file, d.function.line or 0, d.function.name)))
 
 

@@ -14,7 +14,6 @@ from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relat
 from guarddiag.config import Settings
 from guarddiag.divergence import Divergence, rank_divergence
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
-from guarddiag.ids import job_rank
 from guarddiag.model import FunctionSummary, Run, compile_gap, report_order
 
 FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed", "rank_divergence"})
@@ -189,10 +188,8 @@ def _divergences(path: str, run: Run, settings: Settings) -> list[Finding]:
     finding points at the function as the first rank that did not behave as most did compiled it."""
     found = []
     for d in rank_divergence(run):
-        odd = {(d.job, r) for g in d.unusual for r in g.ranks}
-        same = [f for f in run.functions if (f.name, f.file, f.line) == (d.function.name, d.function.file, d.function.line)]
-        on_odd = sorted(((job_rank(f.rank), f) for f in same if job_rank(f.rank) in odd), key=lambda p: p[0] or ("", 0))
-        function = on_odd[0][1] if on_odd else d.function
+        odd = {r for g in d.unusual for r in g.ranks}
+        function = next((f for rank, f in d.per_rank if rank in odd), d.function)
         found.append(
             Finding(
                 "rank_divergence",

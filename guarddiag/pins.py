@@ -42,19 +42,24 @@ def _pinned_exprs(listing: GuardListing) -> Iterator[tuple[str, str]]:
     to one value (``LAMBDA_GUARD: L['n'] == 3``, torch's shape environment after automatic dynamic) pins
     it as an ``EQUALS_MATCH`` would."""
     for g in listing.guards:
-        if g.kind in PINNING_KINDS:
-            yield g.kind, g.expr
-        elif g.kind == SPECIALIZED and _SPECIALIZED.match(g.expr):
-            yield "EQUALS_MATCH", g.expr
+        pin = _pin(g.kind, g.expr)
+        if pin is not None:
+            yield pin
     for kind, rest in listing.raw:
-        if kind in PINNING_KINDS:
+        if kind in PINNING_KINDS or kind == SPECIALIZED:
             cut = rest.find("  # ")
-            yield kind, (rest[:cut] if cut >= 0 else rest).strip()
-        elif kind == SPECIALIZED:
-            cut = rest.find("  # ")
-            expr = (rest[:cut] if cut >= 0 else rest).strip()
-            if _SPECIALIZED.match(expr):
-                yield "EQUALS_MATCH", expr
+            pin = _pin(kind, (rest[:cut] if cut >= 0 else rest).strip())
+            if pin is not None:
+                yield pin
+
+
+def _pin(kind: str, expr: str) -> tuple[str, str] | None:
+    """(kind, expression) of a guard that pins a value, None for one that does not."""
+    if kind in PINNING_KINDS:
+        return kind, expr
+    if kind == SPECIALIZED and _SPECIALIZED.match(expr):
+        return "EQUALS_MATCH", expr
+    return None
 
 
 # The guard kind a shape environment's guards are listed as, and one that specializes a number.

@@ -13,6 +13,7 @@ from guarddiag.render.summary import function_detail_lines
 from guarddiag.render.words import function_label
 
 UNNAMED = "the log does not name every frame compiled there; capture it with TORCH_LOGS=dynamo,guards,recompiles or use `guarddiag run`"
+_LIMIT = ", hit the recompile limit"
 WHY = "ranks that compile different graphs can stall or mismatch in their collectives"
 
 
@@ -30,7 +31,7 @@ def behaviour_phrase(b: RankBehaviour) -> str:
     if not b.compiles:
         return "never compiled it"
     recompiles = f"{_times(b.recompiles, 'recompile')} ({'; '.join(b.causes)})" if b.recompiles else "no recompiles"
-    return f"{_times(b.compiles, 'compile')}, {recompiles}" + (", hit the recompile limit" if b.limit_hit else "")
+    return f"{_times(b.compiles, 'compile')}, {recompiles}" + (_LIMIT if b.limit_hit else "")
 
 
 def divergence_sentence(d: Divergence) -> str:
@@ -41,15 +42,13 @@ def divergence_sentence(d: Divergence) -> str:
     parts = []
     for g in d.unusual:
         if plain and g.recompiles and g.compiles == usual.compiles + g.recompiles:
-            limit = ", hit the recompile limit" if g.limit_hit else ""
+            limit = _LIMIT if g.limit_hit else ""
             parts.append(f"{rank_list(g.ranks)} recompiled it {_times(g.recompiles, 'time')} ({'; '.join(g.causes)}){limit}")
         elif not g.compiles:
             parts.append(f"{rank_list(g.ranks)} never compiled it")
         else:
             parts.append(f"{rank_list(g.ranks)}: {behaviour_phrase(g)}")
-    if not d.unusual:
-        parts.append(f"{rank_list(usual.ranks)}: {behaviour_phrase(usual)}")
-    elif plain and all(g.recompiles for g in d.unusual):
+    if d.unusual and plain and all(g.recompiles for g in d.unusual):
         parts.append(f"{rank_list(usual.ranks)} did not")
     else:
         parts.append(f"{rank_list(usual.ranks)}: {behaviour_phrase(usual)}")
