@@ -132,3 +132,17 @@ def test_parse_a_log_dir_torchrun_writes_now(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranks = {p.name.split(".")[0].removeprefix("rank"): json.loads(p.read_text()) for p in (tmp_path / "truth").glob("*.json")}
     assert per_process(_json("parse", str(tmp_path / "logs"))) == _truth_of({"ranks": ranks})
+
+
+def test_check_fails_on_rank_divergence_only_when_asked(tmp_path: Path):
+    """A 4-rank job where rank 2 took another branch, through the installed command: `check` lists the
+    divergence and passes; with --fail-on-rank-divergence it fails with exit 5."""
+    record = tmp_path / "job.json"
+    made = run_guarddiag("parse", str(LOGS / "torch-2.13.0" / "torchrun" / "branch4.log"), "--out", str(record), cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    shown = run_guarddiag("check", str(record), "--max-recompiles", "5", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "rank_divergence: forward (distributed/diverge_worker.py:27): rank 2 recompiled it 1 time" in shown.stdout
+    failed = run_guarddiag("check", str(record), "--max-recompiles", "5", "--fail-on-rank-divergence", cwd=tmp_path)
+    assert failed.returncode == 5, failed.stdout + failed.stderr
+    assert failed.stdout.rstrip().splitlines()[-1] == "FAILED: 1 rank divergence(s)"
