@@ -67,15 +67,11 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
     Frames the log never named are not compared (``unknown`` says where they leave a gap)."""
     jobs = ranks_in(run)
     functions: dict[tuple[str, str, str, int | None], dict[int, FunctionSummary]] = {}
-    unnamed: set[tuple[str, int]] = set()
+    unnamed = {(job, rank) for job, ranks in unnamed_ranks(run).items() for rank in ranks}
     for f in run.functions:
         where = job_rank(f.rank)
-        if where is None:
-            continue
-        if f.name:
+        if where is not None and f.name:
             functions.setdefault((where[0], f.name, f.file, f.line), {})[where[1]] = f
-        else:
-            unnamed.add(where)
     found = []
     for (job, *_), per_rank in functions.items():
         ranks = jobs[job]
@@ -98,14 +94,20 @@ def _groups(seen: dict[int, tuple[int, int, tuple[str, ...], bool]]) -> tuple[Ra
     return tuple(RankBehaviour(tuple(r for r, s in sorted(seen.items()) if s == b), *b) for b in order)
 
 
-def ranks_in(run: Run) -> dict[str, tuple[int, ...]]:
-    """The ranks seen in the run, per job label: those that compiled anything."""
+def ranks_in(run: Run, unnamed: bool = False) -> dict[str, tuple[int, ...]]:
+    """The ranks seen in the run, per job label: those that compiled anything (``unnamed``: those
+    that compiled a frame the log never named, which no comparison can take in)."""
     jobs: dict[str, set[int]] = {}
     for f in run.functions:
         where = job_rank(f.rank)
-        if where is not None:
+        if where is not None and (not unnamed or not f.name):
             jobs.setdefault(where[0], set()).add(where[1])
     return {job: tuple(sorted(ranks)) for job, ranks in sorted(jobs.items())}
+
+
+def unnamed_ranks(run: Run) -> dict[str, tuple[int, ...]]:
+    """Per job, the ranks that compiled a frame the log never named (not compared)."""
+    return ranks_in(run, unnamed=True)
 
 
 @dataclass(frozen=True)
@@ -152,10 +154,16 @@ def divergence_to_dict(d: Divergence) -> dict[str, object]:
 
 def divergence_dict(run: Run) -> list[dict[str, object]]:
     """The JSON form (a run record's ``rank_divergence``): one entry per job with two ranks or more,
-    its ranks (those that compiled anything) and its diverging functions."""
-    found = rank_divergence(run)
+    its ranks (those that compiled anything), those with frames the log never named (not compared),
+    and its diverging functions."""
+    found, unnamed = rank_divergence(run), unnamed_ranks(run)
     return [
-        {"job": job, "ranks": list(ranks), "functions": [divergence_to_dict(d) for d in found if d.job == job]}
+        {
+            "job": job,
+            "ranks": list(ranks),
+            "unnamed_ranks": list(unnamed.get(job, ())),
+            "functions": [divergence_to_dict(d) for d in found if d.job == job],
+        }
         for job, ranks in ranks_in(run).items()
         if len(ranks) > 1
     ]

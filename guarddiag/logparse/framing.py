@@ -33,12 +33,15 @@ BRACKET_DATE = rf"\[{DAY} {CLOCK},\d+\]"
 ARTIFACT = r"__\w+"
 # torchrun's --tee prefix, role and local rank: ``[default0]:`` (never ``[rank0]:``).
 TEE_PREFIX = r"\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:"
-# What may stand before a torch prefix: torchrun's and torch.distributed's prefixes.
-LEADING_PREFIXES = rf"(?:{TEE_PREFIX})?(?:{RANK_PREFIX})?"
+# A worker process's tag that Ray and vLLM put before every line a worker prints: ``(VllmWorker rank=0
+# pid=293) ``, ``(RayWorkerWrapper pid=1234, ip=10.0.0.1) ``; told by its ``pid=``.
+WORKER_PREFIX = r"\([A-Za-z_][\w.]*[^()\n]*?\bpid=\d+[^()\n]*\) "
+# What may stand before a torch prefix: a worker's tag, torchrun's and torch.distributed's prefixes.
+LEADING_PREFIXES = rf"(?:{WORKER_PREFIX})?(?:{TEE_PREFIX})?(?:{RANK_PREFIX})?"
 # Where a glog or bracketed-date prefix starts (with its rank).
 FRAME_START = rf"{LEADING_PREFIXES}(?:{GLOG_LEVEL}{GLOG_TIME} |{BRACKET_DATE} )"
 
-_RANK = rf"(?:{TEE_PREFIX})?(?:\[rank(?P<rank>\d+)\]:\s?)?"
+_RANK = rf"(?:{WORKER_PREFIX})?(?:{TEE_PREFIX})?(?:\[rank(?P<rank>\d+)\]:\s?)?"
 _CID = rf"(?:\[(?P<cid>{COMPILE_ID})\]\s?)?"
 _ART = rf"(?:\[(?P<art>{ARTIFACT})\]\s?)?"
 
@@ -59,7 +62,7 @@ _BRACKET = re.compile(
 _PYDEFAULT = re.compile(
     _RANK + rf"(?P<level>{LEVEL_NAMES}):(?P<origin>torch[\w.]*):" + _CID + r"(?P<body>.*)$"
 )
-_RANK_ONLY = re.compile(rf"(?:{TEE_PREFIX})?\[rank(?P<rank>\d+)\]:\s?(?P<body>.*)$")
+_RANK_ONLY = re.compile(rf"(?:{WORKER_PREFIX})?(?:{TEE_PREFIX})?\[rank(?P<rank>\d+)\]:\s?(?P<body>.*)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,7 @@ def frame(line: str) -> Framed | None:
     if not line:
         return None
     first = line[0]
-    if first == "[" or first in "VDIWEC":
+    if first in "[(VDIWEC":
         m = _GLOG.match(line)
         if m is not None:
             return _framed(m, m["art"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from guarddiag.divergence import Divergence, RankBehaviour, rank_divergence, ranks_in
+from guarddiag.divergence import Divergence, RankBehaviour, rank_divergence, ranks_in, unnamed_ranks
 from guarddiag.ids import job_rank
 from guarddiag.model import FunctionSummary, Run, report_order
 from guarddiag.render.summary import function_detail_lines
@@ -74,12 +74,19 @@ def headline_lines(run: Run) -> list[str]:
         return []
     found = rank_divergence(run)
     seen = "; ".join(f"{rank_list(ranks)}{_job(job)}" for job, ranks in jobs.items())
+    unnamed = "; ".join(f"{rank_list(ranks)}{_job(job)}" for job, ranks in unnamed_ranks(run).items() if job in jobs)
+    # Frames the log never named are compared nowhere: a "none" would say more than is known.
+    advice = "" if any(d.unknown for d in found) else f" ({UNNAMED})"
+    gap = [f"not compared: frames the log does not name on {unnamed}{advice}"] if unnamed else []
+    if not found and not any(f.name for f in run.functions if job_rank(f.rank) is not None):
+        return [f"rank divergence: not known ({seen}: {UNNAMED})"]
     if not found:
-        return [f"rank divergence: none ({seen} compiled every function alike)"]
+        alike = "compiled every function the log names alike" if unnamed else "compiled every function alike"
+        return [f"rank divergence: none ({seen} {alike})", *gap]
     count = _times(len(found), "function")
     return [f"rank divergence: {count} compiled differently across {seen} ({WHY})"] + [
         f"{divergence_label(d)}: {divergence_sentence(d)}" for d in found
-    ]
+    ] + gap
 
 
 @dataclass(frozen=True)

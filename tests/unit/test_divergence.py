@@ -18,10 +18,10 @@ from guarddiag.errors import OK, REGRESSION
 from guarddiag.gate import evaluate
 from guarddiag.ids import job_rank as rank_of
 from guarddiag.model import Run
-from guarddiag.pipeline import build_from_lines
+from guarddiag.pipeline import build_from_lines, parse_logs
 from guarddiag.render import render
 from guarddiag.render.gate import render_check, render_junit
-from tests.conftest import LOGS, in_checkout
+from tests.conftest import FIXTURES, LOGS, in_checkout
 
 JOBS = LOGS / "torch-2.13.0" / "torchrun"
 
@@ -199,3 +199,26 @@ def test_compare_says_what_a_configuration_did_to_the_divergence():
     assert [len(r["rank_divergence"]) for r in data["runs"]] == [1, 0]
     back = build_report(ComparePlan(flipped, (base,)), results[::-1], Catalog("2.13.0", {}))
     assert "adds it to forward (distributed/diverge_worker.py:27)" in render_compare(back, "markdown")
+
+
+VLLM = FIXTURES / "distributed" / "vllm_ascend_1368.log"
+
+
+def test_a_worker_tag_before_the_rank_prefix_is_read_and_nothing_unnamed_is_called_alike():
+    """Lines of a real 8-rank vLLM log (vllm-project/vllm-ascend#1368, TORCH_LOGS=+dynamic): each behind
+    vLLM's `(VllmWorker rank=0 pid=293) ` tag, then torch's `[rank0]:`. They were all unrecognised (the
+    file refused as holding no torch line); and with no frame named in it, the ranks cannot be compared:
+    the report must not say they compiled alike."""
+    run = parse_logs([str(VLLM)])
+    assert run.parse.torch_lines == 6
+    assert ranks_in(run) == {"": (0, 5, 7)}
+    text = render(run, "table")
+    assert "rank divergence: not known (ranks 0, 5, 7: the log does not name every frame compiled there" in text
+    assert "alike" not in text
+    (job,) = json.loads(render(run, "json"))["rank_divergence"]
+    assert job["unnamed_ranks"] == [0, 5, 7] and job["functions"] == []
+
+
+def test_frames_no_comparison_took_in_are_said():
+    text = render(_run("shape2.unnamed"), "table").splitlines()
+    assert "  not compared: frames the log does not name on rank 0" in text

@@ -49,3 +49,16 @@ def test_python_default_style():
 @pytest.mark.parametrize("line", ["", "hi", "[foo] bar", "Epoch 1: loss 0.3", "Traceback (most recent call last):"])
 def test_user_output_is_not_torch(line):
     assert frame(line) is None
+
+
+def test_a_ray_or_vllm_worker_tag_before_the_rank_prefix():
+    """vLLM and Ray put the worker's tag before every line a worker prints (vllm-project/vllm-ascend#1368)."""
+    line = (
+        "(VllmWorker rank=7 pid=300) [rank7]:I0618 08:07:39.654000 300 site-packages/torch/fx/experimental/"
+        "symbolic_shapes.py:3557] [0/0] create_symbol s0 = 2048 for L['input_ids'].size()[0]"
+    )
+    framed = frame(line)
+    assert framed is not None and (framed.rank, framed.compile_id, framed.level) == (7, "0/0", "I")
+    assert frame("(RayWorkerWrapper pid=1234, ip=10.0.0.1) " + line.partition(") ")[2]).rank == 7
+    # Parentheses without a pid are not a worker's tag: the line is not a torch line.
+    assert frame("(note) " + line.partition(") ")[2]) is None
