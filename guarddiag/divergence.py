@@ -5,8 +5,12 @@ and the others do not (a different batch shape, branch or config), the ranks the
 graphs, and their collectives may stall or mismatch. Pure: facts only (render.divergence words them).
 
 A rank is a process named ``rankN`` (``ids.py``), or ``LABEL/rankN`` when ``merge --jobs`` read the
-records of several jobs together: ranks are compared only within their job. A
-function a rank never compiled counts as 0 compiles there, among the ranks that compiled anything.
+records of several jobs together: ranks are compared only within their job. A function a rank never
+compiled counts as 0 compiles there, among the ranks that compiled anything and those known to have
+compiled nothing (torch counted no compile in them: a job guarddiag ran, or the merged records of
+its nodes). A rank whose log shows no compile while torch's own count is not known (a parsed log
+dir) is not compared, nor a rank below the job's WORLD_SIZE that no process of the run is (another
+node's part of the job): :class:`JobRanks` says which.
 """
 
 from __future__ import annotations
@@ -16,6 +20,63 @@ from dataclasses import dataclass
 
 from guarddiag.ids import job_rank
 from guarddiag.model import FunctionSummary, Run
+
+
+@dataclass(frozen=True)
+class JobRanks:
+    """The ranks of one job as a run knows them: ``compiled`` (compiled anything), ``silent``
+    (compiled nothing, as torch itself counted in them), ``uncounted`` (their log shows no compile and
+    torch's own count is not known: not compared), ``missing`` (below ``world_size`` but no process of
+    the run: another node's part of the job)."""
+
+    compiled: tuple[int, ...] = ()
+    silent: tuple[int, ...] = ()
+    uncounted: tuple[int, ...] = ()
+    missing: tuple[int, ...] = ()
+    world_size: int | None = None
+
+    @property
+    def compared(self) -> tuple[int, ...]:
+        return tuple(sorted((*self.compiled, *self.silent)))
+
+    @property
+    def size(self) -> int:
+        """Ranks of the job the run knows of: compared, uncounted or missing."""
+        return len(self.compared) + len(self.uncounted) + len(self.missing)
+
+
+def job_ranks(run: Run) -> dict[str, JobRanks]:
+    """Per job label, its ranks: from the functions each rank compiled and from the job's processes
+    (a rank that compiled nothing is listed there, with torch's own count of its compiles)."""
+    compiled: dict[str, set[int]] = {}
+    for f in run.functions:
+        where = job_rank(f.rank)
+        if where is not None:
+            compiled.setdefault(where[0], set()).add(where[1])
+    quiet: dict[str, dict[int, bool]] = {}
+    sizes: dict[str, set[int]] = {}
+    for p in run.job.processes if run.job is not None else ():
+        where = job_rank(p.process)
+        if where is None:
+            continue
+        job, rank = where
+        if p.world_size:
+            sizes.setdefault(job, set()).add(p.world_size)
+        if rank not in compiled.get(job, set()):
+            quiet.setdefault(job, {})[rank] = p.torch_compiles == 0
+    found = {}
+    for job in sorted({*compiled, *quiet}):
+        mine, still = compiled.get(job, set()), quiet.get(job, {})
+        size = sizes[job].pop() if len(sizes.get(job, ())) == 1 else None
+        known = mine | set(still)
+        found[job] = JobRanks(
+            tuple(sorted(mine)),
+            tuple(sorted(r for r, silent in still.items() if silent)),
+            tuple(sorted(r for r, silent in still.items() if not silent)),
+            tuple(r for r in range(size or 0) if r not in known),
+            size,
+        )
+    return found
 
 
 @dataclass(frozen=True)
@@ -36,13 +97,16 @@ class Divergence:
     (the usual behaviour), then the others, each group's ranks ascending. ``function`` is one
     rank's summary of it (for its name and label), ``per_rank`` each rank's that compiled it. ``unknown``: ranks whose log does not name
     some of their compiled frames and that show no frame of this name: whether they compiled it
-    cannot be known (a log without ``TORCH_LOGS=dynamo`` names a frame only when it recompiles)."""
+    cannot be known (a log without ``TORCH_LOGS=dynamo`` names a frame only when it recompiles).
+    ``uncounted``: ranks whose log shows no compile at all, with torch's own count not known
+    (:class:`JobRanks`): whether they compiled it cannot be known either."""
 
     job: str
     function: FunctionSummary
     groups: tuple[RankBehaviour, ...]
     unknown: tuple[int, ...] = ()
     per_rank: tuple[tuple[int, FunctionSummary], ...] = ()
+    uncounted: tuple[int, ...] = ()
 
     @property
     def usual(self) -> RankBehaviour:
@@ -65,7 +129,7 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
     ranks of a job (empty when the run has fewer than two ranks in any job), in file and line order;
     also a function that recompiled on some ranks while others cannot be known (``unknown``).
     Frames the log never named are not compared (``unknown`` says where they leave a gap)."""
-    jobs = ranks_in(run)
+    jobs = job_ranks(run)
     functions: dict[tuple[str, str, str, int | None], dict[int, FunctionSummary]] = {}
     unnamed = {(job, rank) for job, ranks in unnamed_ranks(run).items() for rank in ranks}
     for f in run.functions:
@@ -74,15 +138,16 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
             functions.setdefault((where[0], f.name, f.file, f.line), {})[where[1]] = f
     found = []
     for (job, *_), per_rank in functions.items():
-        ranks = jobs[job]
+        ranks = tuple(sorted((*jobs[job].compared, *jobs[job].uncounted)))
         if len(ranks) < 2:
             continue
         unknown = tuple(r for r in ranks if r not in per_rank and (job, r) in unnamed)
-        seen = {rank: _behaviour(per_rank.get(rank)) for rank in ranks if rank not in unknown}
+        uncounted = tuple(r for r in jobs[job].uncounted if r not in per_rank)
+        seen = {rank: _behaviour(per_rank.get(rank)) for rank in ranks if rank not in unknown and rank not in uncounted}
         groups = _groups(seen)
-        suspect = unknown and any(g.recompiles or g.limit_hit for g in groups)
+        suspect = (unknown or uncounted) and any(g.recompiles or g.limit_hit for g in groups)
         if len(groups) > 1 or suspect:
-            found.append(Divergence(job, per_rank[min(per_rank)], groups, unknown, tuple(sorted(per_rank.items()))))
+            found.append(Divergence(job, per_rank[min(per_rank)], groups, unknown, tuple(sorted(per_rank.items())), uncounted))
     return tuple(sorted(found, key=lambda d: (d.job, d.function.file, d.function.line or 0, d.function.name)))
 
 
@@ -94,20 +159,19 @@ def _groups(seen: dict[int, tuple[int, int, tuple[str, ...], bool]]) -> tuple[Ra
     return tuple(RankBehaviour(tuple(r for r, s in sorted(seen.items()) if s == b), *b) for b in order)
 
 
-def ranks_in(run: Run, unnamed: bool = False) -> dict[str, tuple[int, ...]]:
-    """The ranks seen in the run, per job label: those that compiled anything (``unnamed``: those
-    that compiled a frame the log never named, which no comparison can take in)."""
-    jobs: dict[str, set[int]] = {}
-    for f in run.functions:
-        where = job_rank(f.rank)
-        if where is not None and (not unnamed or not f.name):
-            jobs.setdefault(where[0], set()).add(where[1])
-    return {job: tuple(sorted(ranks)) for job, ranks in sorted(jobs.items())}
+def ranks_in(run: Run) -> dict[str, tuple[int, ...]]:
+    """The ranks compared, per job label: those that compiled anything or are known to have compiled nothing."""
+    return {job: ranks.compared for job, ranks in job_ranks(run).items()}
 
 
 def unnamed_ranks(run: Run) -> dict[str, tuple[int, ...]]:
     """Per job, the ranks that compiled a frame the log never named (not compared)."""
-    return ranks_in(run, unnamed=True)
+    jobs: dict[str, set[int]] = {}
+    for f in run.functions:
+        where = job_rank(f.rank)
+        if where is not None and not f.name:
+            jobs.setdefault(where[0], set()).add(where[1])
+    return {job: tuple(sorted(ranks)) for job, ranks in sorted(jobs.items())}
 
 
 @dataclass(frozen=True)
@@ -145,6 +209,7 @@ def divergence_to_dict(d: Divergence) -> dict[str, object]:
         "file": d.function.file,
         "line": d.function.line,
         "unknown_ranks": list(d.unknown),
+        "uncounted_ranks": list(d.uncounted),
         "groups": [
             {"ranks": list(g.ranks), "compiles": g.compiles, "recompiles": g.recompiles, "causes": list(g.causes), "limit_hit": g.limit_hit}
             for g in d.groups
@@ -153,17 +218,21 @@ def divergence_to_dict(d: Divergence) -> dict[str, object]:
 
 
 def divergence_dict(run: Run) -> list[dict[str, object]]:
-    """The JSON form (a run record's ``rank_divergence``): one entry per job with two ranks or more,
-    its ranks (those that compiled anything), those with frames the log never named (not compared),
-    and its diverging functions."""
+    """The JSON form (a run record's ``rank_divergence``): one entry per job of two ranks or more, its
+    ranks compared (those that compiled anything or, as torch counted, nothing), those not compared
+    (:class:`JobRanks`), those with frames the log never named, and its diverging functions."""
     found, unnamed = rank_divergence(run), unnamed_ranks(run)
     return [
         {
             "job": job,
-            "ranks": list(ranks),
+            "ranks": list(ranks.compared),
+            "silent_ranks": list(ranks.silent),
+            "uncounted_ranks": list(ranks.uncounted),
+            "missing_ranks": list(ranks.missing),
+            "world_size": ranks.world_size,
             "unnamed_ranks": list(unnamed.get(job, ())),
             "functions": [divergence_to_dict(d) for d in found if d.job == job],
         }
-        for job, ranks in ranks_in(run).items()
-        if len(ranks) > 1
+        for job, ranks in job_ranks(run).items()
+        if ranks.size > 1
     ]

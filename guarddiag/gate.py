@@ -14,7 +14,7 @@ from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relat
 from guarddiag.config import Settings
 from guarddiag.divergence import Divergence, rank_divergence
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
-from guarddiag.model import FunctionSummary, Run, compile_gap, report_order
+from guarddiag.model import FunctionSummary, Run, compile_gaps, report_order
 
 FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed", "rank_divergence"})
 
@@ -136,7 +136,7 @@ def evaluate(
     rows: list[Row] = []
     findings: list[Finding] = []
     for path, run in runs.items():
-        if run.status != "ok" or compile_gap(run) is not None:
+        if run.status != "ok" or compile_gaps(run):
             findings.append(Finding("script_failed", path, path, None, run=run))
             continue
         script = baseline.script(path) if baseline else None

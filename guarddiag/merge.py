@@ -88,8 +88,10 @@ def merge_runs(records: Sequence[tuple[str, str, Run]], jobs: bool) -> Run:
 
 
 def _processes(run: Run) -> dict[str, JobProcess]:
-    """The processes of a record: what its job says of them, else the processes its functions name."""
-    known = {p.process: p for p in run.job.processes} if run.job is not None and run.job.read_as in ("log_dir", "per_rank") else {}
+    """The processes of a record: what its job says of them (a torchrun job guarddiag ran, a log dir,
+    per-rank logs: every process, whether it compiled or not), else the processes its functions name."""
+    own = run.job is not None and run.job.read_as in ("run", "log_dir", "per_rank")
+    known = {p.process: p for p in run.job.processes} if own and run.job is not None else {}
     for f in run.functions:
         if f.rank not in known:
             named_by = "prefix" if rank_of(f.rank) is not None else "record"

@@ -214,19 +214,27 @@ class LateHook:
     traced: int
 
 
-# How several processes' logs were read (Job.read_as): a torchrun --log-dir, per-rank files,
-# files read as pieces of one log, records of one job's nodes, records of several jobs (a CI matrix).
-JOB_READS = ("log_dir", "per_rank", "pieces", "nodes", "jobs")
-# How a process got its label (JobProcess.named_by): a [rankN]: prefix in its log, its local-rank
+# How several processes' logs were read (Job.read_as): the run folder of a job guarddiag ran, a
+# torchrun --log-dir, per-rank files, files read as pieces of one log, records of one job's nodes,
+# records of several jobs (a CI matrix).
+JOB_READS = ("run", "log_dir", "per_rank", "pieces", "nodes", "jobs")
+# How a process got its label (JobProcess.named_by): the RANK its launcher gave it (a run), its start
+# order among the run's other processes (``childN``), a [rankN]: prefix in its log, its local-rank
 # directory (global rank not shown), its place on the command line (no rank shown), a merged record.
-NAMED_BY = ("prefix", "directory", "position", "record")
+NAMED_BY = ("environment", "started", "prefix", "directory", "position", "record")
 
 
 @dataclass(frozen=True)
 class JobProcess:
-    """One process of a distributed job: the label its functions carry (``rank1``, ``local0``,
-    ``node_a/local0``, ``py311/rank0``; see :mod:`guarddiag.ids`), what is known of its ranks, where
-    its log came from. ``node``: the record it came from in a merge (None: not known)."""
+    """One process of a distributed job: the label its functions carry (``rank1``, ``child2``,
+    ``local0``, ``node_a/local0``, ``py311/rank0``; see :mod:`guarddiag.ids`), what is known of its
+    ranks, where its log came from. ``node``: the record it came from in a merge (None: not known).
+
+    For a job guarddiag ran, the rest is what its launcher told the process (environment variables
+    in brackets): ``rank`` (RANK), ``local_rank`` (LOCAL_RANK), ``node_rank`` its node's rank
+    (GROUP_RANK), ``world_size`` (WORLD_SIZE), ``host`` the node's host name, ``run_id``
+    (TORCHELASTIC_RUN_ID), ``restart`` (TORCHELASTIC_RESTART_COUNT), and ``torch_compiles`` the
+    compiles torch itself counted in the process, to check its log against (None: not known)."""
 
     process: str
     rank: int | None
@@ -234,6 +242,12 @@ class JobProcess:
     named_by: str
     logs: tuple[str, ...]
     node: str | None = None
+    node_rank: int | None = None
+    world_size: int | None = None
+    host: str = ""
+    run_id: str = ""
+    restart: int | None = None
+    torch_compiles: int | None = None
 
 
 @dataclass(frozen=True)
@@ -257,25 +271,6 @@ class Job:
     processes: tuple[JobProcess, ...] = ()
     records: tuple[JobRecord, ...] = ()
     skipped: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RankInfo:
-    """A process of a torchrun job, as its launcher described it to the process (environment
-    variables in brackets): ``process`` is its name in the run (``rank1``), ``rank`` its global rank
-    (RANK), ``local_rank`` its rank on its node (LOCAL_RANK), ``node_rank`` its node's rank
-    (GROUP_RANK), ``world_size`` (WORLD_SIZE), ``host`` the node's host name, ``run_id``
-    (TORCHELASTIC_RUN_ID), ``restart`` (TORCHELASTIC_RESTART_COUNT). Known only from torch's
-    ``[rankN]:`` log prefix (a job started without torchrun), it has the rank alone."""
-
-    process: str
-    rank: int
-    local_rank: int | None = None
-    node_rank: int | None = None
-    world_size: int | None = None
-    host: str = ""
-    run_id: str = ""
-    restart: int | None = None
 
 
 @dataclass(frozen=True)
@@ -308,12 +303,11 @@ class Run:
     folder_recreated: bool = False
     # Hooks the script added to compiled modules after torch compiled (child/_site/_guarddiag_hooks.py).
     late_hooks: tuple[LateHook, ...] = ()
-    # A distributed job read from several logs (``parse`` of a log dir or per-rank files) or records (``merge``).
+    # A distributed job: the ranks of a torchrun job the script ran (``run``), or a job read from several
+    # logs (``parse`` of a log dir or per-rank files) or records (``merge``).
     job: Job | None = None
     # The module run as ``python -m MODULE`` (``script`` is None then).
     module: str | None = None
-    # The processes of a torchrun job the script ran (one per rank), with their node.
-    ranks: tuple[RankInfo, ...] = ()
     schema: str = SCHEMA
 
     @property
@@ -352,10 +346,25 @@ def _total(values: Iterable[float | None]) -> float | None:
 def compile_gap(run: Run) -> tuple[int, int] | None:
     """``(compiles torch counted, compiles the log shows)`` in the script's own process when the log
     shows fewer: it lost lines, and every count of the run is too low. None when nothing is missing."""
-    seen = sum(f.compiles for f in run.functions if not f.rank)
-    if run.torch_compiles is None or run.torch_compiles <= seen:
-        return None
-    return run.torch_compiles, seen
+    return _gap(run.torch_compiles, sum(f.compiles for f in run.functions if not f.rank))
+
+
+def compile_gaps(run: Run) -> tuple[tuple[str, int, int], ...]:
+    """Every process whose log shows fewer compiles than torch counted in it: ``(process, counted,
+    seen)``, the script's own process (``""``) first, then the job's processes (a run's ranks)."""
+    gaps = []
+    main = compile_gap(run)
+    if main is not None:
+        gaps.append(("", *main))
+    for p in run.job.processes if run.job is not None else ():
+        gap = _gap(p.torch_compiles, sum(f.compiles for f in run.functions if f.rank == p.process))
+        if gap is not None:
+            gaps.append((p.process, *gap))
+    return tuple(gaps)
+
+
+def _gap(counted: int | None, seen: int) -> tuple[int, int] | None:
+    return None if counted is None or counted <= seen else (counted, seen)
 
 
 def report_order(f: FunctionSummary) -> tuple[int, str, str, int, tuple[str, int]]:

@@ -36,7 +36,6 @@ from guarddiag.model import (
     LateHook,
     LimitHit,
     ParseStats,
-    RankInfo,
     RecompileEvent,
     Run,
 )
@@ -62,7 +61,6 @@ def run_to_dict(run: Run) -> dict[str, object]:
         "unobserved": list(run.unobserved),
         "folder_recreated": run.folder_recreated,
         "late_hooks": [asdict(h) for h in run.late_hooks],
-        "ranks": [asdict(r) for r in run.ranks],
         "log_path": run.log_path,
         "duration_s": run.duration_s,
         "error": None if run.error is None else {"exception": run.error, "flags": list(run.error_flags)},
@@ -202,7 +200,6 @@ def _run(data: dict) -> Run:
         status=str(_str(data.get("status", "ok"), "status")),
         script=_str(data.get("script"), "script", optional=True),
         module=_str(data.get("module"), "module", optional=True),
-        ranks=tuple(_rank_info(r, f"ranks[{i}]") for i, r in enumerate(_list(data.get("ranks", []), "ranks"))),
         argv=_strings(data.get("argv", []), "argv"),
         flags={str(k): str(_str(v, f"flags.{k}")) for k, v in flags.items()},
         config=dict(_object(data.get("config", {}), "config")),
@@ -215,7 +212,7 @@ def _run(data: dict) -> Run:
         duration_s=_seconds(data.get("duration_s"), "duration_s"),
         error=_str(error.get("exception"), "error.exception", optional=True),
         error_flags=_strings(error.get("flags", []), "error.flags"),
-        job=None if data.get("job") is None else _job(_object(data["job"], "job")),
+        job=_job(_object(data["job"], "job")) if data.get("job") is not None else _ranks_job(data.get("ranks")),
     )
 
 
@@ -274,18 +271,15 @@ def _function(f: dict, where: str) -> FunctionSummary:
     )
 
 
-def _rank_info(raw: object, where: str) -> RankInfo:
-    r = _object(raw, where)
-    return RankInfo(
-        process=str(_str(r.get("process", ""), f"{where}.process")),
-        rank=_whole(r["rank"], f"{where}.rank") or 0,
-        local_rank=_whole(r.get("local_rank"), f"{where}.local_rank", optional=True),
-        node_rank=_whole(r.get("node_rank"), f"{where}.node_rank", optional=True),
-        world_size=_whole(r.get("world_size"), f"{where}.world_size", optional=True),
-        host=str(_str(r.get("host", ""), f"{where}.host")),
-        run_id=str(_str(r.get("run_id", ""), f"{where}.run_id")),
-        restart=_whole(r.get("restart"), f"{where}.restart", optional=True),
-    )
+def _ranks_job(raw: object) -> Job | None:
+    """A record written before a run's ranks were its job's processes kept them under ``ranks``."""
+    ranks = _list(raw or [], "ranks")
+    processes = []
+    for i, r in enumerate(ranks):
+        values = dict(_object(r, f"ranks[{i}]"))
+        values.update(local_rank=values.get("local_rank"), named_by="environment", logs=())
+        processes.append(_typed(JobProcess, values, f"ranks[{i}]"))
+    return Job("run", tuple(processes)) if processes else None
 
 
 def _dynamic_dims(raw: object, where: str) -> DynamicDims:

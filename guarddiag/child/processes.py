@@ -24,7 +24,7 @@ from guarddiag.ids import child_process, rank_process
 from guarddiag.ledger import CompileRecord, compiles_in, read_ledger
 from guarddiag.logparse.framing import strip_rank
 from guarddiag.merge import add_stats, in_process
-from guarddiag.model import FunctionSummary, ParseStats, RankInfo
+from guarddiag.model import FunctionSummary, JobProcess, ParseStats
 from guarddiag.pipeline import LogReader
 
 CHILD_GLOB = "torch.child-*.log"
@@ -32,12 +32,13 @@ CHILD_GLOB = "torch.child-*.log"
 
 @dataclass(frozen=True)
 class ProcessLog:
-    """One process's log in the run folder: its name in reports (``""``: the script's own process)."""
+    """One process's log in the run folder: its name in reports (``""``: the script's own process)
+    and, for a rank, what its launcher told it (:class:`JobProcess`, named by its ``process``)."""
 
     name: str
     path: Path
     ledger: Path
-    rank: RankInfo | None = None
+    rank: JobProcess | None = None
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ class RunLogs:
     stats: ParseStats
     # Compiles torch recorded in the script's own process (None: not known).
     torch_compiles: int | None
-    ranks: tuple[RankInfo, ...]
+    # The processes the script started, ranks first (empty unless one of them is a rank: a job's
+    # processes), each with the compiles torch recorded in it.
+    processes: tuple[JobProcess, ...]
 
 
 def read_run_logs(run_dir: Path, main_log: Path, main_ledger: Path) -> RunLogs:
@@ -58,15 +61,18 @@ def read_run_logs(run_dir: Path, main_log: Path, main_ledger: Path) -> RunLogs:
     parsed = []
     for path in _children(run_dir):
         seen: set[int] = set()
-        found, read = _read_log(path, read_ledger(_ledger_of(path)) or (), seen)
+        child_ledger = read_ledger(_ledger_of(path))
+        found, read = _read_log(path, child_ledger or (), seen)
         stats = add_stats(stats, read)
-        parsed.append((path, _env_rank(path) or _prefix_rank(seen), found))
-    ranks = []
-    for process, found in sorted(zip(_named(parsed), (f for _, _, f in parsed), strict=True), key=lambda pf: _order(pf[0])):
+        parsed.append((path, _env_rank(path) or _prefix_rank(seen), (found, compiles_in(child_ledger))))
+    processes = []
+    for process, (found, counted) in sorted(zip(_named(parsed), (f for _, _, f in parsed), strict=True), key=lambda pf: _order(pf[0])):
         functions += tuple(in_process(f, process.name) for f in found)
-        if process.rank is not None:
-            ranks.append(process.rank)
-    return RunLogs(functions, stats, compiles_in(ledger), tuple(ranks))
+        known = process.rank or JobProcess(process.name, None, None, "started", ())
+        processes.append(replace(known, logs=(str(process.path),), torch_compiles=counted))
+    if not any(p.rank is not None for p in processes):
+        processes = []
+    return RunLogs(functions, stats, compiles_in(ledger), tuple(processes))
 
 
 def process_logs(run_dir: Path) -> list[ProcessLog]:
@@ -92,7 +98,7 @@ def _children(run_dir: Path) -> list[Path]:
     return sorted(run_dir.glob(CHILD_GLOB), key=lambda p: _pid(p) or 0)
 
 
-def _named(found: list[tuple[Path, RankInfo | None, object]]) -> list[ProcessLog]:
+def _named(found: list[tuple[Path, JobProcess | None, object]]) -> list[ProcessLog]:
     """A name for each process (in the order given): ``rankN`` for a rank, ``childN`` for the others
     (numbered among themselves). A rank seen in several processes (torchrun restarted its workers,
     ``--max-restarts``) names the one of the last restart, whose run the job's outcome is; an
@@ -130,7 +136,7 @@ def _own_lines(lines: Iterable[str], seen: set[int] | None = None) -> Iterator[s
         yield line
 
 
-def _env_rank(path: Path) -> RankInfo | None:
+def _env_rank(path: Path) -> JobProcess | None:
     """What the launcher told the process that wrote ``path`` (its ``.rank.json``); None: no rank."""
     try:
         fact = json.loads(Path(_process.rank_path(str(path.parent), _pid(path) or 0)).read_text(encoding="utf-8"))
@@ -139,10 +145,12 @@ def _env_rank(path: Path) -> RankInfo | None:
     rank = _int(fact.get("RANK")) if isinstance(fact, dict) else None
     if rank is None:
         return None
-    return RankInfo(
+    return JobProcess(
         process="",
         rank=rank,
         local_rank=_int(fact.get("LOCAL_RANK")),
+        named_by="environment",
+        logs=(),
         node_rank=_int(fact.get("GROUP_RANK")),
         world_size=_int(fact.get("WORLD_SIZE")),
         host=str(fact.get("host") or ""),
@@ -151,10 +159,10 @@ def _env_rank(path: Path) -> RankInfo | None:
     )
 
 
-def _prefix_rank(seen: set[int]) -> RankInfo | None:
+def _prefix_rank(seen: set[int]) -> JobProcess | None:
     """The rank of a process started without RANK (``torch.multiprocessing.spawn``), from the one rank
     its log lines name once torch.distributed is initialised; None when they name none or several."""
-    return RankInfo(process="", rank=next(iter(seen))) if len(seen) == 1 else None
+    return JobProcess(process="", rank=next(iter(seen)), local_rank=None, named_by="prefix", logs=()) if len(seen) == 1 else None
 
 
 def _ledger_of(log: Path) -> Path:

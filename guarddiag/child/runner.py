@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,7 @@ from guarddiag.child._site import _guarddiag_process as _process
 from guarddiag.child.folders import RUN_FOLDERS, keep_runs, new_run_dir, prune_runs, recreate_if_removed
 from guarddiag.child.processes import read_run_logs
 from guarddiag.errors import InputError
-from guarddiag.model import LateHook, Run
+from guarddiag.model import Job, LateHook, Run
 from guarddiag.store import late_hook_from_dict, save_run
 
 # Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
@@ -220,7 +221,7 @@ def execute(request: RunRequest) -> Run:
         folder_recreated=recreated,
         late_hooks=_late_hooks(run_dir),
         module=request.module,
-        ranks=logs.ranks,
+        job=Job("run", logs.processes) if logs.processes else None,
     )
     try:
         save_run(run, run_dir / "run.json")
@@ -270,6 +271,27 @@ def _late_hooks(run_dir: Path) -> tuple[LateHook, ...]:
     return tuple(found)
 
 
+# ``python -m`` names of torchrun; its default rendezvous (no --standalone, no endpoint) is MASTER_PORT 29500.
+_LAUNCHERS = ("torch.distributed.run", "torch.distributed.launch")
+_ADDRESS_OPTIONS = ("--rdzv-endpoint", "--rdzv_endpoint", "--master-port", "--master_port")
+
+
+def rendezvous_address(request: RunRequest) -> str | None:
+    """The fixed address where the ranks of a torchrun launch meet (``localhost:29400``, ``port 29500``),
+    or None: not a torchrun launch, or one that picks a free port for itself (``--standalone``)."""
+    if request.module not in _LAUNCHERS and (request.script is None or request.script.name != "torchrun"):
+        return None
+    args = list(request.args)
+    if "--standalone" in args:
+        return None
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in _ADDRESS_OPTIONS:
+            value = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            return value if "endpoint" in name else f"port {value}"
+    return "port 29500"
+
+
 def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, Run], None] | None = None) -> list[Run]:
     """Run several requests, ``jobs`` at a time, each its own child process; results in request order.
 
@@ -280,8 +302,25 @@ def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[R
     if parallel > 1 and "OMP_NUM_THREADS" not in os.environ:
         share = str(max(1, (os.cpu_count() or 1) // parallel))
         requests = [replace(r, env=(*r.env, ("OMP_NUM_THREADS", share))) for r in requests]
+    # Runs of a torchrun job that meet at one fixed address would join each other's rendezvous (or
+    # fail to bind it): they take turns.
+    meeting = {i: rendezvous_address(r) for i, r in enumerate(requests)}
+    turns = {address: threading.Lock() for address in meeting.values() if address is not None}
+    shared = [a for a in turns if sum(m == a for m in meeting.values()) > 1]
+    if parallel > 1 and shared:
+        print(
+            f"guarddiag: these runs of a torchrun job all meet at {', '.join(shared)}: they run one at a time "
+            "(give torchrun --standalone, or a free --rdzv-endpoint per run, to run them in parallel)",
+            file=sys.stderr,
+        )
+
+    def turn(i: int) -> Run:
+        address = meeting[i]
+        with turns[address] if address is not None else contextlib.nullcontext():
+            return execute(requests[i])
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
-        futures = {pool.submit(execute, r): i for i, r in enumerate(requests)}
+        futures = {pool.submit(turn, i): i for i in range(len(requests))}
         results: list[Run | None] = [None] * len(requests)
         try:
             for future in concurrent.futures.as_completed(futures):

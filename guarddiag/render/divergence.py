@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from guarddiag.divergence import Divergence, RankBehaviour, rank_divergence, ranks_in, unnamed_ranks
+from guarddiag.divergence import Divergence, RankBehaviour, job_ranks, rank_divergence, unnamed_ranks
 from guarddiag.ids import job_rank
 from guarddiag.model import FunctionSummary, Run, report_order
 from guarddiag.render.summary import function_detail_lines
 from guarddiag.render.words import function_label
 
 UNNAMED = "the log does not name every frame compiled there; capture it with TORCH_LOGS=dynamo,guards,recompiles or use `guarddiag run`"
+UNCOUNTED = (
+    "the log shows no compile there and torch's own count is not known: a rank that compiled nothing and a log that "
+    "lost its lines read the same; `guarddiag run` counts each rank"
+)
 _LIMIT = ", hit the recompile limit"
 WHY = "ranks that compile different graphs can stall or mismatch in their collectives"
 
@@ -54,6 +58,8 @@ def divergence_sentence(d: Divergence) -> str:
         parts.append(f"{rank_list(usual.ranks)}: {behaviour_phrase(usual)}")
     if d.unknown:
         parts.append(f"{rank_list(d.unknown)}: not known ({UNNAMED})")
+    if d.uncounted:
+        parts.append(f"{rank_list(d.uncounted)}: not known ({UNCOUNTED})")
     return "; ".join(parts)
 
 
@@ -68,18 +74,36 @@ def divergence_label(d: Divergence) -> str:
 
 def headline_lines(run: Run) -> list[str]:
     """The section's lines for the terminal and markdown reports (no indent, no bullets): a headline,
-    then one line per diverging function; nothing for a run with fewer than two ranks."""
-    jobs = {job: ranks for job, ranks in ranks_in(run).items() if len(ranks) > 1}
+    then one line per diverging function, then the ranks no comparison took in; nothing for a run
+    with fewer than two ranks."""
+    jobs = {job: ranks for job, ranks in job_ranks(run).items() if ranks.size > 1}
     if not jobs:
         return []
-    found = rank_divergence(run)
-    seen = "; ".join(f"{rank_list(ranks)}{_job(job)}" for job, ranks in jobs.items())
+    # With fewer than two ranks compared in every job, no function is compared: none is listed.
+    found = rank_divergence(run) if any(len(r.compared) > 1 for r in jobs.values()) else ()
+    seen = "; ".join(f"{rank_list(r.compared)}{_job(job)}" for job, r in jobs.items() if r.compared)
     unnamed = "; ".join(f"{rank_list(ranks)}{_job(job)}" for job, ranks in unnamed_ranks(run).items() if job in jobs)
     # Frames the log never named are compared nowhere: a "none" would say more than is known.
     advice = "" if any(d.unknown for d in found) else f" ({UNNAMED})"
     gap = [f"not compared: frames the log does not name on {unnamed}{advice}"] if unnamed else []
+    others = [
+        f"not compared: {rank_list(r.uncounted)}{_job(job)}"
+        + ("" if any(d.uncounted for d in found if d.job == job) else f" ({UNCOUNTED})")
+        for job, r in jobs.items()
+        if r.uncounted
+    ]
+    others += [
+        f"not in this run: {rank_list(r.missing)}{_job(job)} of the job's {r.world_size} (WORLD_SIZE): another node's part of "
+        "the job; run each node under guarddiag and join their records with `guarddiag merge`"
+        for job, r in jobs.items()
+        if r.missing
+    ]
+    if not any(len(r.compared) > 1 for r in jobs.values()):
+        alone = f"{seen} in this run" if seen else "no rank in this run is known to have compiled"
+        return [f"rank divergence: not compared ({alone})", *gap, *others]
     if not found and not any(f.name for f in run.functions if job_rank(f.rank) is not None):
-        return [f"rank divergence: not known ({seen}: {UNNAMED})"]
+        return [f"rank divergence: not known ({seen}: {UNNAMED})", *others]
+    gap += others
     if not found:
         alike = "compiled every function the log names alike" if unnamed else "compiled every function alike"
         return [f"rank divergence: none ({seen} {alike})", *gap]

@@ -17,6 +17,7 @@ from guarddiag.divergence import divergence_to_dict
 from guarddiag.gate import Finding, GateResult
 from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
+from guarddiag.render.job import logs_at
 from guarddiag.render.summary import cause_group_line, cause_groups
 from guarddiag.render.words import capture_gap, function_label, limit_sentence, script_outcome
 
@@ -64,7 +65,7 @@ def finding_message(f: Finding) -> str:
     if f.kind == "script_failed":
         assert f.run is not None, "a script_failed finding carries its run"
         why = script_outcome(f.run) if f.run.status != "ok" else capture_gap(f.run)
-        log = f"; torch log: {f.run.log_path}" if f.run.log_path else ""
+        log = f"; {logs_at(f.run)}" if f.run.log_path else ""
         return f"{f.script}: {why}; not compared with the baseline{log}"
     if f.function is None:
         if f.kind == "gone" and f.name:

@@ -8,9 +8,11 @@ import os
 from guarddiag.ids import rank_of
 from guarddiag.model import Job, JobProcess, Run
 
-__all__ = ["job_notes", "process_headers", "process_rows"]
+__all__ = ["job_notes", "log_line", "logs_at", "process_headers", "process_rows"]
 
 _READ = {
+    "run": "ran a job of {n} processes, each with its own torch log in the run folder; ranks are named by the RANK their "
+    "launcher gave them (or torch's [rankN]: prefix), other processes childN in start order",
     "log_dir": "read torchrun's --log-dir: {n} workers, each its own process",
     "per_rank": "read {n} per-rank logs: the files show one [rankN]: prefix each (files of one rank are pieces of its log, in order)",
     "pieces": "read the files as pieces of one log, in the order given (as cat joins them): they do not each show one rank "
@@ -60,15 +62,51 @@ def _unknown_rank(p: JobProcess) -> str:
 
 
 def _shown(log: str, run: Run) -> str:
-    """A worker's log under the log dir given to parse, relative to it (``job1_x/attempt_0/1/stderr.log``)."""
-    if run.job is not None and run.job.read_as == "log_dir" and run.log_path and log.startswith(run.log_path.rstrip("/") + "/"):
-        return os.path.relpath(log, run.log_path)
+    """A worker's log relative to the log dir given to parse (``job1_x/attempt_0/1/stderr.log``), or to
+    the run folder of a job guarddiag ran (``torch.child-4242.log``)."""
+    if run.job is None or not run.log_path:
+        return log
+    top = run.log_path if run.job.read_as == "log_dir" else os.path.dirname(run.log_path) if run.job.read_as == "run" else None
+    if top and log.startswith(top.rstrip("/") + "/"):
+        return os.path.relpath(log, top)
     return log
+
+
+def _node(p: JobProcess) -> str:
+    """Where a process ran: the record it came from in a merge, else its host; its node rank in brackets."""
+    where = p.node or p.host
+    if p.node_rank is None:
+        return where
+    return f"{where} (node {p.node_rank})" if where else f"node {p.node_rank}"
+
+
+def _has_nodes(job: Job) -> bool:
+    return bool(job.records) or any(p.host or p.node_rank is not None for p in job.processes)
+
+
+def log_line(run: Run) -> str | None:
+    """The report's last line: where the run's torch logs are (one file; for a job guarddiag ran, the
+    folder of one log per process). None for a merge, whose logs are in its records' folders."""
+    if run.source == "merge":
+        return None
+    where = logs_at(run)
+    if where and run.job is not None and run.job.read_as == "run":
+        return f"{where} (torch.log: the script's own process; torch.child-<pid>.log: each process it started, named in the table above)"
+    return where
+
+
+def logs_at(run: Run) -> str | None:
+    """``torch log: PATH``, or ``torch logs: FOLDER`` for a job guarddiag ran (one log per process)."""
+    if not run.log_path:
+        return None
+    if run.job is not None and run.job.read_as == "run":
+        return f"torch logs: {os.path.dirname(run.log_path)}"
+    return f"torch log: {run.log_path}"
 
 
 def process_headers(job: Job) -> list[str]:
     """The columns of the process table."""
-    return ["process", *(["node"] if job.records else []), "rank", "local rank", "compiles", "recompiles", "log"]
+    return ["process", *(["node"] if _has_nodes(job) else []), "rank", "local rank", "compiles", "recompiles", "log"]
 
 
 def process_rows(run: Run) -> list[list[object]]:
@@ -79,7 +117,7 @@ def process_rows(run: Run) -> list[list[object]]:
         mine = [f for f in run.functions if f.rank == p.process]
         rows.append([
             p.process,
-            *([p.node or ""] if run.job.records else []),
+            *([_node(p)] if _has_nodes(run.job) else []),
             "" if p.rank is None else p.rank,
             "" if p.local_rank is None else p.local_rank,
             sum(f.compiles for f in mine),

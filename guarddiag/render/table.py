@@ -5,7 +5,7 @@ from __future__ import annotations
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.render.columns import simple_table
 from guarddiag.render.divergence import headline_lines, shown_functions
-from guarddiag.render.job import job_notes, process_headers, process_rows
+from guarddiag.render.job import job_notes, log_line, process_headers, process_rows
 from guarddiag.render.summary import (
     compiles_cell,
     function_detail_lines,
@@ -47,8 +47,9 @@ def render(run: Run) -> str:
     note = parse_note(run)
     if note:
         out += ["", f"note: {note}"]
-    if run.log_path and run.source != "merge":
-        out += ["", f"torch log: {run.log_path}"]
+    logs = log_line(run)
+    if logs:
+        out += ["", logs]
     return "\n".join(out)
 
 

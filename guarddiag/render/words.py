@@ -4,7 +4,7 @@ compile, a log that lost lines. The data layer holds the facts; these are the on
 from __future__ import annotations
 
 from guarddiag.limits import LimitBudget
-from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Run, compile_gap
+from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Run, compile_gaps
 
 _OUTCOMES = {
     "eager": "torch runs it without compiling from here on",
@@ -56,17 +56,23 @@ def script_outcome(run: Run) -> str:
 
 
 def capture_gap(run: Run) -> str | None:
-    """When torch compiled more in the script's process than its log shows: the log lost lines, and
-    every count here is too low."""
-    gap = compile_gap(run)
-    if gap is None:
+    """When torch compiled more in a process than its log shows (the script's own process, or a rank
+    or other process of its job): the log lost lines, and the counts there are too low."""
+    gaps = compile_gaps(run)
+    if not gaps:
         return None
-    counted, seen = gap
-    return (
-        f"torch compiled {counted} times in the script's process but its log shows {seen}: "
-        "log lines were lost (did the script change torch's logging: TORCH_LOGS_FORMAT, logging.disable, "
-        "its own handlers?), so these counts are too low"
+    where = "; ".join(
+        f"torch compiled {counted} times in {_process_words(process)} but its log shows {seen}" for process, counted, seen in gaps
     )
+    whose = "these counts are" if run.job is None else f"the counts of {', '.join(_process_words(p) for p, _, _ in gaps)} are"
+    return (
+        f"{where}: log lines were lost (did the script change torch's logging: TORCH_LOGS_FORMAT, logging.disable, "
+        f"its own handlers?), so {whose} too low"
+    )
+
+
+def _process_words(process: str) -> str:
+    return "the script's process" if not process else f"process {process}"
 
 
 def limit_sentence(hit: LimitHit) -> str:

@@ -54,6 +54,11 @@ def _record(workdir: Path) -> dict:
     return json.loads(path.read_text())
 
 
+def _ranks(record: dict) -> list[dict]:
+    """The processes of the job's record that had a rank (RANK from torchrun, or torch's [rankN]: prefix)."""
+    return [p for p in record["job"]["processes"] if p["rank"] is not None]
+
+
 def _processes_of(run_dir: Path) -> list[int]:
     """Processes still alive that belong to the run (its folder is in their environment)."""
     mark = f"GUARDDIAG_CHILD_LOG_DIR={run_dir}".encode()
@@ -82,7 +87,7 @@ def test_every_rank_recompiles_alike_and_is_named_by_its_rank(tmp_path, nproc):
     assert _per_process(record) == truth
     assert record["module"] == "torch.distributed.run" and record["script"] is None
     assert record["argv"][:2] == ["--nproc-per-node", str(nproc)]
-    ranks = {r["process"]: r for r in record["ranks"]}
+    ranks = {r["process"]: r for r in _ranks(record)}
     assert sorted(ranks) == sorted(truth)
     for name, info in ranks.items():
         assert info["rank"] == int(name[4:]) == info["local_rank"]
@@ -107,7 +112,7 @@ def test_one_rank_with_another_batch_shape_recompiles_alone(tmp_path):
     assert helper["rank_env"] == "1"
     record = _record(tmp_path)
     assert _per_process(record) == {**truth, "child1": helper["compiles"]} == {**truth, "child1": 1}
-    assert [(r["process"], r["rank"], r["node_rank"]) for r in record["ranks"]] == [("rank0", 0, 0), ("rank1", 1, 0)]
+    assert [(r["process"], r["rank"], r["node_rank"]) for r in _ranks(record)] == [("rank0", 0, 0), ("rank1", 1, 0)]
     lines = proc.stdout.splitlines()
     # The table's row of each rank: compiles, recompiles.
     rows = {ln.split()[2]: ln.split()[-2:] for ln in lines if ln.startswith("forward (distributed/ranks.py:") and ln[-1].isdigit()}
@@ -116,31 +121,68 @@ def test_one_rank_with_another_batch_shape_recompiles_alone(tmp_path):
 
 
 @pytest.mark.torch
-def test_two_nodes_each_under_its_own_guarddiag_record_their_global_ranks_and_node(tmp_path):
-    """Two torchrun launches joined by one rendezvous on localhost, as two nodes of one job."""
+def test_two_nodes_each_under_its_own_guarddiag_are_merged_into_one_job_keyed_by_node_and_rank(tmp_path):
+    """Two torchrun launches joined by one rendezvous on localhost, as two nodes of one job, each under
+    its own guarddiag; rank 1 compiles nothing (it only waits at the barrier), rank 3 sees a third
+    batch size. Each node's report compares its own ranks and names the ranks on the other node; the
+    merge of the two records compares all four, the idle rank among them."""
     port = _free_port()
     nodes = []
     for node in ("a", "b"):
         (tmp_path / node).mkdir()
         args = ["run", "--out", str(tmp_path / node / "rec.json"), "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node",
-                "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"localhost:{port}", "--rdzv-id", "job7", str(RANKS_JOB), str(tmp_path)]
+                "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"localhost:{port}", "--rdzv-id", "job7", str(RANKS_JOB), str(tmp_path),
+                "--idle-rank", "1", "--odd-rank", "3"]
         nodes.append(subprocess.Popen([*guarddiag_cmd(), *args], cwd=tmp_path / node, env={**os.environ, **ENV},
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    for proc in nodes:
-        _, err = proc.communicate(timeout=300)
+    outs = {}
+    for node, proc in zip(("a", "b"), nodes, strict=True):
+        outs[node], err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
     truth = _truth(tmp_path, 4)
+    assert truth == {"rank0": 2, "rank1": 0, "rank2": 2, "rank3": 3}
     seen = {}
     for node in ("a", "b"):
         record = json.loads((tmp_path / node / "rec.json").read_text())
-        ranks = record["ranks"]
+        ranks = _ranks(record)
         # Each node reports its own two workers by their global rank, with the node's rank (GROUP_RANK) beside them.
         assert len(ranks) == 2 and len({r["node_rank"] for r in ranks}) == 1
         for r in ranks:
             assert (r["local_rank"], r["world_size"], r["run_id"]) == (r["rank"] - 2 * r["node_rank"], 4, "job7")
+            assert r["torch_compiles"] == truth[r["process"]]
             seen[r["process"]] = r["node_rank"]
-        assert _per_process(record) == {r["process"]: truth[r["process"]] for r in ranks}
+        assert _per_process(record) == {r["process"]: truth[r["process"]] for r in ranks if truth[r["process"]]}
+        # The other node's ranks are named as not in this run, not taken for ranks that compiled alike.
+        (job,) = record["rank_divergence"]
+        mine = sorted(r["rank"] for r in ranks)
+        assert (job["ranks"], job["missing_ranks"], job["world_size"]) == (mine, [r for r in range(4) if r not in mine], 4)
+        assert f"not in this run: ranks {', '.join(str(r) for r in job['missing_ranks'])} of the job's 4 (WORLD_SIZE)" in outs[node]
     assert sorted(seen) == sorted(truth) and sorted(seen.values()) == [0, 0, 1, 1]
+    # The idle rank's node: rank 1 compiled nothing and is compared as such.
+    node_of_1 = "a" if any(r["rank"] == 1 for r in _ranks(json.loads((tmp_path / "a" / "rec.json").read_text()))) else "b"
+    assert "rank 1 never compiled it" in outs[node_of_1]
+
+    records = [f"{node}={tmp_path / node / 'rec.json'}" for node in ("a", "b")]
+    merged = run_guarddiag("merge", *records, "--format", "json", cwd=tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    data = json.loads(merged.stdout)
+    processes = {p["process"]: p for p in data["job"]["processes"] if p["rank"] is not None}
+    assert sorted(processes) == ["rank0", "rank1", "rank2", "rank3"]
+    # Keyed by node and rank: each rank under the record of the node it ran on.
+    assert {name: (p["node"], p["node_rank"]) for name, p in processes.items()} == {
+        name: ("a" if seen[name] == _node_rank_of(tmp_path / "a") else "b", seen[name]) for name in processes
+    }
+    (job,) = data["rank_divergence"]
+    assert (job["ranks"], job["silent_ranks"], job["missing_ranks"]) == ([0, 1, 2, 3], [1], [])
+    (forward,) = job["functions"]
+    assert [(g["ranks"], g["compiles"], g["recompiles"]) for g in forward["groups"]] == [([0, 2], 2, 1), ([1], 0, 0), ([3], 3, 2)]
+    table = run_guarddiag("merge", *records, cwd=tmp_path)
+    assert "rank 1 never compiled it" in table.stdout and "rank 3: 3 compiles, 2 recompiles" in table.stdout, table.stdout
+
+
+def _node_rank_of(node_dir: Path) -> int:
+    (rank, *_) = _ranks(json.loads((node_dir / "rec.json").read_text()))
+    return rank["node_rank"]
 
 
 @pytest.mark.torch
@@ -156,7 +198,7 @@ def test_workers_started_without_torchrun_are_named_by_the_rank_torch_distribute
     assert [f["compiles"] for f in record["functions"]] == [1, 2, 2]
     assert record["torch_compiles"] == main and "log lines were lost" not in proc.stdout + proc.stderr
     # Only the rank is known: no launcher told these processes their node.
-    assert [(r["process"], r["rank"], r["node_rank"]) for r in record["ranks"]] == [("rank0", 0, None), ("rank1", 1, None)]
+    assert [(r["process"], r["rank"], r["node_rank"]) for r in _ranks(record)] == [("rank0", 0, None), ("rank1", 1, None)]
 
 
 SINGLE_PROCESS_GROUP = """
@@ -185,17 +227,17 @@ def test_a_script_that_is_its_own_process_group_is_the_main_process(tmp_path):
 @pytest.mark.torch
 def test_a_rank_torchrun_restarts_is_a_new_process_whose_rank_the_record_keeps(tmp_path):
     """--max-restarts: each rank's process of the last restart is `rankN`; the one that failed before is
-    a child, its rank and restart count in `ranks`; each process counts its own compiles."""
+    a child, its rank and restart count among the job's processes; each process counts its own compiles."""
     args = _torchrun(2, tmp_path, "--fail-first-attempt")
     proc = run_guarddiag("run", *args[:2], "--max-restarts", "1", *args[2:], cwd=tmp_path, env=ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = _record(tmp_path)
     first = {f"rank{r}": json.loads((tmp_path / f"rank{r}.attempt0.json").read_text()) for r in range(2)}
     again = _truth(tmp_path, 2)
-    ranks = sorted((r["restart"], r["rank"], r["process"]) for r in record["ranks"])
+    ranks = sorted((r["restart"], r["rank"], r["process"]) for r in _ranks(record))
     assert [(restart, rank) for restart, rank, _ in ranks] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert sorted(p for _, _, p in ranks[:2]) == ["child1", "child2"] and [p for _, _, p in ranks[2:]] == ["rank0", "rank1"]
-    failed = {r["process"]: f"rank{r['rank']}" for r in record["ranks"] if r["restart"] == 0}
+    failed = {r["process"]: f"rank{r['rank']}" for r in _ranks(record) if r["restart"] == 0}
     assert _per_process(record) == {**again, **{c: first[r]["compiles"] for c, r in failed.items()}}
     assert (again, {r: v["compiles"] for r, v in first.items()}) == ({"rank0": 2, "rank1": 2}, {"rank0": 1, "rank1": 1})
 

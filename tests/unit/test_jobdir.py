@@ -203,3 +203,49 @@ def test_a_worker_folder_of_another_name_says_no_rank_is_known(tmp_path: Path):
     run = parse_logs([str(folder)])
     assert counted(run) == {"log1": truth("logdir")["rank0"]}
     assert "reported as [log1]" in render(run, "table")
+
+
+def test_a_worker_whose_log_shows_no_compile_is_not_taken_for_a_rank_that_compiled_nothing(tmp_path: Path):
+    """Rank 1's stderr.log emptied (a log lost, or captured without TORCH_LOGS): nothing in it names its
+    rank, and a parsed log dir has no count of torch's own to tell it from a worker that compiled
+    nothing: it is not compared, and the report does not say what it did."""
+    copy = tmp_path / "logs"
+    shutil.copytree(LOG_DIR, copy)
+    next(copy.glob("*/attempt_0/1/stderr.log")).write_text("")
+    run = parse_logs([str(copy)])
+    assert run.job is not None and [p.process for p in run.job.processes] == ["rank0", "local1"]
+    assert json.loads(render(run, "json"))["rank_divergence"] == []
+    text = render(run, "table")
+    assert "never compiled" not in text and "alike" not in text and "reported as [local1]" in text
+
+
+def _one_node(rank1_compiles: int | None) -> Run:
+    """One node's record of a 4-rank job (WORLD_SIZE 4): the recorded log dir's ranks 0 and 1, rank 1's
+    log showing no compile, and torch's own count of rank 1's compiles as given (``guarddiag run``
+    reads it in each worker; None: not known, as in a record written before it was kept)."""
+    run = parse_logs([str(LOG_DIR)])
+    assert run.job is not None
+    processes = tuple(
+        replace(p, world_size=4, torch_compiles=rank1_compiles if p.process == "rank1" else counted(run)[p.process].total())
+        for p in run.job.processes
+    )
+    return replace(run, functions=tuple(f for f in run.functions if f.rank != "rank1"), job=replace(run.job, processes=processes))
+
+
+def test_a_rank_known_to_have_compiled_nothing_is_compared_and_the_ranks_of_other_nodes_are_named():
+    run = _one_node(0)
+    (job,) = json.loads(render(run, "json"))["rank_divergence"]
+    assert (job["ranks"], job["silent_ranks"], job["missing_ranks"], job["world_size"]) == ([0, 1], [1], [2, 3], 4)
+    text = render(run, "table")
+    assert "rank 1 never compiled it" in text
+    assert "not in this run: ranks 2, 3 of the job's 4 (WORLD_SIZE)" in text
+
+
+def test_a_rank_whose_log_shows_no_compile_and_whose_count_is_not_known_is_not_compared():
+    run = _one_node(None)
+    (job,) = json.loads(render(run, "json"))["rank_divergence"]
+    assert (job["ranks"], job["silent_ranks"], job["uncounted_ranks"]) == ([0], [], [1])
+    text = render(run, "table")
+    assert "never compiled" not in text and "alike" not in text
+    assert "rank divergence: not compared (rank 0 in this run)" in text
+    assert "not compared: rank 1 (the log shows no compile there and torch's own count is not known" in text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guarddiag.child.processes import _named, process_logs, read_run_logs
-from guarddiag.model import RankInfo
+from guarddiag.model import JobProcess
 from tests.conftest import FIXTURES
 
 FOLDERS = FIXTURES / "distributed" / "run_folders"
@@ -35,9 +35,12 @@ def test_each_process_counts_what_torch_counted_in_it(name):
 
 def test_torchrun_workers_are_ranks_with_their_node_and_the_process_a_rank_started_is_a_child():
     logs = _read("torchrun_helper")
-    assert [(r.process, r.rank, r.local_rank, r.node_rank, r.world_size, r.host) for r in logs.ranks] == [
-        ("rank0", 0, 0, 0, 2, "node-a"), ("rank1", 1, 1, 0, 2, "node-a")
+    assert [(r.process, r.rank, r.local_rank, r.node_rank, r.world_size, r.host) for r in logs.processes] == [
+        ("rank0", 0, 0, 0, 2, "node-a"), ("rank1", 1, 1, 0, 2, "node-a"), ("child1", None, None, None, None, "")
     ]
+    # Each process carries torch's own count of its compiles, which its log is checked against.
+    counted = _per_process(logs.functions)
+    assert [p.torch_compiles for p in logs.processes] == [counted.get(p.process, 0) for p in logs.processes]
     # No frame or compile id carries two processes (child1:rank0:0), nor the launcher's.
     ids = [i for f in logs.functions for i in (*f.frame_ids, *(e.compile_id for e in f.recompile_events))]
     assert ids and all(i.count(":") == 1 for i in ids)
@@ -46,7 +49,9 @@ def test_torchrun_workers_are_ranks_with_their_node_and_the_process_a_rank_start
 
 def test_spawned_workers_are_named_by_their_log_prefix_and_the_main_process_stays_apart():
     logs = _read("spawn")
-    assert [(r.process, r.rank, r.node_rank) for r in logs.ranks] == [("rank0", 0, None), ("rank1", 1, None)]
+    assert [(r.process, r.rank, r.node_rank, r.named_by) for r in logs.processes] == [
+        ("rank0", 0, None, "prefix"), ("rank1", 1, None, "prefix")
+    ]
     main = [f for f in logs.functions if not f.rank]
     assert [f.frame_ids for f in main] == [("0",)] and logs.torch_compiles == 1
     assert sorted(f.frame_ids for f in logs.functions if f.rank) == [("rank0:0",), ("rank1:0",)]
@@ -57,13 +62,17 @@ def test_process_logs_name_each_log_as_the_report_does():
     assert [p.name for p in process_logs(FOLDERS / "spawn")] == ["rank0", "rank1"]
 
 
+def _rank(rank: int, restart: int) -> JobProcess:
+    return JobProcess("", rank, None, "environment", (), restart=restart)
+
+
 def test_a_rank_restarted_is_named_by_its_last_restart_and_the_others_are_children():
     found = [
-        (Path("a"), RankInfo("", 1, restart=0), None),
+        (Path("a"), _rank(1, 0), None),
         (Path("b"), None, None),
-        (Path("c"), RankInfo("", 0, restart=0), None),
-        (Path("d"), RankInfo("", 1, restart=1), None),
-        (Path("e"), RankInfo("", 0, restart=1), None),
+        (Path("c"), _rank(0, 0), None),
+        (Path("d"), _rank(1, 1), None),
+        (Path("e"), _rank(0, 1), None),
     ]
     named = _named(found)
     assert [(p.path.name, p.name) for p in named] == [("a", "child1"), ("b", "child2"), ("c", "child3"), ("d", "rank1"), ("e", "rank0")]

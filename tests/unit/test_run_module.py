@@ -3,12 +3,14 @@ no torch run (tests/e2e/test_distributed.py runs real jobs)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from guarddiag.cli import module_argv
 from guarddiag.config import load_settings
 from guarddiag.errors import InputError
-from guarddiag.model import ParseStats, RankInfo, Run
+from guarddiag.model import Job, JobProcess, ParseStats, Run
 from guarddiag.store import run_from_dict, run_to_dict
 
 
@@ -35,24 +37,41 @@ def test_module_argv_hands_everything_after_module_to_it(argv, expect):
     assert module_argv(["guarddiag", *argv]) == ["guarddiag", *expect]
 
 
-def test_a_record_keeps_its_module_and_ranks():
-    ranks = (RankInfo("rank0", 0, 0, 1, 4, "node-b", "job7", 0), RankInfo("rank1", 1))
+def test_a_record_keeps_its_module_and_the_ranks_of_its_job():
+    ranks = (
+        JobProcess("rank0", 0, 0, "environment", ("torch.child-7.log",), None, 1, 4, "node-b", "job7", 0, 3),
+        JobProcess("rank1", 1, None, "prefix", ()),
+    )
     run = Run(functions=(), parse=ParseStats(), source="run", module="torch.distributed.run", argv=("--nproc-per-node", "2"),
-              ranks=ranks)
-    data = run_to_dict(run)
+              job=Job("run", ranks))
+    data = json.loads(json.dumps(run_to_dict(run)))
     assert data["module"] == "torch.distributed.run" and data["script"] is None
-    assert data["ranks"][0] == {"process": "rank0", "rank": 0, "local_rank": 0, "node_rank": 1, "world_size": 4,
-                                "host": "node-b", "run_id": "job7", "restart": 0}
+    assert data["job"]["processes"][0] == {"process": "rank0", "rank": 0, "local_rank": 0, "named_by": "environment",
+                                           "logs": ["torch.child-7.log"], "node": None, "node_rank": 1, "world_size": 4,
+                                           "host": "node-b", "run_id": "job7", "restart": 0, "torch_compiles": 3}
     assert run_from_dict(data) == run
-    # Records written before these keys read as no module and no ranks.
-    del data["module"], data["ranks"]
-    assert (run_from_dict(data).module, run_from_dict(data).ranks) == (None, ())
+    # Records written before these keys read as no module and no job.
+    del data["module"], data["job"]
+    assert (run_from_dict(data).module, run_from_dict(data).job) == (None, None)
+
+
+def test_a_record_that_kept_its_ranks_apart_reads_them_as_its_jobs_processes():
+    """Records written before a run's ranks were its job's processes listed them under ``ranks``."""
+    data = run_to_dict(Run(functions=(), parse=ParseStats(), source="run"))
+    data["ranks"] = [{"process": "rank0", "rank": 0, "local_rank": 0, "node_rank": 1, "world_size": 4, "host": "node-b",
+                      "run_id": "job7", "restart": 0}, {"process": "rank1", "rank": 1}]
+    job = run_from_dict(data).job
+    assert job is not None and job.read_as == "run"
+    assert [(p.process, p.rank, p.node_rank, p.world_size, p.named_by) for p in job.processes] == [
+        ("rank0", 0, 1, 4, "environment"), ("rank1", 1, None, None, "environment")
+    ]
 
 
 def test_a_rank_of_the_wrong_type_is_refused():
-    data = run_to_dict(Run(functions=(), parse=ParseStats(), ranks=(RankInfo("rank0", 0),)))
-    data["ranks"][0]["rank"] = "zero"
-    with pytest.raises(InputError, match=r"ranks\[0\]\.rank"):
+    run = Run(functions=(), parse=ParseStats(), job=Job("run", (JobProcess("rank0", 0, None, "environment", ()),)))
+    data = json.loads(json.dumps(run_to_dict(run)))
+    data["job"]["processes"][0]["rank"] = "zero"
+    with pytest.raises(InputError, match=r"job\.processes\[0\]\.rank"):
         run_from_dict(data, "run.json")
 
 
