@@ -152,10 +152,11 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
 
 
 def _groups(seen: dict[int, tuple[int, int, tuple[str, ...], bool]]) -> tuple[RankBehaviour, ...]:
-    """Ranks grouped by behaviour: the most ranks first; on a tie, the group without recompiles (the
-    behaviour a job is meant to have), then the lowest rank."""
+    """Ranks grouped by behaviour: the most ranks first; on a tie, a group that compiled it before one
+    that never did, then the group without recompiles (the behaviour a job is meant to have), then the
+    lowest rank."""
     sizes = Counter(seen.values())
-    order = sorted(sizes, key=lambda b: (-sizes[b], b[1] > 0, min(r for r, s in seen.items() if s == b)))
+    order = sorted(sizes, key=lambda b: (-sizes[b], b[0] == 0, b[1] > 0, min(r for r, s in seen.items() if s == b)))
     return tuple(RankBehaviour(tuple(r for r, s in sorted(seen.items()) if s == b), *b) for b in order)
 
 

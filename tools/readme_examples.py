@@ -142,12 +142,17 @@ def normalise(output: str, folder: Path) -> str:
 
 
 _TIMES = re.compile(r"\b\d+\.\d+ s\b|\(\d+%\)")
+# A process's own log in a run folder is named by its pid (torch.child-4546.log); the table column
+# under it is as wide as the longest pid.
+_CHILD_LOG = re.compile(r"torch\.child-\d+\.log")
+_RULE = re.compile(r"-{3,}$", re.M)
 
 
 def timeless(body: str) -> str:
-    """A block with compile times and their shares blanked: they differ from run to run, so a block is
-    stale only when something else differs (the README shows the times of the run that wrote it)."""
-    return _TIMES.sub("<t>", body)
+    """A block with compile times and their shares blanked, and the pids in process logs' names: they
+    differ from run to run, so a block is stale only when something else differs (the README shows
+    the run that wrote it)."""
+    return _RULE.sub("---", _CHILD_LOG.sub("torch.child-<pid>.log", _TIMES.sub("<t>", body)))
 
 
 def produce(example: Example) -> str:

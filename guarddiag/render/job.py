@@ -11,8 +11,8 @@ from guarddiag.model import Job, JobProcess, Run
 __all__ = ["job_notes", "log_line", "logs_at", "process_headers", "process_rows"]
 
 _READ = {
-    "run": "ran a job of {n} processes, each with its own torch log in the run folder; ranks are named by the RANK their "
-    "launcher gave them (or torch's [rankN]: prefix), other processes childN in start order",
+    "run": "the script started {n} processes, each read from its own torch log: ranks named by the RANK their launcher gave "
+    "them (or torch's [rankN]: prefix), any other process childN in start order",
     "log_dir": "read torchrun's --log-dir: {n} workers, each its own process",
     "per_rank": "read {n} per-rank logs: the files show one [rankN]: prefix each (files of one rank are pieces of its log, in order)",
     "pieces": "read the files as pieces of one log, in the order given (as cat joins them): they do not each show one rank "
@@ -81,7 +81,8 @@ def _node(p: JobProcess) -> str:
 
 
 def _has_nodes(job: Job) -> bool:
-    return bool(job.records) or any(p.host or p.node_rank is not None for p in job.processes)
+    """The job's processes ran on more than one node (or come from merged records): a node column says where."""
+    return bool(job.records) or len({(p.host, p.node_rank) for p in job.processes if p.host or p.node_rank is not None}) > 1
 
 
 def log_line(run: Run) -> str | None:
@@ -91,7 +92,7 @@ def log_line(run: Run) -> str | None:
         return None
     where = logs_at(run)
     if where and run.job is not None and run.job.read_as == "run":
-        return f"{where} (torch.log: the script's own process; torch.child-<pid>.log: each process it started, named in the table above)"
+        return f"{where} (one per process; the table above names each)"
     return where
 
 

@@ -59,3 +59,9 @@ def test_the_readme_example_is_what_its_commands_print_now(example):
     diff = "\n".join(difflib.unified_diff(example.body.splitlines(), now.splitlines(), "README.md", "now", lineterm=""))
     stale = f"README.md's example `{example.spec}` is stale; run `.venv/bin/python tools/readme_examples.py`\n{diff}"
     assert tool.timeless(now) == tool.timeless(example.body), stale
+
+
+def test_the_pid_in_a_process_log_name_does_not_make_a_block_stale():
+    a = "log\n--------------------\ntorch.child-4546.log\n"
+    b = "log\n---------------------\ntorch.child-12345.log\n"
+    assert tool.timeless(a) == tool.timeless(b) != tool.timeless(a.replace("child", "main"))

@@ -115,6 +115,12 @@ def _install(utils: object) -> bool:
     if not isinstance(current, collections.deque):
         return False
     utils._compilation_metrics = _Ledger(current, maxlen=current.maxlen)  # type: ignore[attr-defined]
+    for sink in _SINKS:
+        # A file sink's file now says the records are hooked, so that a process that compiles nothing
+        # (a rank that only waits) reads as 0 compiles, not as not known.
+        hooked = getattr(sink, "hooked", None)
+        if hooked is not None:
+            hooked()
     resize = getattr(utils, "set_compilation_metrics_limit", None)
     if resize is not None and not getattr(resize, "_guarddiag", False):
 
@@ -204,6 +210,11 @@ class FileSink:
             self._pid = pid
             self._fh.write('{"ledger": 1}\n')
         return self._fh
+
+    def hooked(self) -> None:
+        """torch's records are hooked in this process: create its file (no record yet)."""
+        with contextlib.suppress(OSError):  # the script removed the run folder: its records are lost either way
+            self._open()
 
     def __call__(self, record: dict) -> None:
         self._open().write(json.dumps(record) + "\n")
