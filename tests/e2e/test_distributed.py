@@ -121,6 +121,23 @@ def test_one_rank_with_another_batch_shape_recompiles_alone(tmp_path):
 
 
 @pytest.mark.torch
+def test_a_rank_whose_log_lost_its_lines_is_said_and_not_taken_for_a_rank_that_compiled_nothing(tmp_path):
+    """Rank 1 turns logging off before it compiles: torch's own count in that worker (its ledger) says
+    it compiled, its log shows nothing. The report says rank 1's log lost lines and does not compare
+    rank 1 (the gate refuses a run with a process that lost lines: tests/unit/test_process_logs.py)."""
+    proc = run_guarddiag("run", "--out", str(tmp_path / "rec.json"), *_torchrun(2, tmp_path, "--mute-rank", "1"), cwd=tmp_path, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _truth(tmp_path, 2) == {"rank0": 2, "rank1": 2}
+    record = json.loads((tmp_path / "rec.json").read_text())
+    assert [(r["process"], r["torch_compiles"]) for r in _ranks(record)] == [("rank0", 2), ("rank1", 2)]
+    assert _per_process(record) == {"rank0": 2}
+    assert "torch compiled 2 times in process rank1 but its log shows 0: log lines were lost" in proc.stdout
+    assert "never compiled" not in proc.stdout and "not compared: rank 1" in proc.stdout
+    (job,) = record["rank_divergence"]
+    assert (job["ranks"], job["uncounted_ranks"]) == ([0], [1])
+
+
+@pytest.mark.torch
 def test_two_nodes_each_under_its_own_guarddiag_are_merged_into_one_job_keyed_by_node_and_rank(tmp_path):
     """Two torchrun launches joined by one rendezvous on localhost, as two nodes of one job, each under
     its own guarddiag; rank 1 compiles nothing (it only waits at the barrier), rank 3 sees a third

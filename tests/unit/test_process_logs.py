@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from guarddiag.child.processes import _named, process_logs, read_run_logs
-from guarddiag.model import JobProcess
+from guarddiag.config import Settings
+from guarddiag.errors import OK
+from guarddiag.gate import evaluate
+from guarddiag.model import Job, JobProcess, Run
+from guarddiag.render import render
+from guarddiag.render.gate import render_check
 from tests.conftest import FIXTURES
 
 FOLDERS = FIXTURES / "distributed" / "run_folders"
@@ -77,3 +82,25 @@ def test_a_rank_restarted_is_named_by_its_last_restart_and_the_others_are_childr
     named = _named(found)
     assert [(p.path.name, p.name) for p in named] == [("a", "child1"), ("b", "child2"), ("c", "child3"), ("d", "rank1"), ("e", "rank0")]
     assert [p.rank.process for p in named if p.rank] == ["child1", "child3", "rank1", "rank0"]
+
+
+def test_a_rank_whose_log_shows_fewer_compiles_than_torch_counted_is_not_a_pass(tmp_path):
+    """The recorded job with rank 1's compiles dropped from what its log shows (a log that lost lines):
+    torch's own count in rank 1 (its ledger) is more than the log shows. The report names rank 1, and
+    `check` does not compare the run with a baseline, as for the script's own process."""
+    logs = _read("torchrun_helper")
+    (rank1,) = [p for p in logs.processes if p.process == "rank1"]
+    assert rank1.torch_compiles
+    run = Run(
+        functions=tuple(f for f in logs.functions if f.rank != "rank1"),
+        parse=logs.stats,
+        source="run",
+        torch_compiles=logs.torch_compiles,
+        job=Job("run", logs.processes),
+        log_path=str(FOLDERS / "torchrun_helper" / "torch.log"),
+    )
+    warning = f"torch compiled {rank1.torch_compiles} times in process rank1 but its log shows 0: log lines were lost"
+    assert warning in render(run, "table")
+    result = evaluate({"job.py": run}, None, Settings(root=tmp_path))
+    assert [f.kind for f in result.findings] == ["script_failed"] and result.exit_code != OK
+    assert warning in render_check(result, "table")
