@@ -9,8 +9,9 @@ records of several jobs together: ranks are compared only within their job. A fu
 compiled counts as 0 compiles there, among the ranks that compiled anything and those known to have
 compiled nothing (torch counted no compile in them: a job guarddiag ran, or the merged records of
 its nodes). A rank whose log shows no compile while torch's own count is not known (a parsed log
-dir) is not compared, nor a rank below the job's WORLD_SIZE that no process of the run is (another
-node's part of the job): :class:`JobRanks` says which.
+dir) is not compared, nor a rank whose log shows fewer compiles than torch counted in it (it lost lines:
+what it compiled is not known), nor a rank below the job's WORLD_SIZE that no process of the run is
+(another node's part of the job): :class:`JobRanks` says which.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from guarddiag.model import FunctionSummary, Run
 class JobRanks:
     """The ranks of one job as a run knows them: ``compiled`` (compiled anything), ``silent``
     (compiled nothing, as torch itself counted in them), ``uncounted`` (their log shows no compile and
-    torch's own count is not known: not compared), ``missing`` (below ``world_size`` but no process of
+    torch's own count is not known, or ``lost``: their log shows fewer compiles than torch counted in
+    them, it lost lines; not compared either way), ``missing`` (below ``world_size`` but no process of
     the run: another node's part of the job)."""
 
     compiled: tuple[int, ...] = ()
@@ -34,6 +36,8 @@ class JobRanks:
     uncounted: tuple[int, ...] = ()
     missing: tuple[int, ...] = ()
     world_size: int | None = None
+    # Of ``uncounted``, the ranks whose log lost lines (torch counted more compiles than it shows).
+    lost: tuple[int, ...] = ()
 
     @property
     def compared(self) -> tuple[int, ...]:
@@ -49,11 +53,14 @@ def job_ranks(run: Run) -> dict[str, JobRanks]:
     """Per job label, its ranks: from the functions each rank compiled and from the job's processes
     (a rank that compiled nothing is listed there, with torch's own count of its compiles)."""
     compiled: dict[str, set[int]] = {}
+    shown: dict[str, int] = {}
     for f in run.functions:
+        shown[f.rank] = shown.get(f.rank, 0) + f.compiles
         where = job_rank(f.rank)
         if where is not None:
             compiled.setdefault(where[0], set()).add(where[1])
     quiet: dict[str, dict[int, bool]] = {}
+    lost: dict[str, set[int]] = {}
     sizes: dict[str, set[int]] = {}
     for p in run.job.processes if run.job is not None else ():
         where = job_rank(p.process)
@@ -62,19 +69,24 @@ def job_ranks(run: Run) -> dict[str, JobRanks]:
         job, rank = where
         if p.world_size:
             sizes.setdefault(job, set()).add(p.world_size)
-        if rank not in compiled.get(job, set()):
+        if p.torch_compiles is not None and p.torch_compiles > shown.get(p.process, 0):
+            # Its log lost lines: a function it shows no frame of may still have compiled there.
+            lost.setdefault(job, set()).add(rank)
+        elif rank not in compiled.get(job, set()):
             quiet.setdefault(job, {})[rank] = p.torch_compiles == 0
     found = {}
-    for job in sorted({*compiled, *quiet}):
-        mine, still = compiled.get(job, set()), quiet.get(job, {})
+    for job in sorted({*compiled, *quiet, *lost}):
+        gone = lost.get(job, set())
+        mine, still = compiled.get(job, set()) - gone, quiet.get(job, {})
         size = sizes[job].pop() if len(sizes.get(job, ())) == 1 else None
-        known = mine | set(still)
+        known = mine | set(still) | gone
         found[job] = JobRanks(
             tuple(sorted(mine)),
             tuple(sorted(r for r, silent in still.items() if silent)),
-            tuple(sorted(r for r, silent in still.items() if not silent)),
+            tuple(sorted({*(r for r, silent in still.items() if not silent), *gone})),
             tuple(r for r in range(size or 0) if r not in known),
             size,
+            tuple(sorted(gone)),
         )
     return found
 
@@ -99,7 +111,8 @@ class Divergence:
     some of their compiled frames and that show no frame of this name: whether they compiled it
     cannot be known (a log without ``TORCH_LOGS=dynamo`` names a frame only when it recompiles).
     ``uncounted``: ranks whose log shows no compile at all, with torch's own count not known
-    (:class:`JobRanks`): whether they compiled it cannot be known either."""
+    (:class:`JobRanks`), or whose log lost lines (``lost``, of those): whether they compiled it cannot
+    be known either."""
 
     job: str
     function: FunctionSummary
@@ -107,6 +120,7 @@ class Divergence:
     unknown: tuple[int, ...] = ()
     per_rank: tuple[tuple[int, FunctionSummary], ...] = ()
     uncounted: tuple[int, ...] = ()
+    lost: tuple[int, ...] = ()
 
     @property
     def usual(self) -> RankBehaviour:
@@ -142,12 +156,14 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
         if len(ranks) < 2:
             continue
         unknown = tuple(r for r in ranks if r not in per_rank and (job, r) in unnamed)
-        uncounted = tuple(r for r in jobs[job].uncounted if r not in per_rank)
+        lost = jobs[job].lost
+        uncounted = tuple(r for r in jobs[job].uncounted if r not in per_rank or r in lost)
         seen = {rank: _behaviour(per_rank.get(rank)) for rank in ranks if rank not in unknown and rank not in uncounted}
         groups = _groups(seen)
         suspect = (unknown or uncounted) and any(g.recompiles or g.limit_hit for g in groups)
         if len(groups) > 1 or suspect:
-            found.append(Divergence(job, per_rank[min(per_rank)], groups, unknown, tuple(sorted(per_rank.items())), uncounted))
+            lost_here = tuple(r for r in lost if r in uncounted)
+            found.append(Divergence(job, per_rank[min(per_rank)], groups, unknown, tuple(sorted(per_rank.items())), uncounted, lost_here))
     return tuple(sorted(found, key=lambda d: (d.job, d.function.file, d.function.line or 0, d.function.name)))
 
 
@@ -211,6 +227,7 @@ def divergence_to_dict(d: Divergence) -> dict[str, object]:
         "line": d.function.line,
         "unknown_ranks": list(d.unknown),
         "uncounted_ranks": list(d.uncounted),
+        "lost_ranks": list(d.lost),
         "groups": [
             {"ranks": list(g.ranks), "compiles": g.compiles, "recompiles": g.recompiles, "causes": list(g.causes), "limit_hit": g.limit_hit}
             for g in d.groups
@@ -229,6 +246,7 @@ def divergence_dict(run: Run) -> list[dict[str, object]]:
             "ranks": list(ranks.compared),
             "silent_ranks": list(ranks.silent),
             "uncounted_ranks": list(ranks.uncounted),
+            "lost_ranks": list(ranks.lost),
             "missing_ranks": list(ranks.missing),
             "world_size": ranks.world_size,
             "unnamed_ranks": list(unnamed.get(job, ())),

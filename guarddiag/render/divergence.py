@@ -17,6 +17,7 @@ UNCOUNTED = (
     "the log shows no compile there and torch's own count is not known: a rank that compiled nothing and a log that "
     "lost its lines read the same; `guarddiag run` counts each rank"
 )
+LOST = "its log shows fewer compiles than torch counted there: it lost lines, and what it compiled is not known"
 _LIMIT = ", hit the recompile limit"
 WHY = "ranks that compile different graphs can stall or mismatch in their collectives"
 
@@ -58,8 +59,11 @@ def divergence_sentence(d: Divergence) -> str:
         parts.append(f"{rank_list(usual.ranks)}: {behaviour_phrase(usual)}")
     if d.unknown:
         parts.append(f"{rank_list(d.unknown)}: not known ({UNNAMED})")
-    if d.uncounted:
-        parts.append(f"{rank_list(d.uncounted)}: not known ({UNCOUNTED})")
+    uncounted = tuple(r for r in d.uncounted if r not in d.lost)
+    if uncounted:
+        parts.append(f"{rank_list(uncounted)}: not known ({UNCOUNTED})")
+    if d.lost:
+        parts.append(f"{rank_list(d.lost)}: not known ({LOST})")
     return "; ".join(parts)
 
 
@@ -86,12 +90,15 @@ def headline_lines(run: Run) -> list[str]:
     # Frames the log never named are compared nowhere: a "none" would say more than is known.
     advice = "" if any(d.unknown for d in found) else f" ({UNNAMED})"
     gap = [f"not compared: frames the log does not name on {unnamed}{advice}"] if unnamed else []
-    others = [
-        f"not compared: {rank_list(r.uncounted)}{_job(job)}"
-        + ("" if any(d.uncounted for d in found if d.job == job) else f" ({UNCOUNTED})")
-        for job, r in jobs.items()
-        if r.uncounted
-    ]
+    others = []
+    for job, r in jobs.items():
+        said = [d for d in found if d.job == job]
+        uncounted = tuple(x for x in r.uncounted if x not in r.lost)
+        if uncounted:
+            said_why = any(set(d.uncounted) - set(d.lost) for d in said)
+            others.append(f"not compared: {rank_list(uncounted)}{_job(job)}" + ("" if said_why else f" ({UNCOUNTED})"))
+        if r.lost:
+            others.append(f"not compared: {rank_list(r.lost)}{_job(job)}" + ("" if any(d.lost for d in said) else f" ({LOST})"))
     others += [
         f"not in this run: {rank_list(r.missing)}{_job(job)} of the job's {r.world_size} (WORLD_SIZE): another node's part of "
         "the job; run each node under guarddiag and join their records with `guarddiag merge`"
