@@ -273,23 +273,52 @@ def _late_hooks(run_dir: Path) -> tuple[LateHook, ...]:
 
 # ``python -m`` names of torchrun; its default rendezvous (no --standalone, no endpoint) is MASTER_PORT 29500.
 _LAUNCHERS = ("torch.distributed.run", "torch.distributed.launch")
-_ADDRESS_OPTIONS = ("--rdzv-endpoint", "--rdzv_endpoint", "--master-port", "--master_port")
+# torchrun's options that take no value (store_true); every other option before the training script takes one.
+_LAUNCHER_FLAGS = frozenset({
+    "--standalone", "-m", "--module", "--no-python", "--no_python", "--run-path", "--run_path",
+    "--virtual-local-rank", "--virtual_local_rank", "--use-env", "--use_env", "-h", "--help",
+})
+
+
+def _launcher_options(args: Sequence[str]) -> dict[str, str]:
+    """torchrun's own options (``--rdzv_endpoint`` read as ``--rdzv-endpoint``), up to the training
+    script: what follows it is the script's own arguments (a script may take a ``--master-port``)."""
+    found: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("-") or arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        if name not in _LAUNCHER_FLAGS and not eq:
+            i += 1
+            value = args[i] if i < len(args) else ""
+        found["--" + name.lstrip("-").replace("_", "-") if name.startswith("--") else name] = value
+        i += 1
+    return found
 
 
 def rendezvous_address(request: RunRequest) -> str | None:
     """The fixed address where the ranks of a torchrun launch meet (``localhost:29400``, ``port 29500``),
-    or None: not a torchrun launch, or one that picks a free port for itself (``--standalone``)."""
+    or None: not a torchrun launch, or one that picks a free port for itself (``--standalone``). Read
+    from torchrun's own options only (before the training script), or its ``PET_`` variables."""
     if request.module not in _LAUNCHERS and (request.script is None or request.script.name != "torchrun"):
         return None
-    args = list(request.args)
-    if "--standalone" in args:
+    options = _launcher_options(request.args)
+    env = {**os.environ, **dict(request.env)}
+
+    def option(name: str) -> str | None:
+        return options.get(name, env.get("PET_" + name.lstrip("-").replace("-", "_").upper()))
+
+    if "--standalone" in options or env.get("PET_STANDALONE"):
         return None
-    for i, arg in enumerate(args):
-        name, eq, value = arg.partition("=")
-        if name in _ADDRESS_OPTIONS:
-            value = value if eq else (args[i + 1] if i + 1 < len(args) else "")
-            return value if "endpoint" in name else f"port {value}"
-    return "port 29500"
+    endpoint = option("--rdzv-endpoint")
+    if endpoint:
+        return endpoint
+    backend = option("--rdzv-backend") or "static"
+    if backend != "static":
+        return f"{backend} rendezvous at its default endpoint"  # c10d: localhost:29400
+    return f"port {option('--master-port') or 29500}"
 
 
 def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, Run], None] | None = None) -> list[Run]:

@@ -44,12 +44,12 @@ def test_runs_that_meet_at_one_address_take_turns_and_others_do_not(tmp_path, ca
     script.write_text(
         "import json, sys, time\n"
         "start = time.time(); time.sleep(1.5)\n"
-        "open(sys.argv[1], 'w').write(json.dumps([start, time.time()]))\n"
+        "open(sys.argv[-1], 'w').write(json.dumps([start, time.time()]))\n"
     )
 
     def spans(*extra: str) -> list[list[float]]:
         outs = [tmp_path / f"span{i}{''.join(extra)}.json" for i in range(2)]
-        requests = [RunRequest(script=script, args=(str(o), *extra), python=sys.executable, workdir=tmp_path / "runs") for o in outs]
+        requests = [RunRequest(script=script, args=(*extra, str(o)), python=sys.executable, workdir=tmp_path / "runs") for o in outs]
         runs = execute_many(requests, 2)
         assert [r.status for r in runs] == ["ok", "ok"]
         return sorted(json.loads(o.read_text()) for o in outs)
