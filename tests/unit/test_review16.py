@@ -4,11 +4,17 @@ inputs its own tests did not try."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+from guarddiag.child import _bootstrap
 from guarddiag.child.runner import RunRequest, rendezvous_address
 from guarddiag.divergence import job_ranks, rank_divergence
+from guarddiag.ledger import compiles_in, read_ledger
 from guarddiag.model import FunctionSummary, Job, JobProcess, ParseStats, Run
 from guarddiag.render import render
 from guarddiag.store import run_from_dict, run_to_dict
@@ -110,3 +116,30 @@ def test_torchruns_pet_variables_count_as_its_options():
     assert rendezvous_address(standalone) is None
     port = RunRequest(script=None, args=("train.py",), module=TORCHRUN, env=(("PET_MASTER_PORT", "29611"),))
     assert rendezvous_address(port) == "port 29611"
+
+
+_SITE = Path(_bootstrap.__file__).parent / "_site"
+
+
+def _child(code: str, folder: Path) -> None:
+    """A Python process a run's script started (spawn, subprocess): guarddiag's _site on its path."""
+    env = {**os.environ, "GUARDDIAG_CHILD_LOG_DIR": str(folder), "PYTHONPATH": str(_SITE)}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+
+
+@pytest.mark.torch
+def test_a_process_that_imported_torch_and_never_loaded_dynamo_has_a_ledger_of_0_compiles(tmp_path):
+    """A rank that never calls torch.compile (only rank 0 evaluates a compiled model) never loads
+    torch._dynamo.utils, so its records were never hooked and no ledger was written: a real torchrun
+    job said 'torch's own count is not known ... `guarddiag run` counts each rank' of it, under guarddiag
+    run. Nothing can compile without that module: at exit its ledger says 0. A process without torch
+    gets none."""
+    _child("import torch, torch.distributed", tmp_path)
+    (ledger,) = tmp_path.glob("*.compiles.jsonl")
+    assert compiles_in(read_ledger(ledger)) == 0
+    ledger.unlink()
+    _child("import json", tmp_path)
+    assert not list(tmp_path.glob("*.compiles.jsonl"))
+    _child("import torch; torch.compile(lambda x: x + 1, backend='eager')(torch.ones(2))", tmp_path)
+    (ledger,) = tmp_path.glob("*.compiles.jsonl")
+    assert compiles_in(read_ledger(ledger)) == 1

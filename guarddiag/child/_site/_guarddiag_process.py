@@ -220,6 +220,19 @@ class FileSink:
         self._open().write(json.dumps(record) + "\n")
 
 
+def ledger_at_exit(sink: FileSink) -> None:
+    """At exit, a process that imported torch but never loaded ``torch._dynamo.utils`` compiled
+    nothing (no compile runs without it): its file is created then (no record), so that a rank that
+    never called torch.compile reads as 0 compiles, not as not known. A process without torch gets none."""
+    import atexit
+
+    def at_exit() -> None:
+        if "torch" in sys.modules and MODULE not in sys.modules:
+            sink.hooked()
+
+    atexit.register(at_exit)
+
+
 def child_ledger_path(folder: str, pid: int) -> str:
     return os.path.join(folder, f"torch.child-{pid}.compiles.jsonl")
 

@@ -54,7 +54,9 @@ finally:
         )
         _guarddiag_process.note_unobserved_children(_LOG_DIR)
         _guarddiag_process.note_rank(_LOG_DIR)
-        _guarddiag_process.add_sink(_guarddiag_process.FileSink(_guarddiag_process.child_ledger_path(_LOG_DIR, os.getpid())))
+        _sink = _guarddiag_process.FileSink(_guarddiag_process.child_ledger_path(_LOG_DIR, os.getpid()))
+        _guarddiag_process.add_sink(_sink)
+        _guarddiag_process.ledger_at_exit(_sink)
         import _guarddiag_hooks
 
         _guarddiag_hooks.install(_LOG_DIR)
