@@ -195,6 +195,7 @@ def test_two_nodes_each_under_its_own_guarddiag_are_merged_into_one_job_keyed_by
     assert [(g["ranks"], g["compiles"], g["recompiles"]) for g in forward["groups"]] == [([0, 2], 2, 1), ([3], 3, 2), ([1], 0, 0)]
     table = run_guarddiag("merge", *records, cwd=tmp_path)
     assert "rank 1 never compiled it" in table.stdout and "rank 3: 3 compiles, 2 recompiles" in table.stdout, table.stdout
+    assert table.stdout.startswith("3 compiled functions in 3 processes (4 ranks, 1 showing no compile), 7 compiles, 4 recompiles")
 
 
 def _node_rank_of(node_dir: Path) -> int:
