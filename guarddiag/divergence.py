@@ -86,7 +86,8 @@ class RankBehaviour:
     ranks: tuple[int, ...]
     compiles: int
     recompiles: int
-    # The decisive cause of each recompile, in plain words (its subject), each once, first seen first.
+    # The decisive cause of each recompile, in plain words (its subject), and what else changed against
+    # the entry it missed (``also ...``), each once, first seen first.
     causes: tuple[str, ...]
     limit_hit: bool
 
@@ -120,7 +121,16 @@ class Divergence:
 def _behaviour(f: FunctionSummary | None) -> tuple[int, int, tuple[str, ...], bool]:
     if f is None:
         return (0, 0, (), False)
-    causes = tuple(dict.fromkeys(e.causes[0].subject for e in f.recompile_events if e.causes))
+    # What else changed against the entry a recompile missed counts too: a rank whose recompile also
+    # took another branch compiled another graph than ranks that recompiled on the size alone.
+    causes = tuple(
+        dict.fromkeys(
+            subject
+            for e in f.recompile_events
+            if e.causes
+            for subject in (e.causes[0].subject, *(f"also {c.subject}" for c in e.also))
+        )
+    )
     return (f.compiles, f.recompiles, causes, f.limit_hit)
 
 
