@@ -100,7 +100,9 @@ class Divergence:
     some of their compiled frames and that show no frame of this name: whether they compiled it
     cannot be known (a log without ``TORCH_LOGS=dynamo`` names a frame only when it recompiles).
     ``uncounted``: ranks whose log shows no compile at all, with torch's own count not known
-    (:class:`JobRanks`): whether they compiled it cannot be known either."""
+    (:class:`JobRanks`): whether they compiled it cannot be known either. ``unclear``: ranks that
+    counted what others did, with a recompile whose cause their log does not show: whether their
+    causes differ is not known."""
 
     job: str
     function: FunctionSummary
@@ -108,6 +110,13 @@ class Divergence:
     unknown: tuple[int, ...] = ()
     per_rank: tuple[tuple[int, FunctionSummary], ...] = ()
     uncounted: tuple[int, ...] = ()
+    unclear: tuple[int, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        """Whether the ranks are known to differ (two behaviours), not only possibly (one behaviour,
+        and ranks whose logs cannot show whether they did the same)."""
+        return len(self.groups) > 1
 
     @property
     def usual(self) -> RankBehaviour:
@@ -116,6 +125,15 @@ class Divergence:
     @property
     def unusual(self) -> tuple[RankBehaviour, ...]:
         return self.groups[1:]
+
+
+# The subject of a recompile whose cause the log does not show (build._UNKNOWN).
+UNKNOWN_SUBJECT = "unknown"
+
+
+def _unclear(f: FunctionSummary) -> bool:
+    """Whether the log shows a recompile of ``f`` without its cause: its causes cannot be compared."""
+    return any(e.causes and e.causes[0].subject == UNKNOWN_SUBJECT for e in f.recompile_events)
 
 
 def _behaviour(f: FunctionSummary | None) -> tuple[int, int, tuple[str, ...], bool]:
@@ -154,10 +172,16 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
         unknown = tuple(r for r in ranks if r not in per_rank and (job, r) in unnamed)
         uncounted = tuple(r for r in jobs[job].uncounted if r not in per_rank)
         seen = {rank: _behaviour(per_rank.get(rank)) for rank in ranks if rank not in unknown and rank not in uncounted}
-        groups = _groups(seen)
-        suspect = (unknown or uncounted) and any(g.recompiles or g.limit_hit for g in groups)
+        # A rank whose recompile's cause the log does not show is compared by its counts alone: where
+        # another rank counted the same, whether their causes differ is not known.
+        clear = {r: b for r, b in seen.items() if r not in per_rank or not _unclear(per_rank[r])}
+        unclear = tuple(r for r in seen if r not in clear and any(b[:2] + b[3:] == seen[r][:2] + seen[r][3:] for b in clear.values()))
+        groups = _groups({r: b for r, b in seen.items() if r not in unclear})
+        suspect = (unknown or uncounted or unclear) and any(g.recompiles or g.limit_hit for g in groups)
         if len(groups) > 1 or suspect:
-            found.append(Divergence(job, per_rank[min(per_rank)], groups, unknown, tuple(sorted(per_rank.items())), uncounted))
+            found.append(
+                Divergence(job, per_rank[min(per_rank)], groups, unknown, tuple(sorted(per_rank.items())), uncounted, unclear)
+            )
     return tuple(sorted(found, key=lambda d: (d.job, d.function.file, d.function.line or 0, d.function.name)))
 
 
@@ -221,6 +245,8 @@ def divergence_to_dict(d: Divergence) -> dict[str, object]:
         "line": d.function.line,
         "unknown_ranks": list(d.unknown),
         "uncounted_ranks": list(d.uncounted),
+        "unclear_ranks": list(d.unclear),
+        "known": d.known,
         "groups": [
             {"ranks": list(g.ranks), "compiles": g.compiles, "recompiles": g.recompiles, "causes": list(g.causes), "limit_hit": g.limit_hit}
             for g in d.groups
