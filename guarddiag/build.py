@@ -10,7 +10,7 @@ frame's guard listing with the one of its previous compile.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.ids import CompileId, process_of, with_process
@@ -189,6 +189,16 @@ class RunBuilder:
     def _on_limit(self, event: LimitWarning) -> None:
         cid = CompileId.parse(event.compile_id)
         frame = self._frame(cid.frame_id) if cid else self._frame_named(event.name, event.file, event.line, process_of(event.compile_id))
+        last = frame.limit_hits[-1] if frame.limit_hits else None
+        if not event.limit and last is not None and last.limit and not last.last_reason:
+            # The tail of the warning just read, under another compile id (its first line's prefix was
+            # mangled): one hit, at the tail's id.
+            i = len(frame.limit_hits) - 1
+            frame.limit_hits.pop()
+            old = frame.limit_at.pop(i, None)
+            if old is not None and old not in frame.limit_at.values():
+                frame.limit_numbers.discard(old)
+            event = replace(event, limit=last.limit, value=last.value, name=event.name or frame.name)
         if frame.name and not frame.file:
             frame.file, frame.line = event.file, event.line  # torch 2.0 names the file only here
         frame.name_it(event.name, event.file, event.line)
@@ -303,7 +313,8 @@ _UNKNOWN = Cause(
     category="other",
     source="",
     guard="",
-    text="torch did not log why, and no guard listing of the previous compile was in the log to compare",
+    text="the log does not show why (torch did not log it, or its reason lines are not in the log), and no guard listing "
+    "of the previous compile was in the log to compare",
     subject="unknown",
 )
 
@@ -330,10 +341,11 @@ def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
     """Compiles of a frame from the compile numbers seen: every number up to the highest compile, less
     those refused at the recompile limit. Each call that reaches the compiler takes the next number, so
     a number the log never shows (its lines were not captured) was a compile too, and a refused number
-    is none, even when compiles follow it (the limit raised, isolated regions)."""
+    is none, even when compiles follow it (the limit raised, isolated regions); the numbers below a
+    refused one were compiles (a log that begins at the limit warning still shows that many)."""
     refused = set(refused)
-    top = max((n for n in compiles if n not in refused), default=-1)
-    return top + 1 - sum(1 for n in refused if n < top)
+    top = max((*compiles, *refused), default=-1)
+    return top + 1 - sum(1 for n in refused if n <= top)
 
 
 def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex) -> FunctionSummary:
@@ -347,8 +359,10 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
             causes = tuple(classify_failure(f.text, f.cache_entry, roles) for f in frame.announced[n])
             events.append(decisive(RecompileEvent(compile_id, True, causes), frame.changed.get(n, {}), roles))
         else:
+            # Not announced, or announced without its reasons (a log cut after the header): the cause
+            # is inferred from the guard listings; ``logged`` says whether torch announced it.
             inferred = tuple(cause_from_changed_guard(b, a, roles) for b, a in frame.inferred.get(n, ()))
-            events.append(RecompileEvent(compile_id, False, inferred or (_UNKNOWN,)))
+            events.append(RecompileEvent(compile_id, n in frame.announced, inferred or (_UNKNOWN,)))
     unlisted = [n for n in numbers if listings and n in frame.started and n not in frame.listed]
     failed = tuple(ledger.failure(frame.name, frame.line, frame.frame_id, n) for n in unlisted)
     later = max(numbers, default=-1)

@@ -98,7 +98,8 @@ class RankBehaviour:
     ranks: tuple[int, ...]
     compiles: int
     recompiles: int
-    # The decisive cause of each recompile, in plain words (its subject), each once, first seen first.
+    # The decisive cause of each recompile, in plain words (its subject), and what else changed against
+    # the entry it missed (``also ...``), each once, first seen first.
     causes: tuple[str, ...]
     limit_hit: bool
 
@@ -112,7 +113,8 @@ class Divergence:
     cannot be known (a log without ``TORCH_LOGS=dynamo`` names a frame only when it recompiles).
     ``uncounted``: ranks whose log shows no compile at all, with torch's own count not known
     (:class:`JobRanks`), or whose log lost lines (``lost``, of those): whether they compiled it cannot
-    be known either."""
+    be known either. ``unclear``: ranks that counted what others did, with a recompile whose cause
+    their log does not show: whether their causes differ is not known."""
 
     job: str
     function: FunctionSummary
@@ -121,6 +123,13 @@ class Divergence:
     per_rank: tuple[tuple[int, FunctionSummary], ...] = ()
     uncounted: tuple[int, ...] = ()
     lost: tuple[int, ...] = ()
+    unclear: tuple[int, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        """Whether the ranks are known to differ (two behaviours), not only possibly (one behaviour,
+        and ranks whose logs cannot show whether they did the same)."""
+        return len(self.groups) > 1
 
     @property
     def usual(self) -> RankBehaviour:
@@ -131,10 +140,28 @@ class Divergence:
         return self.groups[1:]
 
 
+# The subject of a recompile whose cause the log does not show (build._UNKNOWN).
+UNKNOWN_SUBJECT = "unknown"
+
+
+def _unclear(f: FunctionSummary) -> bool:
+    """Whether the log shows a recompile of ``f`` without its cause: its causes cannot be compared."""
+    return any(e.causes and e.causes[0].subject == UNKNOWN_SUBJECT for e in f.recompile_events)
+
+
 def _behaviour(f: FunctionSummary | None) -> tuple[int, int, tuple[str, ...], bool]:
     if f is None:
         return (0, 0, (), False)
-    causes = tuple(dict.fromkeys(e.causes[0].subject for e in f.recompile_events if e.causes))
+    # What else changed against the entry a recompile missed counts too: a rank whose recompile also
+    # took another branch compiled another graph than ranks that recompiled on the size alone.
+    causes = tuple(
+        dict.fromkeys(
+            subject
+            for e in f.recompile_events
+            if e.causes
+            for subject in (e.causes[0].subject, *(f"also {c.subject}" for c in e.also))
+        )
+    )
     return (f.compiles, f.recompiles, causes, f.limit_hit)
 
 
@@ -159,11 +186,17 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
         lost = jobs[job].lost
         uncounted = tuple(r for r in jobs[job].uncounted if r not in per_rank or r in lost)
         seen = {rank: _behaviour(per_rank.get(rank)) for rank in ranks if rank not in unknown and rank not in uncounted}
-        groups = _groups(seen)
-        suspect = (unknown or uncounted) and any(g.recompiles or g.limit_hit for g in groups)
+        # A rank whose recompile's cause the log does not show is compared by its counts alone: where
+        # another rank counted the same, whether their causes differ is not known.
+        clear = {r: b for r, b in seen.items() if r not in per_rank or not _unclear(per_rank[r])}
+        unclear = tuple(r for r in seen if r not in clear and any(b[:2] + b[3:] == seen[r][:2] + seen[r][3:] for b in clear.values()))
+        groups = _groups({r: b for r, b in seen.items() if r not in unclear})
+        suspect = (unknown or uncounted or unclear) and any(g.recompiles or g.limit_hit for g in groups)
         if len(groups) > 1 or suspect:
             lost_here = tuple(r for r in lost if r in uncounted)
-            found.append(Divergence(job, per_rank[min(per_rank)], groups, unknown, tuple(sorted(per_rank.items())), uncounted, lost_here))
+            found.append(
+                Divergence(job, per_rank[min(per_rank)], groups, unknown, tuple(sorted(per_rank.items())), uncounted, lost_here, unclear)
+            )
     return tuple(sorted(found, key=lambda d: (d.job, d.function.file, d.function.line or 0, d.function.name)))
 
 
@@ -228,6 +261,8 @@ def divergence_to_dict(d: Divergence) -> dict[str, object]:
         "unknown_ranks": list(d.unknown),
         "uncounted_ranks": list(d.uncounted),
         "lost_ranks": list(d.lost),
+        "unclear_ranks": list(d.unclear),
+        "known": d.known,
         "groups": [
             {"ranks": list(g.ranks), "compiles": g.compiles, "recompiles": g.recompiles, "causes": list(g.causes), "limit_hit": g.limit_hit}
             for g in d.groups

@@ -45,6 +45,9 @@ LIMIT = re.compile(re.escape(LIMIT_TEXT) + LIMIT_SIZE)
 _LIMIT_FUNCTION = re.compile(rf"^\s*{LIMIT_FUNCTION_NAME} \((?P<file>.+?):(?P<line>\d+)\)")
 LIMIT_REASON = re.compile(rf"^\s*{LIMIT_REASON_TEXT}")
 _LIMIT_TRAILER = re.compile(rf"^\s*(?:{LIMIT_ADVICE}|{STACK_TEXT})", re.IGNORECASE)
+# The limit warning's own words for the call it refused: a log that begins below the warning's first
+# line (a paste, a cut log) still shows the hit by them.
+LIMIT_TAIL = re.compile(r"^\s*last reason:")
 _FAILURE = re.compile(rf"^\s*- (?:(?P<ce>{CACHE_ENTRY}): )?(?P<text>.*)$")
 # Lines torch adds under a recompile's reasons that are advice, not reasons.
 _ADVICE = re.compile(r"^The following environment variable would enable dynamic compilation")
@@ -147,9 +150,11 @@ class RecompileBlock(Block):
 
 
 class LimitBlock(Block):
-    def __init__(self, cid: str | None, m: re.Match[str]) -> None:
+    """A recompile-limit warning; ``m`` None: its first line (which names the limit) is not in the log."""
+
+    def __init__(self, cid: str | None, m: re.Match[str] | None) -> None:
         self.cid = cid
-        self.limit, self.value = m["limit"], int(m["value"])
+        self.limit, self.value = (m["limit"], int(m["value"])) if m is not None else ("", None)
         self.name, self.file, self.line = "", "", None
         self.reason = ""
 

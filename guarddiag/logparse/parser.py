@@ -16,6 +16,7 @@ from guarddiag.ids import CompileId, in_generation, ranked
 from guarddiag.logparse.blocks import (
     GRAPH_BREAK,
     LIMIT,
+    LIMIT_TAIL,
     RECOMPILING,
     RECOMPILING_TUPLE,
     Block,
@@ -267,6 +268,9 @@ class LogParser:
             m = LIMIT.search(body)
             if m is not None:
                 block = LimitBlock(cid, m)
+            elif LIMIT_TAIL.match(body) and cid is not None:
+                block = LimitBlock(cid, None)  # the warning's first line is above the log's first line
+                block.feed(body)
         if block is None:
             m = start_tracing(body)
             if m is not None:

@@ -35,7 +35,8 @@ def behaviour_phrase(b: RankBehaviour) -> str:
     """``2 compiles, 1 recompile (size of tensor argument `x` at dim 0)``; ``never compiled it``."""
     if not b.compiles:
         return "never compiled it"
-    recompiles = f"{_times(b.recompiles, 'recompile')} ({'; '.join(b.causes)})" if b.recompiles else "no recompiles"
+    causes = "; ".join(b.causes) or "causes not in the log"
+    recompiles = f"{_times(b.recompiles, 'recompile')} ({causes})" if b.recompiles else "no recompiles"
     return f"{_times(b.compiles, 'compile')}, {recompiles}" + (_LIMIT if b.limit_hit else "")
 
 
@@ -64,6 +65,8 @@ def divergence_sentence(d: Divergence) -> str:
         parts.append(f"{rank_list(uncounted)}: not known ({UNCOUNTED})")
     if d.lost:
         parts.append(f"{rank_list(d.lost)}: not known ({LOST})")
+    if d.unclear:
+        parts.append(f"{rank_list(d.unclear)}: the same counts, causes not known (the log shows a recompile there without its reasons)")
     return "; ".join(parts)
 
 
@@ -114,10 +117,12 @@ def headline_lines(run: Run) -> list[str]:
     if not found:
         alike = "compiled every function the log names alike" if unnamed else "compiled every function alike"
         return [f"rank divergence: none ({seen} {alike})", *gap]
-    count = _times(len(found), "function")
-    return [f"rank divergence: {count} compiled differently across {seen} ({WHY})"] + [
-        f"{divergence_label(d)}: {divergence_sentence(d)}" for d in found
-    ] + gap
+    lines = [f"{divergence_label(d)}: {divergence_sentence(d)}" for d in found]
+    known = [d for d in found if d.known]
+    if not known:
+        maybe = _times(len(found), "function")
+        return [f"rank divergence: not known ({seen}: the logs cannot tell whether {maybe} compiled the same on each)"] + lines + gap
+    return [f"rank divergence: {_times(len(known), 'function')} compiled differently across {seen} ({WHY})"] + lines + gap
 
 
 @dataclass(frozen=True)

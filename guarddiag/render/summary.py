@@ -50,9 +50,11 @@ def headline(run: Run) -> str:
         )
     torch = f"torch {run.torch_version}" if run.torch_version else "torch version unknown"
     processes = sorted({f.rank for f in run.functions})
-    ranks = [p for p in processes if rank_of(p) is not None]
-    where = f" in {len(processes)} processes" if len(processes) > 1 else ""
-    where += f" ({len(ranks)} ranks)" if len(ranks) > 1 else ""
+    # The job's ranks that show no compile (a rank that only waits) count among its ranks.
+    ranks = {p for p in (*processes, *(p.process for p in (run.job.processes if run.job else ()))) if rank_of(p) is not None}
+    quiet = len(ranks - set(processes))
+    where = f" in {len(processes)} process{'es' if len(processes) != 1 else ''}" if len(processes) > 1 or len(ranks) > 1 else ""
+    where += f" ({len(ranks)} ranks{f', {quiet} showing no compile' if quiet else ''})" if len(ranks) > 1 else ""
     return (
         f"{len(run.functions)} compiled functions{where}, {run.compiles} compiles, {run.recompiles} recompiles, "
         f"{run.limit_hits} recompile-limit hits, {run.graph_breaks} graph breaks ({torch})"

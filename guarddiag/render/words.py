@@ -77,9 +77,11 @@ def _process_words(process: str) -> str:
 
 def limit_sentence(hit: LimitHit) -> str:
     """``hit recompile_limit (8) at 0/8 on value of argument `n`: torch runs it without compiling from here on``."""
-    where = f" at {hit.compile_id}" if hit.compile_id else ""
+    # A paste's hit may name its process alone (``rank7:``): no compile number.
+    where = "" if not hit.compile_id else f" in {hit.compile_id[:-1]}" if hit.compile_id.endswith(":") else f" at {hit.compile_id}"
     why = f" on {hit.cause.subject}" if hit.cause is not None else ""
-    return f"hit {hit.limit} ({hit.value}){where}{why}: {_OUTCOMES.get(hit.outcome, hit.outcome)}"
+    limit = f"{hit.limit} ({hit.value})" if hit.limit else "the recompile limit (the log begins below the warning's line that names it)"
+    return f"hit {limit}{where}{why}: {_OUTCOMES.get(hit.outcome, hit.outcome)}"
 
 
 def failed_sentence(failed: FailedCompile) -> str:

@@ -121,6 +121,39 @@ def test_one_rank_with_another_batch_shape_recompiles_alone(tmp_path):
 
 
 @pytest.mark.torch
+def test_one_of_four_ranks_takes_another_branch_and_the_divergence_names_it_and_its_cause(tmp_path):
+    proc = run_guarddiag("run", "--out", str(tmp_path / "rec.json"), *_torchrun(4, tmp_path, "--branch-rank", "2"), cwd=tmp_path, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    truth = _truth(tmp_path, 4)
+    assert truth == {"rank0": 2, "rank1": 2, "rank2": 3, "rank3": 2}
+    record = json.loads((tmp_path / "rec.json").read_text())
+    assert _per_process(record) == truth
+    (job,) = record["rank_divergence"]
+    (forward,) = job["functions"]
+    assert [(g["ranks"], g["recompiles"]) for g in forward["groups"]] == [([0, 1, 3], 1), ([2], 2)]
+    assert forward["groups"][1]["causes"][-1] == "value of `self.doubled` on argument `self`"
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("  forward (distributed/ranks.py:"))
+    assert "rank 2: 3 compiles, 2 recompiles" in line and "ranks 0, 1, 3: 2 compiles, 1 recompile" in line, line
+
+
+@pytest.mark.torch
+def test_a_rank_that_recompiles_as_often_as_the_others_into_another_graph_diverges(tmp_path):
+    """Rank 1's recompile on the new batch size also takes the other branch: same counts, same decisive
+    cause as rank 0, but another graph; what else changed against the entry it missed tells them apart."""
+    proc = run_guarddiag("run", "--out", str(tmp_path / "rec.json"), *_torchrun(2, tmp_path, "--branch-with-shape", "1"), cwd=tmp_path,
+                         env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _truth(tmp_path, 2) == {"rank0": 2, "rank1": 2}
+    (job,) = json.loads((tmp_path / "rec.json").read_text())["rank_divergence"]
+    (forward,) = job["functions"]
+    assert [(g["ranks"], g["recompiles"], g["causes"]) for g in forward["groups"]] == [
+        ([0], 1, ["size of tensor argument `x` at dim 0"]),
+        ([1], 1, ["size of tensor argument `x` at dim 0", "also value of `self.doubled` on argument `self`"]),
+    ]
+    assert "compiled every function alike" not in proc.stdout
+
+
+@pytest.mark.torch
 def test_a_rank_whose_log_lost_its_lines_is_said_and_not_taken_for_a_rank_that_compiled_nothing(tmp_path):
     """Rank 1 turns logging off before it compiles: torch's own count in that worker (its ledger) says
     it compiled, its log shows nothing. The report says rank 1's log lost lines and does not compare
@@ -195,6 +228,7 @@ def test_two_nodes_each_under_its_own_guarddiag_are_merged_into_one_job_keyed_by
     assert [(g["ranks"], g["compiles"], g["recompiles"]) for g in forward["groups"]] == [([0, 2], 2, 1), ([3], 3, 2), ([1], 0, 0)]
     table = run_guarddiag("merge", *records, cwd=tmp_path)
     assert "rank 1 never compiled it" in table.stdout and "rank 3: 3 compiles, 2 recompiles" in table.stdout, table.stdout
+    assert table.stdout.startswith("3 compiled functions in 3 processes (4 ranks, 1 showing no compile), 7 compiles, 4 recompiles")
 
 
 def _node_rank_of(node_dir: Path) -> int:

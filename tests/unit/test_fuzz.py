@@ -380,11 +380,14 @@ def test_long_lines_parse_in_time_linear_in_their_length(kind, n):
 def test_a_limit_warning_mangled_onto_another_prefix_does_not_take_back_a_compile():
     """Found by test_mangled_real_logs_never_raise: a browser glued a bracketed-date prefix with compile id
     [0/0] before the recompile-limit warning; the warning then named 0/0, a compile whose guards are
-    listed, and 0/0 was counted as refused (2 compiles, 2 recompile events)."""
-    lines = (LOGS / "handmade" / "v2_5_windows_paths.log").read_text(encoding="utf-8").splitlines()
+    listed, and 0/0 was counted as refused. The warning's tail (`last reason:`, under its own [0/2]) says
+    which call was refused: the mangled log reads as the original, one hit at 0/2, 2 compiles."""
+    original = (LOGS / "handmade" / "v2_5_windows_paths.log").read_text(encoding="utf-8").splitlines()
+    lines = list(original)
     at = next(i for i, line in enumerate(lines) if "hit config.cache_size_limit" in line)
     lines[at] = "[2023-11-06 14:54:08,549] [0/0] torch._dynamo.guards.__guards: [DEBUG] " + lines[at]
     run = _parse(lines)
     _sane(run)
     (f,) = run.functions
-    assert (f.compiles, len(f.recompile_events)) == (3, 2)
+    assert (f.compiles, len(f.recompile_events), [h.compile_id for h in f.limit_hits]) == (2, 1, ["0/2"])
+    assert run.functions == _parse(original).functions

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from guarddiag.logparse.blocks import (
     LIMIT_FUNCTION_TEXT,
@@ -101,9 +101,7 @@ class PasteReader:
     def _line(self, line: str, out: list[Event]) -> None:
         # Again once re-joined: a terminal may have cut an escape ("&#x" + "27;").
         for _, rank, body in pieces(unbordered(unescaped(line))):
-            if rank is not None:
-                self._rank = rank
-            self._body(body.strip(), out)
+            self._body(body.strip(), rank, out)
 
     def _emit(self, frame: str, body: str, out: list[Event]) -> None:
         rank = f"[rank{self._rank}]:" if self._rank is not None else ""
@@ -114,14 +112,22 @@ class PasteReader:
         return [unmarked(e) for e in events]
 
     def _event(self, event: Event, out: list[Event]) -> None:
+        """A message read without torch's frame (no compile id): it keeps the rank its line showed."""
         self.messages += 1
+        if self._rank is not None and getattr(event, "compile_id", "") is None:
+            event = replace(event, compile_id=f"rank{self._rank}:")  # type: ignore[type-var]
         out.append(event)
 
-    def _body(self, text: str, out: list[Event]) -> None:
+    def _body(self, text: str, rank: int | None, out: list[Event]) -> None:
+        """One message line; ``rank``: the rank its prefix shows. A line of another rank does not continue
+        the open message, which keeps the rank it began with."""
         state = self._state
-        if state.kind and self._continues(text, out):
+        other = rank is not None and rank != self._rank
+        if state.kind and not other and self._continues(text, out):
             return
         self._end(out)
+        if rank is not None:
+            self._rank = rank
         self._start(text, out)
 
     def _continues(self, text: str, out: list[Event]) -> bool:
