@@ -48,13 +48,20 @@ def render(run: Run) -> str:
             out += [f"- {failed_sentence(c)}" for c in f.failed_compiles]
             out += [f"- {limit_sentence(hit)}" for hit in f.limit_hits]
             out += [f"- {line}" for line in (near_limit_lines(run, f) if s.folded else budget_lines(run, f))]
-    divergence = headline_lines(run)
+    divergence = [_text(line) for line in headline_lines(run)]
     if divergence:
         out += ["", "### Rank divergence", "", divergence[0], *(["", *(f"- {line}" for line in divergence[1:])] if divergence[1:] else [])]
     note = parse_note(run)
     if note:
         out += ["", f"> {note}"]
     return "\n".join(out) + "\n"
+
+
+def _text(line: str) -> str:
+    """A line of plain words for Markdown: ``<`` outside code spans escaped, or a viewer takes
+    ``<lambda>`` for an HTML tag and drops it."""
+    parts = line.split("`")
+    return "`".join(p.replace("<", "&lt;") if i % 2 == 0 else p for i, p in enumerate(parts))
 
 
 def _counts(run: Run, f: FunctionSummary) -> list[object]:

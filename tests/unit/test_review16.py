@@ -143,3 +143,10 @@ def test_a_process_that_imported_torch_and_never_loaded_dynamo_has_a_ledger_of_0
     _child("import torch; torch.compile(lambda x: x + 1, backend='eager')(torch.ones(2))", tmp_path)
     (ledger,) = tmp_path.glob("*.compiles.jsonl")
     assert compiles_in(read_ledger(ledger)) == 1
+
+
+def test_a_lambda_in_the_markdown_divergence_section_is_not_taken_for_an_html_tag():
+    from guarddiag.render.markdown import _text
+
+    line = "<lambda> (x.py:3): rank 1 recompiled it (value of `a<b`)"
+    assert _text(line) == "&lt;lambda> (x.py:3): rank 1 recompiled it (value of `a<b`)"
