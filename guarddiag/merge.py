@@ -92,8 +92,14 @@ def _processes(run: Run) -> dict[str, JobProcess]:
     per-rank logs: every process, whether it compiled or not), else the processes its functions name."""
     own = run.job is not None and run.job.read_as in ("run", "log_dir", "per_rank")
     known = {p.process: p for p in run.job.processes} if own and run.job is not None else {}
+    logs = (run.log_path,) if run.log_path else ()
     for f in run.functions:
         if f.rank not in known:
             named_by = "prefix" if rank_of(f.rank) is not None else "record"
-            known[f.rank] = JobProcess(f.rank, rank_of(f.rank), None, named_by, (run.log_path,) if run.log_path else ())
+            known[f.rank] = JobProcess(f.rank, rank_of(f.rank), None, named_by, logs)
+    # The script's own process keeps torch's count of its compiles, which its log is checked against.
+    if run.torch_compiles and "" not in known:
+        known[""] = JobProcess("", None, None, "record", logs)
+    if "" in known:
+        known[""] = replace(known[""], torch_compiles=run.torch_compiles)
     return known

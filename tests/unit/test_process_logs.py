@@ -104,3 +104,21 @@ def test_a_rank_whose_log_shows_fewer_compiles_than_torch_counted_is_not_a_pass(
     result = evaluate({"job.py": run}, None, Settings(root=tmp_path))
     assert [f.kind for f in result.findings] == ["script_failed"] and result.exit_code != OK
     assert warning in render_check(result, "table")
+
+
+def test_a_merge_checks_each_records_own_process_against_torchs_count():
+    """Two records of the recorded spawn job, the first's script process with its compile dropped from
+    what its log shows: the merge still knows torch counted one there, and says that log lost lines."""
+    from dataclasses import replace
+
+    from guarddiag.merge import merge_runs
+
+    logs = _read("spawn")
+    whole = Run(functions=logs.functions, parse=logs.stats, source="run", torch_compiles=logs.torch_compiles,
+                job=Job("run", logs.processes))
+    cut = replace(whole, functions=tuple(f for f in logs.functions if f.rank))
+    merged = merge_runs([("a", "a.json", cut), ("b", "b.json", whole)], jobs=True)
+    assert merged.job is not None
+    assert {p.process: p.torch_compiles for p in merged.job.processes if p.process.endswith("/main")} == {"a/main": 1, "b/main": 1}
+    assert "torch compiled 1 times in process a/main but its log shows 0: log lines were lost" in render(merged, "table")
+    assert "b/main but" not in render(merged, "table")
