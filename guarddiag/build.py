@@ -26,6 +26,7 @@ from guarddiag.logparse.events import (
     RecompileAnnounced,
 )
 from guarddiag.model import (
+    UNKNOWN_SUBJECT,
     Cause,
     CompiledFor,
     DynamicDims,
@@ -315,7 +316,7 @@ _UNKNOWN = Cause(
     guard="",
     text="the log does not show why (torch did not log it, or its reason lines are not in the log), and no guard listing "
     "of the previous compile was in the log to compare",
-    subject="unknown",
+    subject=UNKNOWN_SUBJECT,
 )
 
 

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from guarddiag.guardexpr import ID_MARK, readable_expr, readable_source
 from guarddiag.guardkinds import as_state_change
 from guarddiag.ids import FunctionKey
-from guarddiag.model import Cause, FunctionSummary, Run
+from guarddiag.model import UNKNOWN_SUBJECT, Cause, FunctionSummary, Run
 
 CauseKey = tuple[str, str, str]
 
 PLACEHOLDER = "<v>"
 
 # An event without causes can come from a hand-written or older record; it still counts once.
-_NO_CAUSE = Cause(category="other", source="", guard="", text="no cause recorded", subject="unknown")
+_NO_CAUSE = Cause(category="other", source="", guard="", text="no cause recorded", subject=UNKNOWN_SUBJECT)
 # Recompiles the counts imply but no event records (a log cut short between compiles): counted
 # under one key so that the per-cause numbers always add up to the function's recompiles.
 _UNRECORDED: CauseKey = ("other", "", "<no recompile event in the log>")

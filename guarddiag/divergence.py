@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from guarddiag.ids import job_rank
-from guarddiag.model import FunctionSummary, Run
+from guarddiag.model import UNKNOWN_SUBJECT, FunctionSummary, Run, compile_gaps
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,13 @@ def job_ranks(run: Run) -> dict[str, JobRanks]:
     """Per job label, its ranks: from the functions each rank compiled and from the job's processes
     (a rank that compiled nothing is listed there, with torch's own count of its compiles)."""
     compiled: dict[str, set[int]] = {}
-    shown: dict[str, int] = {}
     for f in run.functions:
-        shown[f.rank] = shown.get(f.rank, 0) + f.compiles
         where = job_rank(f.rank)
         if where is not None:
             compiled.setdefault(where[0], set()).add(where[1])
     quiet: dict[str, dict[int, bool]] = {}
     lost: dict[str, set[int]] = {}
+    gaps = {process for process, _, _ in compile_gaps(run)}
     sizes: dict[str, set[int]] = {}
     for p in run.job.processes if run.job is not None else ():
         where = job_rank(p.process)
@@ -69,7 +68,7 @@ def job_ranks(run: Run) -> dict[str, JobRanks]:
         job, rank = where
         if p.world_size:
             sizes.setdefault(job, set()).add(p.world_size)
-        if p.torch_compiles is not None and p.torch_compiles > shown.get(p.process, 0):
+        if p.process in gaps:
             # Its log lost lines: a function it shows no frame of may still have compiled there.
             lost.setdefault(job, set()).add(rank)
         elif rank not in compiled.get(job, set()):
@@ -138,10 +137,6 @@ class Divergence:
     @property
     def unusual(self) -> tuple[RankBehaviour, ...]:
         return self.groups[1:]
-
-
-# The subject of a recompile whose cause the log does not show (build._UNKNOWN).
-UNKNOWN_SUBJECT = "unknown"
 
 
 def _unclear(f: FunctionSummary) -> bool:

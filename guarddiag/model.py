@@ -28,6 +28,10 @@ class Guard:
     comment: str = ""
 
 
+# The subject of a cause the log does not show (a recompile without its reasons, a record without causes).
+UNKNOWN_SUBJECT = "unknown"
+
+
 @dataclass(frozen=True)
 class Cause:
     """Why a cache entry rejected the call: one failing guard, classified.
@@ -343,23 +347,16 @@ def _total(values: Iterable[float | None]) -> float | None:
     return None if not values or any(v is None for v in values) else round(sum(values), 6)  # type: ignore[arg-type]
 
 
-def compile_gap(run: Run) -> tuple[int, int] | None:
-    """``(compiles torch counted, compiles the log shows)`` in the script's own process when the log
-    shows fewer: it lost lines, and every count of the run is too low. None when nothing is missing."""
-    return _gap(run.torch_compiles, sum(f.compiles for f in run.functions if not f.rank))
-
-
 def compile_gaps(run: Run) -> tuple[tuple[str, int, int], ...]:
     """Every process whose log shows fewer compiles than torch counted in it: ``(process, counted,
-    seen)``, the script's own process (``""``) first, then the job's processes (a run's ranks)."""
+    seen)``, the script's own process (``""``) first, then the job's processes (a run's ranks). Where
+    the log lost lines, every count of that process is too low."""
+    counted = [("", run.torch_compiles), *((p.process, p.torch_compiles) for p in (run.job.processes if run.job else ()))]
     gaps = []
-    main = compile_gap(run)
-    if main is not None:
-        gaps.append(("", *main))
-    for p in run.job.processes if run.job is not None else ():
-        gap = _gap(p.torch_compiles, sum(f.compiles for f in run.functions if f.rank == p.process))
+    for process, count in counted:
+        gap = _gap(count, sum(f.compiles for f in run.functions if f.rank == process))
         if gap is not None:
-            gaps.append((p.process, *gap))
+            gaps.append((process, *gap))
     return tuple(gaps)
 
 

@@ -87,7 +87,8 @@ def headline_lines(run: Run) -> list[str]:
     if not jobs:
         return []
     # With fewer than two ranks compared in every job, no function is compared: none is listed.
-    found = rank_divergence(run) if any(len(r.compared) > 1 for r in jobs.values()) else ()
+    comparable = any(len(r.compared) > 1 for r in jobs.values())
+    found = rank_divergence(run) if comparable else ()
     seen = "; ".join(f"{rank_list(r.compared)}{_job(job)}" for job, r in jobs.items() if r.compared)
     unnamed = "; ".join(f"{rank_list(ranks)}{_job(job)}" for job, ranks in unnamed_ranks(run).items() if job in jobs)
     # Frames the log never named are compared nowhere: a "none" would say more than is known.
@@ -108,7 +109,7 @@ def headline_lines(run: Run) -> list[str]:
         for job, r in jobs.items()
         if r.missing
     ]
-    if not any(len(r.compared) > 1 for r in jobs.values()):
+    if not comparable:
         alone = f"{seen} in this run" if seen else "no rank in this run is known to have compiled"
         return [f"rank divergence: not compared ({alone})", *gap, *others]
     if not found and not any(f.name for f in run.functions if job_rank(f.rank) is not None):
