@@ -273,6 +273,13 @@ def _kept() -> str:
     return "; run folders and partial records are kept under .guarddiag/runs/" if folders is not None and folders.RUN_FOLDERS else ""
 
 
+def _error(text: str) -> None:
+    """The one line on stderr of a failed command, escaped (imported here: `guarddiag version` never needs it)."""
+    from guarddiag.commands.output import message
+
+    message(text)
+
+
 def _terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -318,28 +325,27 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except GuarddiagError as exc:
-        typer.echo(f"guarddiag: {exc}", err=True)
+        _error(f"guarddiag: {exc}")
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt, Interrupted) as exc:
-        typer.echo(f"guarddiag: {exc or 'interrupted'}{_kept()}", err=True)
+        _error(f"guarddiag: {exc or 'interrupted'}{_kept()}")
         sys.exit(INTERRUPTED)
     except _USAGE_ERROR as exc:
         # click's three-line usage message, as one line that says where to look.
         command = f" {exc.ctx.info_name}" if getattr(exc, "ctx", None) is not None and exc.ctx.parent is not None else ""
-        typer.echo(f"guarddiag: {exc.format_message().rstrip('.')}; see `guarddiag{command} --help`", err=True)
+        _error(f"guarddiag: {exc.format_message().rstrip('.')}; see `guarddiag{command} --help`")
         sys.exit(exc.exit_code)
     except Exception as exc:
         if debug:
             raise
-        typer.echo(
+        _error(
             f"guarddiag: internal error: {type(exc).__name__}: {exc}; this is a bug in guarddiag, "
-            "please report it with the output of the same command with --debug",
-            err=True,
+            "please report it with the output of the same command with --debug"
         )
         sys.exit(INTERNAL)
     if code == INTERRUPTED:
         # click turns a Ctrl-C (or SIGTERM, see _terminated) it sees into a silent 130.
-        typer.echo(f"guarddiag: interrupted{_kept()}", err=True)
+        _error(f"guarddiag: interrupted{_kept()}")
     sys.exit(code if isinstance(code, int) else OK)

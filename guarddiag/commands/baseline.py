@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import typer
-
 from guarddiag import baseline as baseline_io
 from guarddiag.baseline import relative_file
 from guarddiag.child.runner import RunRequest, check_script, execute_many
+from guarddiag.commands import output
 from guarddiag.commands.options import Target, command_settings, flag_options
+from guarddiag.commands.output import echo, message
 from guarddiag.config import ScriptSpec, Settings
 from guarddiag.errors import SCRIPT_FAILED, InputError
 from guarddiag.model import Run
@@ -31,7 +31,7 @@ def baseline_command(
     path = config.root / config.baseline
     recorded = record_baseline(runs, config, path, anew=True)
     n = sum(len(s.functions) for s in recorded.scripts)
-    typer.echo(f"wrote {path}: {len(recorded.scripts)} scripts, {n} functions, {sum(r.recompiles for r in runs.values())} recompiles")
+    echo(f"wrote {path}: {len(recorded.scripts)} scripts, {n} functions, {sum(r.recompiles for r in runs.values())} recompiles")
 
 
 def _specs(items: Sequence[str | Target], settings: Settings, flags: tuple[tuple[str, str], ...]) -> list[ScriptSpec | Path]:
@@ -103,7 +103,7 @@ def collect_runs(
 
     def report(request: RunRequest, run: Run) -> None:
         if progress:
-            print(f"  {request.label}: {run.status}, {run.recompiles} recompiles ({run.duration_s:.1f}s)", file=sys.stderr, flush=True)
+            message(f"  {request.label}: {run.status}, {run.recompiles} recompiles ({run.duration_s:.1f}s)")
 
     results = execute_many([r for _, r in requests], settings.jobs or os.cpu_count() or 1, report)
     for (key, _), run in zip(requests, results, strict=True):
@@ -140,6 +140,6 @@ def record_baseline(runs: dict[str, Run], settings: Settings, out: Path, anew: b
     return new
 
 
-def warn(message: str) -> None:
+def warn(text: str) -> None:
     """One ``guarddiag:`` line on stderr that does not stop the command."""
-    print(f"guarddiag: {message}", file=sys.stderr, flush=True)
+    output.message(f"guarddiag: {text}")

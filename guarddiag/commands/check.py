@@ -8,15 +8,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import typer
-
 from guarddiag import baseline as baseline_io
 from guarddiag.commands.baseline import collect_runs, record_baseline, warn
 from guarddiag.commands.options import Target, check_format, command_settings, flag_options
+from guarddiag.commands.output import echo, echo_annotations
 from guarddiag.config import Settings
 from guarddiag.errors import InputError
 from guarddiag.gate import GateResult, evaluate
 from guarddiag.model import Run
+from guarddiag.render.escape import terminal
 from guarddiag.render.gate import finding_message, render_annotations, render_check, render_junit, render_markdown
 from guarddiag.store import write_atomic
 
@@ -33,10 +33,12 @@ def check_command(
     if update:
         path = config.root / config.baseline
         record_baseline(runs, config, path)
-        typer.echo(f"updated {path}")
+        echo(f"updated {path}")
         return 0
     output = run_check(runs, config, budgets, baseline_given, junit, env, fmt)
-    typer.echo(output.text)
+    if output.annotations:
+        echo_annotations(output.annotations, err=fmt != "table")
+    echo(output.text)
     return output.result.exit_code
 
 
@@ -46,6 +48,8 @@ class CheckOutput:
 
     text: str
     result: GateResult
+    # guarddiag's own workflow commands (GITHUB_ACTIONS): before the table on stdout, else on stderr.
+    annotations: str = ""
 
 
 def run_check(
@@ -60,7 +64,7 @@ def run_check(
     """Gate the runs; write the step summary, JUnit file and annotations the environment asks for.
 
     Annotations lead the table on stdout; with another format they go to stderr, so that stdout
-    stays one JSON, YAML or Markdown document."""
+    stays one JSON, YAML or Markdown document (the command writes them, apart from the escaped text)."""
     path = settings.root / settings.baseline
     if path.is_dir():
         raise InputError(f"--baseline {path}: is a directory; give the baseline file (e.g. guarddiag-baseline.yaml)")
@@ -80,7 +84,7 @@ def run_check(
     if summary:
         try:
             with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(render_markdown(result))
+                fh.write(terminal(render_markdown(result)))
         except OSError as exc:
             warn(
                 f"warning: $GITHUB_STEP_SUMMARY {summary}: cannot append the summary ({exc.strerror or exc}); "
@@ -96,10 +100,5 @@ def run_check(
     if failed:
         more = f" (and {len(failed) - 1} more script(s), see the report)" if len(failed) > 1 else ""
         warn(f"{finding_message(failed[0])}{more}; fix the script and run `guarddiag check` again")
-    if env.get("GITHUB_ACTIONS") == "true":
-        annotations = render_annotations(result)
-        if annotations and fmt == "table":
-            text = annotations + "\n" + text
-        elif annotations:
-            print(annotations, file=sys.stderr, flush=True)
-    return CheckOutput(text, result)
+    annotations = render_annotations(result) if env.get("GITHUB_ACTIONS") == "true" else ""
+    return CheckOutput(text, result, annotations)

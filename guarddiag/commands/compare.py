@@ -7,10 +7,9 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import typer
-
 from guarddiag.child.runner import STDOUT_NAME, RunRequest, check_script, execute_many
 from guarddiag.commands.options import Target, check_format
+from guarddiag.commands.output import echo, message
 from guarddiag.compare import ComparePlan, VariantResult, build_report, first_difference, plan_compare, unstable_functions
 from guarddiag.errors import SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.flags import Catalog, load_catalog
@@ -36,7 +35,7 @@ def compare_command(
     check_format(fmt)
     plan, results, catalog = run_compare(target, specs, pythons, combined, jobs, repeat, timeout, sys.stderr.isatty())
     report = build_report(plan, results, catalog)
-    typer.echo(render_compare(report, fmt))
+    echo(render_compare(report, fmt))
     if out is not None:
         try:
             write_atomic(out, render_compare(report, "json") + "\n")
@@ -87,10 +86,10 @@ def run_compare(
     def report(request: RunRequest, run: Run) -> None:
         done[0] += 1
         if progress:
-            print(f"  [{done[0]}/{total}] {request.label}: {run.status} in {run.duration_s:.1f}s", file=sys.stderr, flush=True)
+            message(f"  [{done[0]}/{total}] {request.label}: {run.status} in {run.duration_s:.1f}s")
 
     if progress:
-        print(f"running {len(variants)} configurations x {repeat} of {target} ({jobs or os.cpu_count()} at a time)", file=sys.stderr)
+        message(f"running {len(variants)} configurations x {repeat} of {target} ({jobs or os.cpu_count()} at a time)")
     runs = execute_many(requests, jobs or os.cpu_count() or 1, report)
     results = []
     for i, variant in enumerate(variants):

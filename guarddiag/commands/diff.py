@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
 from guarddiag.commands.options import check_format
+from guarddiag.commands.output import echo
 
 
 def diff_command(a: Path, b: Path, fmt: str) -> None:
@@ -17,4 +16,4 @@ def diff_command(a: Path, b: Path, fmt: str) -> None:
 
     check_format(fmt)
     before, after = load_run(a), load_run(b)
-    typer.echo(render_diffs([diff_runs(before, after, a.name, b.name)], fmt))
+    echo(render_diffs([diff_runs(before, after, a.name, b.name)], fmt))

@@ -6,13 +6,13 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-import typer
-
 from guarddiag.commands.options import Target, check_format, failed_script
+from guarddiag.commands.output import echo
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.explain import Explanation, GuardListings, explain_functions
 from guarddiag.model import Run
 from guarddiag.pipeline import LogReader, paused_gc
+from guarddiag.render.escape import markdown_text, visible
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.words import script_outcome
 
@@ -31,14 +31,15 @@ def explain_command(
     explanation, notes, run = _explain_path(target if isinstance(target, Target) else Path(target), full, python, timeout)
     text = render_explanation(explanation, fmt)
     if notes and fmt in ("table", "markdown"):
-        text += "\n" + "\n".join(notes)
+        # Each note is one line; the log path and process in it come from the run or its record.
+        text += "\n" + "\n".join(markdown_text(n) if fmt == "markdown" else visible(n) for n in notes)
     return text, run if run is not None and run.status != "ok" else None
 
 
 def explain_main(target: str | Target, fmt: str, full: bool, python: str, timeout: float | None) -> None:
     """Print the explanation; a script that did not finish cleanly is an error after it."""
     text, failed = explain_command(target, fmt, full, python, timeout)
-    typer.echo(text)
+    echo(text)
     if failed is not None:
         raise failed_script(target, failed, "the model covers what compiled before that")
 

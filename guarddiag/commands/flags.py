@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import typer
-
 from guarddiag.commands.options import check_format
+from guarddiag.commands.output import echo
 from guarddiag.flags import Catalog, Flag
 from guarddiag.render.flags import FlagList
 
@@ -15,7 +14,7 @@ def flags_command(python: str, pattern: str | None, show_all: bool, fmt: str) ->
     from guarddiag.render.flags import render_flags
 
     check_format(fmt)
-    typer.echo(render_flags(select_flags(load_catalog(python), pattern, show_all), fmt))
+    echo(render_flags(select_flags(load_catalog(python), pattern, show_all), fmt))
 
 
 def select_flags(catalog: Catalog, pattern: str | None, show_all: bool) -> FlagList:

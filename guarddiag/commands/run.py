@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
 from guarddiag.commands.options import Target, check_format, failed_script, flag_options
+from guarddiag.commands.output import echo
 from guarddiag.errors import InputError, StrictParseError
 from guarddiag.model import Run
 
@@ -37,7 +36,7 @@ def finish(run: Run, fmt: str, out: Path | None, strict: bool) -> None:
             save_run(run, out)
         except OSError as exc:
             raise InputError(f"{out}: cannot write the run record ({exc.strerror}); pick a writable path") from None
-    typer.echo(render(run, fmt))
+    echo(render(run, fmt))
     if strict and run.parse.unrecognized:
         raise StrictParseError(
             f"--strict: {run.parse.unrecognized} torch log lines were not understood, "

@@ -21,6 +21,7 @@ from guarddiag.compare import CompareReport, NoOp, OutputChange, Unstable, Varia
 from guarddiag.divergence import DivergenceChange, divergence_change, rank_divergence
 from guarddiag.model import FunctionSummary
 from guarddiag.render.diff import diffs_to_dict, markdown_sections, render_diffs
+from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.formats import render_as
 from guarddiag.render.words import function_label, script_outcome
 
@@ -132,6 +133,7 @@ def folder_lines(report: CompareReport) -> list[str]:
 
 
 def _table(report: CompareReport) -> str:
+    report = visible_values(report)
     out = [f"guarddiag compare (torch {report.torch_version})"]
     out += [f"note: {no_op_sentence(n)}" for n in report.plan.no_ops]
     if report.results:
@@ -143,12 +145,14 @@ def _table(report: CompareReport) -> str:
 
 
 def _markdown(report: CompareReport) -> str:
-    out = ["## guarddiag compare", "", f"torch {report.torch_version}"]
+    report = visible_values(report)
+    out = ["## guarddiag compare", "", markdown_text(f"torch {report.torch_version}")]
     notes = [no_op_sentence(n) for n in report.plan.no_ops]
     notes += [note for r in report.results for note in _result_notes(r, report.results[0])]
-    out += ["", *(f"- note: {n}" for n in notes)] if notes else []
+    out += ["", *(f"- note: {markdown_text(n)}" for n in notes)] if notes else []
     if report.results:
-        out += ["", tabulate(_rows(report), headers=_HEADERS, tablefmt="github")]
-        out += ["", "Run folders:", "", *(f"- {line}" for line in folder_lines(report))]
+        rows = [[markdown_code(label, table=True), markdown_text(config, table=True), *rest] for label, config, *rest in _rows(report)]
+        out += ["", tabulate(rows, headers=_HEADERS, tablefmt="github")]
+        out += ["", "Run folders:", "", *(f"- {markdown_text(line)}" for line in folder_lines(report))]
         out += markdown_sections(report.diffs)
     return "\n".join(out) + "\n"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from guarddiag.diff import CauseDelta, FunctionDelta, RunDiff
+from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.formats import render_as
 from guarddiag.render.words import function_label, script_outcome
 
@@ -115,6 +116,7 @@ def _totals(d: RunDiff) -> str:
 
 
 def _table(diffs: Sequence[RunDiff]) -> str:
+    diffs = visible_values(diffs)
     out: list[str] = []
     for d in diffs:
         if out:
@@ -143,12 +145,13 @@ def _markdown(diffs: Sequence[RunDiff]) -> str:
 
 def markdown_sections(diffs: Sequence[RunDiff]) -> list[str]:
     """Markdown lines of a section (``###``) per diff, for a document that has its own top heading."""
+    diffs = visible_values(diffs)
     out: list[str] = []
     for d in diffs:
-        out += ["", f"### {d.before_label} -> {d.after_label}", "", _totals(d), ""]
-        rows = [[f"`{row[0]}`", *row[1:]] for row in _rows(d)]
+        out += ["", f"### {markdown_text(d.before_label)} -> {markdown_text(d.after_label)}", "", _totals(d), ""]
+        rows = [[markdown_code(str(row[0]), table=True), *row[1:]] for row in _rows(d)]
         out += [tabulate(rows, headers=_HEADERS, tablefmt="github"), ""]
-        out += [f"- {line}" for line in verdict(d)]
+        out += [f"- {markdown_text(line)}" for line in verdict(d)]
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from guarddiag.explain import Explanation
+from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.explain_words import EntryWords, ExplanationWords, FunctionWords, explanation_words
 from guarddiag.render.formats import FORMATS, render_as
 
@@ -27,7 +28,8 @@ _ERAS = {
 def render_explanation(explanation: Explanation, fmt: str) -> str:
     """The explanation in one of :data:`FORMATS`."""
     words = explanation_words(explanation)
-    return render_as(fmt, lambda: dataclasses.asdict(words), lambda: _markdown(words), lambda: _text(words))
+    # JSON and YAML keep the names exactly; the human formats show them visibly (render.escape).
+    return render_as(fmt, lambda: dataclasses.asdict(words), lambda: _markdown(visible_values(words)), lambda: _text(visible_values(words)))
 
 
 def explanation_to_dict(explanation: Explanation) -> dict[str, object]:
@@ -103,23 +105,33 @@ def _diff_text(entries: tuple[EntryWords, ...]) -> list[str]:
 def _markdown(e: ExplanationWords) -> str:
     from tabulate import tabulate  # markdown only: the table format starts faster without it
 
-    out = ["## guarddiag explain", "", _headline(e)]
+    out = ["## guarddiag explain", "", markdown_text(_headline(e))]
     for f in e.functions:
-        out += ["", f"### `{f.label}`", "", _function_title(f).split(": ", 1)[1], ""]
+        out += ["", f"### {markdown_code(f.label)}", "", markdown_text(_function_title(f).removeprefix(f"{f.label}: ")), ""]
         if f.entries:
             entry = f.entries[0]
-            rows = [
-                [o.name, o.detail, "<br>".join(o.recompiles) or "-", "<br>".join(o.no_recompile) or "-"]
-                for o in entry.objects
-            ]
+            rows = [[_cell(o.name), _cell(o.detail), _cells(o.recompiles), _cells(o.no_recompile)] for o in entry.objects]
             out.append(tabulate(rows, headers=["object", "guarded by", "would recompile", "would not recompile"], tablefmt="github"))
             if entry.ambient:
-                out += ["", f"Ambient (any change recompiles): {entry.ambient}"]
+                out += ["", f"Ambient (any change recompiles): {markdown_text(entry.ambient)}"]
             if entry.folded:
                 out += ["", f"{entry.folded} objects folded into summary rows (`--full` lists each)."]
             for other in f.entries[1:]:
-                out.append(f"- `{other.compile_id}`: {'; '.join(other.differs) or 'same guards'}")
-        out += [f"- recompiled: {c}" for c in f.causes]
-        out += [f"- **{h.kind}** ({h.cause}): {h.hint}" + (f" (check: `{h.check}`)" if h.check else "") for h in f.hints]
-    out += ["", f"> {e.note}"]
+                out.append(f"- {markdown_code(other.compile_id)}: {markdown_text('; '.join(other.differs)) or 'same guards'}")
+        out += [f"- recompiled: {markdown_text(c)}" for c in f.causes]
+        out += [
+            f"- **{markdown_text(h.kind)}** ({markdown_text(h.cause)}): {markdown_text(h.hint)}"
+            + (f" (check: {markdown_code(h.check)})" if h.check else "")
+            for h in f.hints
+        ]
+    out += ["", f"> {markdown_text(e.note)}"]
     return "\n".join(out) + "\n"
+
+
+def _cell(text: str) -> str:
+    """A table cell of words: its names as code spans, ``|`` escaped (the cells join on guarddiag's own ``<br>``)."""
+    return markdown_text(text, table=True)
+
+
+def _cells(texts: tuple[str, ...]) -> str:
+    return "<br>".join(map(_cell, texts)) or "-"

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from tabulate import tabulate
 
 from guarddiag.flags import Flag
+from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.formats import render_as
 
 FLAG_LIST_SCHEMA = "guarddiag.flag-list/1"
@@ -72,12 +73,17 @@ def _headline(flags: FlagList) -> str:
 
 
 def _table(flags: FlagList) -> str:
+    flags = visible_values(flags)
     # Long notes (a deprecation message, a list of choices) wrap instead of making the table 200 columns wide.
     table = tabulate(_rows(flags.flags), headers=_HEADERS, maxcolwidths=[None, None, None, 48], disable_numparse=True)
     return _headline(flags) + "\n\n" + table
 
 
 def _markdown(flags: FlagList) -> str:
-    rows = [[f"`{name}`", kind, f"`{value}`", note.replace("|", "\\|")] for name, kind, value, note in _rows(flags.flags)]
+    flags = visible_values(flags)
+    rows = [
+        [markdown_code(name, True), markdown_text(kind, True), markdown_code(value, True), markdown_text(note, True)]
+        for name, kind, value, note in _rows(flags.flags)
+    ]
     table = tabulate(rows, headers=_HEADERS, tablefmt="github", disable_numparse=True)
     return "\n".join(["## guarddiag flags", "", _headline(flags), "", table]) + "\n"

@@ -8,15 +8,18 @@ FORMATS = ("table", "json", "yaml", "markdown")
 
 
 def render_as(fmt: str, to_dict: Callable[[], object], markdown: Callable[[], str], table: Callable[[], str]) -> str:
-    """``fmt`` rendered: json and yaml from the same dict, markdown and table by their own renderers."""
+    """``fmt`` rendered: json and yaml from the same dict, markdown and table by their own renderers
+    (which escape their values; JSON and YAML keep them exact, escaped for the medium by render.escape)."""
     if fmt == "json":
-        import json  # deferred with yaml: `guarddiag version` imports this module for FORMATS
+        import json  # deferred with escape: `guarddiag version` imports this module for FORMATS
 
-        return json.dumps(to_dict(), indent=2)
+        from guarddiag.render import escape
+
+        return escape.json_text(json.dumps(to_dict(), indent=2))
     if fmt == "yaml":
-        import yaml  # deferred: only the yaml format needs it
+        from guarddiag.render import escape
 
-        return yaml.safe_dump(to_dict(), sort_keys=False, width=120)
+        return escape.yaml_text(to_dict())
     if fmt == "markdown":
         return markdown()
     if fmt == "table":

@@ -7,7 +7,6 @@ JSON/YAML schema versions (``schema`` key):
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from itertools import groupby
 
@@ -15,6 +14,7 @@ from tabulate import tabulate
 
 from guarddiag.divergence import divergence_to_dict
 from guarddiag.gate import Finding, GateResult
+from guarddiag.render import escape
 from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
 from guarddiag.render.job import logs_at
@@ -105,6 +105,7 @@ def _finding_lines(f: Finding) -> list[str]:
 
 def render_text(result: GateResult) -> str:
     """The terminal report: a table of every checked function, then what failed and what improved."""
+    result = escape.visible_values(result)
     out = [tabulate(_rows(result), headers=_HEADERS)] if result.rows else ["no compiled functions"]
     for f in result.findings:
         if f.kind != "gone":
@@ -168,26 +169,22 @@ def _finding_to_dict(f: Finding) -> dict[str, object]:
 
 
 def render_markdown(result: GateResult) -> str:
-    """Markdown for ``$GITHUB_STEP_SUMMARY``: a table and the findings."""
-    out = ["## guarddiag check", "", f"**{_verdict(result)}**", ""]
+    """Markdown for ``$GITHUB_STEP_SUMMARY``: a table (scripts and functions as code) and the findings."""
+    result = escape.visible_values(result)
+    out = ["## guarddiag check", "", f"**{escape.markdown_text(_verdict(result))}**", ""]
     if result.rows:
-        out.append(tabulate(_rows(result), headers=_HEADERS, tablefmt="github"))
+        code = escape.markdown_code
+        rows = [[code(str(script), table=True), code(str(label), table=True), *rest] for script, label, *rest in _rows(result)]
+        out.append(tabulate(rows, headers=_HEADERS, tablefmt="github"))
     for f in result.findings:
-        out += ["", f"- **{f.kind}** {finding_message(f)}", *(f"  - {d}" for d in finding_details(f))]
+        details = [f"  - {escape.markdown_text(d)}" for d in finding_details(f)]
+        out += ["", f"- **{f.kind}** {escape.markdown_text(finding_message(f))}", *details]
     return "\n".join(out) + "\n"
-
-
-# Characters XML 1.0 cannot hold even escaped (C0 controls but tab, LF and CR; surrogates; U+FFFE/FFFF).
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _xml(text: str) -> str:
-    """``text`` with what XML cannot hold written as ``\\xNN`` (a function name with control characters)."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
 def render_junit(result: GateResult) -> str:
     """JUnit XML: a test suite per script, a test case per function (and one for the script's run)."""
+    result = escape.visible_values(result)
     suites = ET.Element("testsuites", name="guarddiag")
     by_script = {k: list(g) for k, g in groupby(sorted(result.rows, key=lambda r: r.script), key=lambda r: r.script)}
     scripts = sorted(set(by_script) | {f.script for f in result.findings})
@@ -217,30 +214,24 @@ def render_junit(result: GateResult) -> str:
     suites.set("tests", str(sum(int(s.get("tests", "0")) for s in suites)))
     suites.set("failures", str(total_failures))
     for element in suites.iter():
-        element.attrib = {k: _xml(v) for k, v in element.attrib.items()}
+        element.attrib = {k: escape.xml(v) for k, v in element.attrib.items()}
         if element.text:
-            element.text = _xml(element.text)
+            element.text = escape.xml(element.text, lines=True)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
-def _escape(text: str) -> str:
-    # GitHub workflow commands: %, CR and LF must be escaped in messages; also , and : in properties.
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _prop(text: str) -> str:
-    return _escape(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def render_annotations(result: GateResult) -> str:
-    """GitHub Actions workflow commands: an error on each regressed function's file and line, notices for improvements."""
+    """GitHub Actions workflow commands: an error on each regressed function's file and line, notices for
+    improvements; the only lines guarddiag writes that the runner acts on, their values escaped (render.escape)."""
+    result = escape.visible_values(result)
     lines = []
     for f in result.findings:
         if f.kind == "gone":
             continue
         level = "error" if f.failing else "notice"
-        where = f"file={_prop(f.file)}" + (f",line={f.line}" if f.line else "")
+        where = f"file={escape.workflow_property(f.file)}" + (f",line={f.line}" if f.line else "")
         body = "\n".join([finding_message(f), *finding_details(f)])
-        lines.append(f"::{level} {where},title={_prop('guarddiag ' + f.kind)}::{_escape(body)}")
+        title = escape.workflow_property("guarddiag " + f.kind)
+        lines.append(f"::{level} {where},title={title}::{escape.workflow_message(body)}")
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.render.columns import simple_table
 from guarddiag.render.divergence import headline_lines, shown_functions
+from guarddiag.render.escape import visible_values
 from guarddiag.render.job import job_notes, log_line, process_headers, process_rows
 from guarddiag.render.summary import (
     compiles_cell,
@@ -19,7 +20,8 @@ from guarddiag.render.words import run_compile_time_sentence
 
 
 def render(run: Run) -> str:
-    """The terminal report of one run."""
+    """The terminal report of one run (every name in it shown visibly: render.escape)."""
+    run = visible_values(run)
     out = [headline(run)]
     out += [f"{text}; counts cover what ran before that" if kind == "outcome" else f"{kind}: {text}" for kind, text in run_notes(run)]
     out += [f"note: {text}" for text in job_notes(run)]

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from guarddiag.model import FunctionSummary
+from guarddiag.render.escape import visible_values
 from guarddiag.render.summary import function_detail_lines, function_label
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ __all__ = ["function_details", "watch_report", "watch_warnings"]
 
 def watch_report(w: Watch) -> str:
     """Plain text: totals, then each function with recompiles or limit hits and its grouped causes."""
-    functions = w.functions
+    functions = visible_values(w.functions)
     what = f" of {', '.join(sorted(w.only))}" if w.only is not None else ""
     out = [
         f"guarddiag watch{what}: {len(functions)} compiled functions, {w.compiles} compiles, "

@@ -146,7 +146,7 @@ def test_a_process_that_imported_torch_and_never_loaded_dynamo_has_a_ledger_of_0
 
 
 def test_a_lambda_in_the_markdown_divergence_section_is_not_taken_for_an_html_tag():
-    from guarddiag.render.markdown import _text
+    from guarddiag.render.escape import markdown_text
 
     line = "<lambda> (x.py:3): rank 1 recompiled it (value of `a<b`)"
-    assert _text(line) == "&lt;lambda> (x.py:3): rank 1 recompiled it (value of `a<b`)"
+    assert markdown_text(line) == "&lt;lambda\\> (x.py:3): rank 1 recompiled it (value of `a<b`)"
