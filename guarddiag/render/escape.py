@@ -139,13 +139,14 @@ def markdown_code(value: str, table: bool = False) -> str:
     return f"{fence}{pad}{value}{pad}{fence}"
 
 
-# Outside code spans: what starts emphasis, links, images, HTML, entities, headings, strike-through,
-# math, table cells or a code span; ``<`` as an entity (a backslash before it reads oddly in raw text).
-_MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]>|#~$!]")
+# Outside code spans: what starts emphasis, strike-through, math, a link or image, a table cell or a code
+# span, wherever it stands; `_` only where it can (an `_` between letters or digits never does, CommonMark's
+# flanking rule); `#` and `>` at the start (a heading, a quote); `&` and `<` as entities (HTML, entities).
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*\[\]|~$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^[#>]")
 
 
 def _prose(text: str) -> str:
-    # `#` and `[` are escaped with the rest: no `##[` is left for the runner either.
+    # `[` is escaped with the rest: no `##[` is left for the runner either.
     text = visible(text).replace("&", "&amp;").replace("<", "&lt;")
     return _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), text)
 

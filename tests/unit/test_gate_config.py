@@ -212,5 +212,5 @@ def test_junit_is_valid_xml_when_a_function_name_has_control_characters(tmp_path
     text = render_junit(result)
     root = ET.fromstring(text.encode())  # raises on invalid XML
     names = [case.get("name") for case in root.iter("testcase")]
-    assert any(n.startswith("for\\x01ward\\x1b[0m\x7f (") for n in names), names
+    assert any(n.startswith("for\\x01ward\\x1b[0m\\x7f (") for n in names), names
     assert any(f.get("message", "").startswith("for\\x01ward") for f in root.iter("failure"))

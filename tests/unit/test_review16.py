@@ -149,4 +149,4 @@ def test_a_lambda_in_the_markdown_divergence_section_is_not_taken_for_an_html_ta
     from guarddiag.render.escape import markdown_text
 
     line = "<lambda> (x.py:3): rank 1 recompiled it (value of `a<b`)"
-    assert markdown_text(line) == "&lt;lambda\\> (x.py:3): rank 1 recompiled it (value of `a<b`)"
+    assert markdown_text(line) == "&lt;lambda> (x.py:3): rank 1 recompiled it (value of `a<b`)"
