@@ -16,7 +16,6 @@ from guarddiag.config import Settings
 from guarddiag.errors import InputError
 from guarddiag.gate import GateResult, evaluate
 from guarddiag.model import Run
-from guarddiag.render.escape import terminal
 from guarddiag.render.gate import finding_message, render_annotations, render_check, render_junit, render_markdown
 from guarddiag.store import write_atomic
 
@@ -84,7 +83,7 @@ def run_check(
     if summary:
         try:
             with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(terminal(render_markdown(result)))
+                fh.write(render_markdown(result))
         except OSError as exc:
             warn(
                 f"warning: $GITHUB_STEP_SUMMARY {summary}: cannot append the summary ({exc.strerror or exc}); "

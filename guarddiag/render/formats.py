@@ -9,7 +9,7 @@ FORMATS = ("table", "json", "yaml", "markdown")
 
 def render_as(fmt: str, to_dict: Callable[[], object], markdown: Callable[[], str], table: Callable[[], str]) -> str:
     """``fmt`` rendered: json and yaml from the same dict, markdown and table by their own renderers
-    (which escape their values; JSON and YAML keep them exact, escaped for the medium by render.escape)."""
+    (which escape their values); each escaped for its medium by render.escape, JSON and YAML exactly."""
     if fmt == "json":
         import json  # deferred with escape: `guarddiag version` imports this module for FORMATS
 
@@ -20,8 +20,9 @@ def render_as(fmt: str, to_dict: Callable[[], object], markdown: Callable[[], st
         from guarddiag.render import escape
 
         return escape.yaml_text(to_dict())
-    if fmt == "markdown":
-        return markdown()
-    if fmt == "table":
-        return table()
+    if fmt in ("markdown", "table"):
+        from guarddiag.render.escape import terminal
+
+        # Behind the renderers' own escaping of each value: no raw control, no line the runner acts on.
+        return terminal(markdown() if fmt == "markdown" else table())
     raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")

@@ -179,7 +179,7 @@ def render_markdown(result: GateResult) -> str:
     for f in result.findings:
         details = [f"  - {escape.markdown_text(d)}" for d in finding_details(f)]
         out += ["", f"- **{f.kind}** {escape.markdown_text(finding_message(f))}", *details]
-    return "\n".join(out) + "\n"
+    return escape.terminal("\n".join(out) + "\n")
 
 
 def render_junit(result: GateResult) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from guarddiag.model import FunctionSummary
-from guarddiag.render.escape import visible_values
+from guarddiag.render.escape import terminal, visible_values
 from guarddiag.render.summary import function_detail_lines, function_label
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def watch_report(w: Watch) -> str:
     out += function_details(functions)
     if len(out) == 1:
         out.append("no recompiles")
-    return "\n".join(out)
+    return terminal("\n".join(out))
 
 
 def watch_warnings(w: Watch) -> list[str]:

@@ -95,7 +95,7 @@ def test_ci_outputs_step_summary_and_annotations(project):
     proc = run_guarddiag("check", "model.py", cwd=project, env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true"})
     assert proc.returncode == 5
     md = summary.read_text()
-    assert "| script" in md and "| model.py" in md and "REGRESSION" in md
+    assert "| script" in md and "| `model.py`" in md and "REGRESSION" in md
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("::error ")]
     assert "file=model.py,line=30" in line and "2 over the 5 allowed" in line
 
@@ -170,7 +170,7 @@ def test_check_in_every_format_keeps_annotations_off_stdout(project, fmt):
     assert proc.returncode == 5, proc.stdout + proc.stderr
     doc = assert_document(proc.stdout, fmt, "guarddiag.check/1")
     if fmt == "markdown":
-        assert "**FAILED: 1 recompile regression(s)**" in doc and "| model.py" in doc
+        assert "**FAILED: 1 recompile regression(s)**" in doc and "| `model.py`" in doc
     else:
         (row,) = doc["rows"]
         assert (row["function"], row["baseline"], row["recompiles"], row["allowed"], row["status"]) == ("forward", 5, 7, 5, "REGRESSION")

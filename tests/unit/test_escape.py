@@ -1,0 +1,309 @@
+"""Every untrusted string is escaped for the medium it goes to (render/escape.py).
+
+Names, files, guard text and cause subjects come from torch logs and from run records, which are
+other CI jobs' artifacts: hostile. The hostile runs here are built as an attacker would: a real
+recorded log is parsed, its record saved, hostile strings written into the JSON, and the record read
+back through the store; or a real log is parsed whose lines carry a hostile name (one line each).
+Every renderer must then show the controls visibly, add no line, start no workflow command, keep its
+Markdown code spans and tables whole, and JSON/YAML must keep the exact name.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sys
+import unicodedata
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from guarddiag.config import Settings
+from guarddiag.diff import diff_runs
+from guarddiag.gate import evaluate
+from guarddiag.model import Run
+from guarddiag.pipeline import parse_logs
+from guarddiag.render import render
+from guarddiag.render.compare import render_compare
+from guarddiag.render.diff import render_diffs
+from guarddiag.render.escape import (
+    html,
+    markdown_code,
+    markdown_text,
+    terminal,
+    visible,
+    workflow_message,
+    workflow_property,
+    workflow_safe,
+    xml,
+)
+from guarddiag.render.explain import render_explanation
+from guarddiag.render.gate import render_annotations, render_check, render_junit, render_markdown
+from guarddiag.store import load_run, run_to_dict
+from tests.conftest import LOGS
+from tests.unit.test_render_formats import _compare_report
+
+settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+# Rendering a whole run per example: fewer examples than the string-level properties.
+RENDER = settings(max_examples=max(20, settings().max_examples // 5), deadline=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+LIMIT = LOGS / "torch-2.13.0" / "recompile_limit.log"
+FAILURES = LOGS / "torch-2.13.0" / "reset_and_failures.log"
+BRANCH = LOGS / "torch-2.13.0" / "torchrun" / "branch4.log"
+LOGDIR = LOGS / "torch-2.13.0" / "torchrun" / "logdir"
+
+# Control, format (bidi, zero-width), surrogate, line and paragraph separator characters: never raw.
+_RAW = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+FRAGMENTS = [
+    "\x1b]52;c;SGVsbG8=\x07",  # OSC 52: writes the clipboard
+    "\x1b]0;owned\x07",  # OSC 0: the window title
+    "\x1b]8;;https://e.example/\x1b\\link\x1b]8;;\x1b\\",  # OSC 8: a hyperlink
+    "\x1b[2J",  # CSI: clear the screen
+    "\x9b2J",  # CSI as one C1 byte
+    "\u202e", "\u2066", "\u061c", "\u200b", "\ufeff", "\u2028", "\x85",
+    "\r", "\n", "\r\n", "\t", "\x00", "\x7f",
+    "a\r\n::stop-commands::x", "\n::add-mask::secret", "\n  ::warning file=x.py::y", "::notice::n", "::",
+    "##[error]boom", "##[", "#", "`", "``", "|", "<img src=x>", "[l](https://e)", "![i](https://e/p.png)",
+    "*", "_", "\\", "&lt;", "$x$", "~~s~~", "%0A", ",", ":", " ",
+]
+hostile_text = st.lists(
+    st.one_of(st.sampled_from(FRAGMENTS), st.characters(codec="utf-8"), st.characters(max_codepoint=0x9F)),
+    min_size=1,
+    max_size=12,
+).map("".join)
+
+
+def _raw_controls(text: str, keep: str = "\n\t") -> list[str]:
+    return [c for c in text if c not in keep and unicodedata.category(c) in _RAW]
+
+
+def _assert_plain(text: str, benign: str | None = None) -> None:
+    """A text output: no raw control but guarddiag's own newlines and tabs, no workflow command, and
+    as many lines as the same report of a benign name."""
+    assert not _raw_controls(text), _raw_controls(text)
+    for line in text.split("\n"):
+        assert not line.lstrip().startswith("::"), line
+        assert "##[" not in line, line
+    if benign is not None:
+        assert text.count("\n") == benign.count("\n"), (text, benign)
+
+
+_TABLE_LINE = re.compile(r"^\s*\|")
+
+
+def _assert_markdown(text: str, benign: str | None = None) -> None:
+    """Markdown: plain as above; every code span closed on its line; outside them no raw `<` (but
+    guarddiag's own <br>), `[` or backtick; a table keeps its header's column count."""
+    _assert_plain(text, benign)
+    columns = None
+    for line in text.split("\n"):
+        outside, i = [], 0
+        while i < len(line):
+            if line[i] == "\\":
+                i += 2
+                continue
+            if line[i] == "`":
+                run = re.match("`+", line[i:]).group()
+                close = re.compile(f"(?<!`){run}(?!`)").search(line, i + len(run))
+                assert close is not None, f"unclosed code span in {line!r}"
+                i = close.end()
+                continue
+            outside.append(line[i])
+            i += 1
+        prose = "".join(outside).replace("<br>", "")
+        assert "<" not in prose and "[" not in prose and "]" not in prose, line
+        if _TABLE_LINE.match(line):
+            cells = len(re.findall(r"(?<!\\)\|", line))
+            columns = cells if columns is None else columns
+            assert cells == columns, line
+        else:
+            columns = None
+
+
+def _record(run: Run, tmp_path: Path, name: str, poison) -> Run:
+    """``run`` saved as a record, ``poison`` applied to its JSON, read back through the store."""
+    data = json.loads(json.dumps(run_to_dict(run)))
+    poison(data)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return load_run(path)
+
+
+def _poison(value: str):
+    """Put ``value`` into every string of a record an attacker controls without changing its shape."""
+
+    def apply(data: dict) -> None:
+        data["script"] = f"{value}.py"
+        data["log_path"] = f"/ci/{value}/torch.log"
+        for f in data["functions"]:
+            f["name"] = f"{f['name']}{value}" if f["name"] else f["name"]
+            f["file"] = f"/src/{value}/{os.path.basename(f['file'])}" if f["file"] else f["file"]
+            for e in f["recompile_events"]:
+                for c in (*e["causes"], *e["also"]):
+                    c["subject"] = f"value of `{value}`"
+                    c["text"] = f"{value} == 1"
+                    c["location"] = f"{value}.py:3 in {value}" if c["location"] else c["location"]
+                    c["code"] = value if c["code"] else c["code"]
+            for h in f["limit_hits"]:
+                h["last_reason"] = value
+                if h["cause"]:
+                    h["cause"]["subject"] = f"value of `{value}`"
+            for c in f["failed_compiles"]:
+                c["reason"] = f"Unsupported: {value}"
+            for g in f["graph_breaks"]:
+                g["reason"] = value
+        for p in data.get("job", {}).get("processes", []):
+            p["host"] = value
+            p["logs"] = [f"/ci/{value}/{os.path.basename(log)}" for log in p["logs"]]
+
+    return apply
+
+
+def _benign(value: str) -> str:
+    return "n" * len(value)
+
+
+@functools.cache
+def _real_runs() -> dict[str, Run]:
+    """The real recorded runs the hostile records are made from (a failed script with a limit hit, failed
+    compiles, ranks that diverge, a torchrun log dir's job)."""
+    return {
+        "limit": replace(parse_logs([str(LIMIT)]), source="run", status="failed", exit_code=1, torch_version="2.13.0"),
+        "failures": parse_logs([str(FAILURES)]),
+        "ranks": parse_logs([str(BRANCH)]),
+        "job": parse_logs([str(LOGDIR)]),
+    }
+
+
+def test_every_control_format_and_separator_character_is_shown_visibly():
+    """The table of unsafe characters in render/escape.py against Unicode's own categories."""
+    unsafe = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in _RAW]
+    for ch in unsafe:
+        shown = visible(ch)
+        assert shown != ch and shown.isascii() and shown.isprintable(), (hex(ord(ch)), shown)
+    assert visible("a\r\n\x1b]52;c;SGVsbG8=\x07\u202e") == "a\\r\\n\\x1b]52;c;SGVsbG8=\\x07\\u202e"
+    assert terminal("own\tcells\nown lines\x1b[2J") == "own\tcells\nown lines\\x1b[2J"
+
+
+@given(hostile_text)
+def test_string_escapes_hold_for_any_text(value):
+    assert not _raw_controls(visible(value), keep="")
+    assert "\n" not in visible(value) and "##[" not in workflow_safe(visible(value))
+    for out in (workflow_message(value), workflow_property(value)):
+        assert not _raw_controls(out, keep="") and "##[" not in out and "\n" not in out and "\r" not in out
+    assert not set(":,") & set(workflow_property(value))
+    _assert_markdown(markdown_code(value))
+    _assert_markdown(markdown_text(f"value of `{value}` in {value}"))
+    cells = f"| {markdown_code(value, table=True)} | {markdown_text(value, table=True)} |"
+    _assert_markdown(f"| a | b |\n|---|---|\n{cells}")
+    element = ET.Element("case", name=xml(value))
+    element.text = xml(value, lines=True)
+    root = ET.fromstring(ET.tostring(element))  # valid XML 1.0
+    assert not _raw_controls(root.get("name") or "", keep="") and not _raw_controls(root.text or "")
+    assert "<" not in html(value) and '"' not in html(value)
+
+
+@given(hostile_text)
+@RENDER
+def test_every_run_report_escapes_a_hostile_record(tmp_path_factory, value):
+    tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
+    for key, run in real_runs.items():
+        hostile, benign = _record(run, tmp, key, _poison(value)), _record(run, tmp, key + "-b", _poison(_benign(value)))
+        _assert_plain(render(hostile, "table"), render(benign, "table"))
+        _assert_markdown(render(hostile, "markdown"), render(benign, "markdown"))
+        for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
+            text = render(hostile, fmt)
+            _assert_plain(text)
+            back = load(text)
+            assert back["script"] == f"{value}.py"
+            assert [f["name"] for f in back["functions"]] == [f.name for f in hostile.functions]
+
+
+@given(hostile_text)
+@RENDER
+def test_diff_and_compare_escape_a_hostile_record(tmp_path_factory, value):
+    tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
+    run = real_runs["limit"]
+    hostile, benign = _record(run, tmp, "h", _poison(value)), _record(run, tmp, "b", _poison(_benign(value)))
+    for fmt in ("table", "markdown", "json", "yaml"):
+        text = render_diffs([diff_runs(run, hostile, "a.json", value)], fmt)
+        _assert_plain(text)
+        if fmt == "table":
+            _assert_plain(text, render_diffs([diff_runs(run, benign, "a.json", _benign(value))], fmt))
+        if fmt == "markdown":
+            _assert_markdown(text, render_diffs([diff_runs(run, benign, "a.json", _benign(value))], fmt))
+    report = _compare_report()
+    poisoned = replace(report, diffs=tuple(diff_runs(run, hostile, "baseline", value) for _ in report.diffs))
+    _assert_plain(render_compare(poisoned, "table"))
+    _assert_markdown(render_compare(poisoned, "markdown"))
+    assert json.loads(render_compare(poisoned, "json"))["diffs"][0]["after_label"] == value
+
+
+@given(hostile_text)
+@RENDER
+def test_check_escapes_a_hostile_record_in_every_output(tmp_path_factory, value):
+    tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
+    for key in ("limit", "failures", "ranks"):
+        outputs = {}
+        for name in (value, _benign(value)):
+            run = _record(real_runs[key], tmp, key, _poison(name))
+            config = Settings(root=tmp, max_recompiles=0, fail_on_limit_hit=True, fail_on_rank_divergence=True)
+            outputs[name] = evaluate({f"{name}.py": run}, None, config)
+        result, benign = outputs[value], outputs[_benign(value)]
+        _assert_plain(render_check(result, "table"), render_check(benign, "table"))
+        _assert_markdown(render_markdown(result), render_markdown(benign))
+        assert {f["script"] for f in json.loads(render_check(result, "json"))["findings"]} == {f"{value}.py"}
+        annotations = render_annotations(result)
+        assert annotations.count("\n") == render_annotations(benign).count("\n")
+        for line in annotations.split("\n"):
+            assert re.match(r"::(error|notice) file=[^:,]*(,line=\d+)?,title=guarddiag [a-z_]+::", line), line
+            assert not _raw_controls(line, keep="") and "##[" not in line
+        root = ET.fromstring(render_junit(result).encode())  # valid XML
+        for element in root.iter():
+            assert not any(_raw_controls(v, keep="") for v in element.attrib.values())
+            assert not _raw_controls(element.text or "")
+
+
+# What a log line can carry in a frame's name and still be read as that name: no line break, no space
+# or colon (they end the name in torch's messages); `##[`, backticks, controls, bidi marks stay.
+_IN_A_LOG_NAME = re.compile(r"[\s:\x0b\x0c\x1c-\x1e\x85\u2028\u2029'\"()]")
+
+
+@given(hostile_text.map(lambda s: _IN_A_LOG_NAME.sub("", s) or "\x1b[2J"))
+@RENDER
+def test_a_log_line_naming_a_hostile_function_is_escaped_by_parse_and_explain(tmp_path_factory, value):
+    """A log carries a name on one line: the frame's name in every line that names it."""
+    tmp = tmp_path_factory.mktemp("logs")
+    outputs = {}
+    for name in (value, _benign(value)):
+        log = tmp / f"{len(outputs)}.log"
+        log.write_text(LIMIT.read_text(encoding="utf-8").replace("rollout", f"roll{name}"), encoding="utf-8", newline="")
+        outputs[name] = parse_logs([str(log)]), log
+    (hostile, log), (benign, benign_log) = outputs[value], outputs[_benign(value)]
+    # How the parser reads an odd name is its own business (test_fuzz.py); here: how it is shown.
+    assume([(f.compiles, f.recompiles) for f in hostile.functions] == [(f.compiles, f.recompiles) for f in benign.functions])
+    assume(any(value in f.name for f in hostile.functions))
+    _assert_plain(render(hostile, "table"), render(benign, "table"))
+    _assert_markdown(render(hostile, "markdown"), render(benign, "markdown"))
+    from guarddiag.commands.explain import explain_path
+
+    (explanation, _), (benign_explanation, _) = explain_path(log, False), explain_path(benign_log, False)
+    _assert_plain(render_explanation(explanation, "table"), render_explanation(benign_explanation, "table"))
+    _assert_markdown(render_explanation(explanation, "markdown"), render_explanation(benign_explanation, "markdown"))
+    assert value in json.loads(render_explanation(explanation, "json"))["functions"][0]["name"]
+
+
+def test_markdown_code_spans_take_a_fence_longer_than_any_backtick_run():
+    assert markdown_code("a`b") == "``a`b``"
+    assert markdown_code("`x``") == "``` `x`` ```"
+    assert markdown_code("a|b", table=True) == "`a\\|b`"
+    assert markdown_text("value of `x` and <img src=x> [l](https://e)") == "value of `x` and &lt;img src=x> \\[l\\](https://e)"
