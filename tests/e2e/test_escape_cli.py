@@ -55,8 +55,8 @@ def test_diff_and_parse_of_a_hostile_record_show_its_names_visibly(tmp_path: Pat
     code, out, err = _guarddiag("diff", str(plain), str(hostile), cwd=tmp_path)
     assert code == 0, err
     _assert_ci_log(out + err)
-    assert "\\x1b]52;c;SGVsbG8=\\x07" in out and "\\u202eevil\\r\\n\\::stop-commands::x" not in out
-    assert "rollout\\x1b]52;c;SGVsbG8=\\x07\\x1b]0;owned\\x07\\x1b[2J\\u202eevil\\r\\n::stop-commands::x\\n::add-mask::s ##\\[error]boom" in out
+    shown = "rollout\\x1b]52;c;SGVsbG8=\\x07\\x1b]0;owned\\x07\\x1b[2J\\u202eevil\\r\\n::stop-commands::x\\n::add-mask::s ##\\[error]"
+    assert shown in out
     code, md, err = _guarddiag("diff", "-f", "markdown", str(plain), str(hostile), cwd=tmp_path)
     _assert_ci_log(md + err)
     _assert_markdown(md)

@@ -307,3 +307,23 @@ def test_markdown_code_spans_take_a_fence_longer_than_any_backtick_run():
     assert markdown_code("`x``") == "``` `x`` ```"
     assert markdown_code("a|b", table=True) == "`a\\|b`"
     assert markdown_text("value of `x` and <img src=x> [l](https://e)") == "value of `x` and &lt;img src=x> \\[l\\](https://e)"
+
+
+def test_commands_write_only_through_the_escaping_output():
+    """Every command writes its text through commands/output.py (escaped for a terminal and a CI log),
+    never with a bare typer.echo or print; clean prints only guarddiag's own folder path."""
+    import ast
+
+    from tests.conftest import ROOT
+
+    sources = [*(ROOT / "guarddiag" / "commands").glob("*.py"), ROOT / "guarddiag" / "cli.py"]
+    writes = []
+    for path in sources:
+        if path.name in ("output.py", "clean.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = ast.unparse(node.func)
+                if name in ("print", "typer.echo", "sys.stdout.write", "sys.stderr.write") and "__version__" not in ast.unparse(node):
+                    writes.append(f"{path.name}:{node.lineno}: {name}")
+    assert not writes, writes
