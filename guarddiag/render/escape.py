@@ -50,7 +50,7 @@ def _shown(m: re.Match[str]) -> str:
 def visible(text: str) -> str:
     """One untrusted value as plain text: every control, bidi or invisible character written as its
     escape (``\\x1b``, ``\\u202e``, ``\\n``), so that the value shows what it holds and adds no line."""
-    return text if _UNSAFE.search(text) is None else _UNSAFE.sub(_shown, text)
+    return text if (text.isascii() and text.isprintable()) or _UNSAFE.search(text) is None else _UNSAFE.sub(_shown, text)
 
 
 def visible_values(value: T) -> T:
@@ -60,30 +60,54 @@ def visible_values(value: T) -> T:
     return _visible(value, {})
 
 
-def _visible(value: object, memo: dict[int, object]) -> object:  # noqa: PLR0911 - one branch per kind of container
-    if isinstance(value, str):
-        return visible(value)
-    if value is None or isinstance(value, (int, float, bool)):
+_ATOMS = frozenset({int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _visible(value: object, memo: dict[int, object]) -> object:
+    """A report has tens of strings per recompile: strings and numbers are handled inline, without a call."""
+    kind = type(value)
+    if kind is str:
+        return visible(value)  # type: ignore[arg-type]
+    if kind in _ATOMS:
         return value
     key = id(value)
     if key in memo:
         return memo[key]
     out: object = value
     if isinstance(value, (tuple, list, set, frozenset)):
-        items = [_visible(v, memo) for v in value]
+        items = [_item(v, memo) for v in value]
         if any(a is not b for a, b in zip(items, value, strict=True)):
             out = type(value)(items)
     elif isinstance(value, dict):
-        pairs = [(_visible(k, memo), _visible(v, memo)) for k, v in value.items()]
+        pairs = [(_item(k, memo), _item(v, memo)) for k, v in value.items()]
         if any(k is not k0 or v is not v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True)):
             out = dict(pairs)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = [f.name for f in dataclasses.fields(value) if f.init]
-        changed = {name: new for name in fields if (new := _visible(getattr(value, name), memo)) is not getattr(value, name)}
+    elif (names := _fields(kind)) is not None:
+        changed = {}
+        for name in names:
+            old = getattr(value, name)
+            new = _item(old, memo)
+            if new is not old:
+                changed[name] = new
         if changed:
-            out = dataclasses.replace(value, **changed)
+            out = dataclasses.replace(value, **changed)  # type: ignore[type-var]
     memo[key] = out
     return out
+
+
+def _item(value: object, memo: dict[int, object]) -> object:
+    kind = type(value)
+    if kind is str:
+        return value if value.isascii() and value.isprintable() else visible(value)  # type: ignore[union-attr,arg-type]
+    return value if kind in _ATOMS else _visible(value, memo)
+
+
+def _fields(kind: type) -> tuple[str, ...] | None:
+    """The fields a dataclass is built from (None for any other type), looked up once per type."""
+    if kind not in _FIELDS:
+        _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind) if f.init) if dataclasses.is_dataclass(kind) else None
+    return _FIELDS[kind]
 
 
 # The GitHub runner acts on a line that starts (after whitespace) with `::`, and on `##[` anywhere in it
