@@ -17,7 +17,7 @@ __all__ = ["function_details", "watch_report", "watch_warnings"]
 
 def watch_report(w: Watch) -> str:
     """Plain text: totals, then each function with recompiles or limit hits and its grouped causes."""
-    functions = visible_values(w.functions)
+    functions = w.functions
     what = f" of {', '.join(sorted(w.only))}" if w.only is not None else ""
     out = [
         f"guarddiag watch{what}: {len(functions)} compiled functions, {w.compiles} compiles, "
@@ -46,7 +46,7 @@ def function_details(functions: Iterable[FunctionSummary]) -> list[str]:
     from guarddiag.inprocess import function_recompiles
 
     out: list[str] = []
-    for f in sorted(functions, key=lambda f: (-function_recompiles(f), f.name)):
+    for f in sorted(visible_values(tuple(functions)), key=lambda f: (-function_recompiles(f), f.name)):
         if not f.recompile_events and not f.limit_hit and not f.failed_compiles:
             continue
         out.append(f"{function_label(f)}: {function_recompiles(f)} recompiles")

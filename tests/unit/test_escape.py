@@ -143,6 +143,7 @@ def _poison(value: str):
 
     def apply(data: dict) -> None:
         data["script"] = f"{value}.py"
+        data["flags"], data["config"] = {value: value}, {value: 1}  # keys too: YAML must quote them
         data["log_path"] = f"/ci/{value}/torch.log"
         for f in data["functions"]:
             f["name"] = f"{f['name']}{value}" if f["name"] else f["name"]
@@ -224,7 +225,7 @@ def test_every_run_report_escapes_a_hostile_record(tmp_path_factory, value):
             text = render(hostile, fmt)
             _assert_plain(text)
             back = load(text)
-            assert back["script"] == f"{value}.py"
+            assert back["script"] == f"{value}.py" and back["flags"] == {value: value}
             assert [f["name"] for f in back["functions"]] == [f.name for f in hostile.functions]
 
 
