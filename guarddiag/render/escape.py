@@ -153,7 +153,8 @@ def workflow_property(text: str) -> str:
 def markdown_code(value: str, table: bool = False) -> str:
     """``value`` as one Markdown code span: a fence longer than any backtick run inside (CommonMark),
     padded when the value starts or ends with a backtick; in a ``table`` cell ``|`` as ``\\|`` (GFM)."""
-    value = workflow_safe(visible(value))
+    # A code span never starts a line: of the workflow commands only `##[` can act inside one.
+    value = visible(value).replace(_LEGACY, "##\\[")
     if table:
         value = value.replace("|", "\\|")
     if not value:
