@@ -12,7 +12,6 @@ from pathlib import Path
 from guarddiag import baseline as baseline_io
 from guarddiag.baseline import relative_file
 from guarddiag.child.runner import RunRequest, check_script, execute_many
-from guarddiag.commands import output
 from guarddiag.commands.options import Target, command_settings, flag_options
 from guarddiag.commands.output import echo, message
 from guarddiag.config import ScriptSpec, Settings
@@ -142,4 +141,4 @@ def record_baseline(runs: dict[str, Run], settings: Settings, out: Path, anew: b
 
 def warn(text: str) -> None:
     """One ``guarddiag:`` line on stderr that does not stop the command."""
-    output.message(f"guarddiag: {text}")
+    message(f"guarddiag: {text}")
