@@ -90,7 +90,7 @@ def test_merge_the_records_of_two_nodes(tmp_path: Path):
     records = (str(tmp_path / "node_a.json"), str(tmp_path / "node_b.json"))
     assert yaml.safe_load(run_guarddiag("merge", *records, "-f", "yaml").stdout) == record
     markdown = run_guarddiag("merge", *records, "-f", "markdown").stdout
-    assert "| rank3 " in markdown
+    assert "| `rank3` " in markdown  # a process label is a name from a record: a code span
     # The merged record is a record: diff reads it.
     assert run_guarddiag("diff", str(merged), str(merged)).returncode == 0
 
