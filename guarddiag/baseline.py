@@ -18,17 +18,10 @@ from guarddiag.errors import InputError
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.store import write_atomic
-from guarddiag.yamlfile import read_yaml
+from guarddiag.yamlfile import Dumper, read_yaml
 
 BASELINE_SCHEMA = "guarddiag.baseline/1"
 _SCHEMA_FAMILY = "guarddiag.baseline/"
-
-
-class _BaselineDumper(yaml.SafeDumper):
-    """Never writes anchors: a value shared between functions is written out in full (load refuses aliases)."""
-
-    def ignore_aliases(self, data: object) -> bool:
-        return True
 
 
 @dataclass(frozen=True)
@@ -149,7 +142,7 @@ def to_yaml(baseline: Baseline) -> str:
         ],
     }
     header = "# guarddiag baseline: recompiles per function. Refresh with `guarddiag check --update`.\n"
-    return header + yaml.dump(doc, Dumper=_BaselineDumper, sort_keys=False, width=120)
+    return header + yaml.dump(doc, Dumper=Dumper, sort_keys=False, width=120)
 
 
 def save(baseline: Baseline, path: Path) -> None:
