@@ -2,7 +2,8 @@
 
 Functions are keyed by name, file relative to the project root, and first line: never by
 frame ids or object ids. Schema versions (``schema`` key):
-  guarddiag.baseline/1 -- first version (docs/ci.md).
+  guarddiag.baseline/1 -- first version (docs/ci.md). ``torch_version`` is the torch the runs were
+  recorded with; null or absent (a baseline made from records that do not say) reads as not known.
 """
 
 from __future__ import annotations
@@ -205,4 +206,7 @@ def load(path: Path) -> Baseline:
                 )
             )
         scripts.append(BaselineScript(s["path"], tuple(functions), _int(s.get("max_recompiles"), f"{where}.max_recompiles", True)))
-    return Baseline(tuple(scripts), doc.get("torch_version"))
+    torch = doc.get("torch_version")
+    if torch is not None and not isinstance(torch, str):
+        raise InputError(f"{path}: torch_version: must be text such as '2.13.0', not {torch!r}; quote it or re-create the baseline")
+    return Baseline(tuple(scripts), torch)

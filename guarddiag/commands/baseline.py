@@ -37,8 +37,9 @@ def baseline_command(
 def _specs(items: Sequence[str | Target], settings: Settings, flags: tuple[tuple[str, str], ...]) -> list[ScriptSpec | Path]:
     """Scripts to run (as specs) and run records to read (as paths), from the command line or the config.
 
-    A script named on the command line that the config lists keeps its configured args, flags and budget;
-    so does a module (-m) that the config lists with the same arguments.
+    A configured script's path is relative to the project root (the settings' folder), one on the
+    command line to the current folder. A script named on the command line that the config lists keeps
+    its configured args, flags and budget; so does a module (-m) that the config lists with the same arguments.
     """
     configured = [replace(s, flags=s.flags + flags) for s in settings.scripts]
     if not items:
@@ -56,8 +57,10 @@ def _specs(items: Sequence[str | Target], settings: Settings, flags: tuple[tuple
         if item.endswith(".json"):
             out.append(Path(item))
             continue
-        same = [s for s in configured if not s.module and os.path.normpath(s.path) == os.path.normpath(item)]
-        out.extend(same or [ScriptSpec(item, (), flags)])
+        # A script on the command line is relative to the current folder, a configured one to the settings' folder.
+        given = os.path.normpath(settings.cwd / item)
+        same = [s for s in configured if not s.module and os.path.normpath(settings.root / s.path) == given]
+        out.extend(same or [ScriptSpec(given, (), flags)])
     return out
 
 

@@ -3,10 +3,14 @@
 JSON/YAML schema versions (``schema`` key):
   guarddiag.check/1 -- first version: ``exit_code``, ``verdict``, ``rows[]`` (one per checked
   function) and ``findings[]`` (facts, plus the ``message`` and ``details`` the table shows).
+  Added since, optional for readers: ``settings_file`` (the settings file in force, null: none found)
+  and ``torch`` (``{baseline, now}``, null unless a count moved against a baseline of another or an
+  unknown torch; each null when not known).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 from itertools import groupby
@@ -14,7 +18,7 @@ from itertools import groupby
 from tabulate import tabulate
 
 from guarddiag.divergence import divergence_to_dict
-from guarddiag.gate import Finding, GateResult
+from guarddiag.gate import Finding, GateResult, TorchChange
 from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
 from guarddiag.render.job import logs_at
@@ -58,6 +62,29 @@ def _verdict(result: GateResult) -> str:
         return f"FAILED: {', '.join(parts)}"
     note = f"; {len(result.improvements)} improvement(s), record with `guarddiag check --update`" if result.improvements else ""
     return f"OK: no recompile regression{note}"
+
+
+def settings_line(result: GateResult) -> str:
+    """Which settings file ``check`` used, relative to the current folder (``../pyproject.toml``), or that none was found."""
+    if not result.settings_file:
+        return "settings: none found (no guarddiag.yaml or [tool.guarddiag] in pyproject.toml here or above, up to the repository's top)"
+    shown = os.path.relpath(result.settings_file) if os.path.isabs(result.settings_file) else result.settings_file
+    table = " [tool.guarddiag]" if os.path.basename(shown) == "pyproject.toml" else ""
+    return f"settings: {shown}{table}"
+
+
+def torch_line(change: TorchChange) -> str:
+    """That torch changed since the baseline (or is not known), for a report that shows counts that moved."""
+    now = change.now or "not known (the run records do not say)"
+    if change.baseline is None:
+        return (
+            f"note: the baseline does not say which torch recorded it (torch now: {now}); counts can move with "
+            "torch itself: record the baseline again on this torch (`guarddiag check --update`) to compare like with like"
+        )
+    return (
+        f"note: torch changed since the baseline, from {change.baseline} to {now}; counts can move with torch "
+        "itself: record the baseline again on this torch (`guarddiag check --update`) to compare like with like"
+    )
 
 
 def finding_message(f: Finding) -> str:
@@ -112,7 +139,9 @@ def render_text(result: GateResult) -> str:
     gone = [f for f in result.findings if f.kind == "gone"]
     if gone:
         out += ["", *(f"note: {finding_message(f)}" for f in gone)]
-    return "\n".join([*out, "", _verdict(result)])
+    if result.torch is not None:
+        out += ["", torch_line(result.torch)]
+    return "\n".join([*out, "", settings_line(result), _verdict(result)])
 
 
 def render_check(result: GateResult, fmt: str) -> str:
@@ -126,6 +155,8 @@ def check_to_dict(result: GateResult) -> dict[str, object]:
         "schema": CHECK_SCHEMA,
         "exit_code": result.exit_code,
         "verdict": _verdict(result),
+        "settings_file": result.settings_file or None,
+        "torch": {"baseline": result.torch.baseline, "now": result.torch.now} if result.torch is not None else None,
         "rows": [
             {
                 "script": r.script,
@@ -174,7 +205,16 @@ def render_markdown(result: GateResult) -> str:
         out.append(tabulate(_rows(result), headers=_HEADERS, tablefmt="github"))
     for f in result.findings:
         out += ["", f"- **{f.kind}** {finding_message(f)}", *(f"  - {d}" for d in finding_details(f))]
+    if result.torch is not None:
+        out += ["", torch_line(result.torch)]
+    out += ["", _code_span(settings_line(result))]
     return "\n".join(out) + "\n"
+
+
+def _code_span(text: str) -> str:
+    """``text`` in a Markdown code span whose fence is longer than any run of backticks in it (a path can hold one)."""
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}"
 
 
 # Characters XML 1.0 cannot hold even escaped (C0 controls but tab, LF and CR; surrogates; U+FFFE/FFFF).
@@ -194,6 +234,7 @@ def render_junit(result: GateResult) -> str:
     total_failures = 0
     for script in scripts:
         suite = ET.SubElement(suites, "testsuite", name=script)
+        _properties(suite, result)
         cases = 0
         failures = 0
         crashed = [f for f in result.findings if f.script == script and f.kind == "script_failed"]
@@ -222,6 +263,15 @@ def render_junit(result: GateResult) -> str:
             element.text = _xml(element.text)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _properties(suite: ET.Element, result: GateResult) -> None:
+    """The settings file in force and, when counts moved, the torch of the baseline and of the run."""
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="guarddiag.settings_file", value=result.settings_file or "none")
+    if result.torch is not None:
+        ET.SubElement(properties, "property", name="guarddiag.torch_baseline", value=result.torch.baseline or "not known")
+        ET.SubElement(properties, "property", name="guarddiag.torch_now", value=result.torch.now or "not known")
 
 
 def _escape(text: str) -> str:

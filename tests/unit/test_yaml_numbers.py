@@ -58,7 +58,8 @@ def test_plain_decimal_booleans_and_text_read_as_written(tmp_path: Path, written
 @pytest.mark.parametrize("word", ["yes", "no", "on", "off", "Yes", "OFF"])
 def test_yaml11_boolean_words_are_refused_in_settings(tmp_path: Path, word: str):
     (tmp_path / "guarddiag.yaml").write_text(f"fail_on_limit_hit: {word}\n")
-    with pytest.raises(InputError, match=rf"guarddiag.yaml: line 1, fail_on_limit_hit: {word} is a boolean in YAML 1.1 .*write true or false"):
+    match = rf"guarddiag.yaml: line 1, fail_on_limit_hit: {word} is a boolean in YAML 1.1 .*write true or false"
+    with pytest.raises(InputError, match=match):
         load_settings(tmp_path, {}, {})
 
 
