@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from guarddiag.errors import InputError
+from guarddiag.filekinds import wrong_file
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.store import write_atomic
@@ -168,7 +169,12 @@ def load(path: Path) -> Baseline:
         doc = read_yaml(path, "baseline", "re-create it with `guarddiag baseline`")
     except FileNotFoundError:
         raise InputError(f"{path}: no baseline; create one with `guarddiag baseline SCRIPT... -o {path}`") from None
+    except InputError as exc:  # not YAML: a JUnit report or a run report given as the baseline is named as such
+        raise InputError(wrong_file(path, "baseline") or str(exc)) from None
     schema = doc.get("schema") if isinstance(doc, dict) else None
+    wrong = None if isinstance(schema, str) and schema.startswith(_SCHEMA_FAMILY) else wrong_file(path, "baseline")
+    if wrong:
+        raise InputError(wrong)
     if isinstance(schema, str) and schema.startswith(_SCHEMA_FAMILY) and schema != BASELINE_SCHEMA:
         raise InputError(
             f"{path}: baseline schema {schema!r} is not one this guarddiag reads ({BASELINE_SCHEMA}); "

@@ -17,6 +17,7 @@ from guarddiag.child.runner import RunRequest, check_script, execute_many
 from guarddiag.commands.options import Target, command_settings, flag_options
 from guarddiag.config import ScriptSpec, Settings
 from guarddiag.errors import SCRIPT_FAILED, InputError
+from guarddiag.filekinds import is_run_record, wrong_file
 from guarddiag.model import Run
 from guarddiag.render.words import script_outcome
 from guarddiag.store import load_run
@@ -54,9 +55,12 @@ def _specs(items: Sequence[str | Target], settings: Settings, flags: tuple[tuple
             same = [s for s in configured if s.module == item.module and s.args == item.args]
             out.extend(same or [ScriptSpec("", item.args, flags, module=item.module)])
             continue
-        if item.endswith(".json"):
+        if item.endswith(".json") or is_run_record(Path(item)):
             out.append(Path(item))
             continue
+        wrong = wrong_file(item, "script") if os.path.isfile(item) else None
+        if wrong:  # a baseline or a report given as a script would run as Python and fail with a SyntaxError
+            raise InputError(wrong)
         # A script on the command line is relative to the current folder, a configured one to the settings' folder.
         given = os.path.normpath(settings.cwd / item)
         same = [s for s in configured if not s.module and os.path.normpath(settings.root / s.path) == given]
