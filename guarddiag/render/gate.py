@@ -67,7 +67,7 @@ def _verdict(result: GateResult) -> str:
 def settings_line(result: GateResult) -> str:
     """Which settings file ``check`` used, relative to the current folder (``../pyproject.toml``), or that none was found."""
     if not result.settings_file:
-        return "settings: none found (no guarddiag.yaml or [tool.guarddiag] in pyproject.toml here or above, up to the repository's top)"
+        return "settings: none found (no guarddiag.yaml or [tool.guarddiag] here or above)"
     shown = os.path.relpath(result.settings_file) if os.path.isabs(result.settings_file) else result.settings_file
     table = " [tool.guarddiag]" if os.path.basename(shown) == "pyproject.toml" else ""
     return f"settings: {shown}{table}"
