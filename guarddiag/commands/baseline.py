@@ -58,7 +58,7 @@ def _specs(items: Sequence[str | Target], settings: Settings, flags: tuple[tuple
         if item.endswith(".json") or is_run_record(Path(item)):
             out.append(Path(item))
             continue
-        wrong = wrong_file(item, "script") if os.path.isfile(item) else None
+        wrong = wrong_file(item, "script", leading=True) if not item.endswith(".py") and os.path.isfile(item) else None
         if wrong:  # a baseline or a report given as a script would run as Python and fail with a SyntaxError
             raise InputError(wrong)
         # A script on the command line is relative to the current folder, a configured one to the settings' folder.

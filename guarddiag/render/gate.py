@@ -70,21 +70,27 @@ def settings_line(result: GateResult) -> str:
         return "settings: none found (no guarddiag.yaml or [tool.guarddiag] here or above)"
     shown = os.path.relpath(result.settings_file) if os.path.isabs(result.settings_file) else result.settings_file
     table = " [tool.guarddiag]" if os.path.basename(shown) == "pyproject.toml" else ""
-    return f"settings: {shown}{table}"
+    return f"settings: {_visible(shown)}{table}"
 
 
 def torch_line(change: TorchChange) -> str:
     """That torch changed since the baseline (or is not known), for a report that shows counts that moved."""
-    now = change.now or "not known (the run records do not say)"
-    if change.baseline is None:
-        return (
-            f"note: the baseline does not say which torch recorded it (torch now: {now}); counts can move with "
-            "torch itself: record the baseline again on this torch (`guarddiag check --update`) to compare like with like"
-        )
-    return (
-        f"note: torch changed since the baseline, from {change.baseline} to {now}; counts can move with torch "
-        "itself: record the baseline again on this torch (`guarddiag check --update`) to compare like with like"
-    )
+    why = "counts can move with torch itself: record the baseline again on this torch (`guarddiag check --update`) to compare alike"
+    before, now = (_visible(v) if v is not None else None for v in (change.baseline, change.now))
+    if before is None:
+        return f"note: the baseline does not say which torch recorded it (torch now: {now or 'not known'}); {why}"
+    if now is None:
+        return f"note: the run records do not say which torch ran them (the baseline's: {before}); {why}"
+    return f"note: torch changed since the baseline, from {before} to {now}; {why}"
+
+
+# Control and bidi characters in a version or path from a record or a baseline (another job's artifact):
+# shown as escapes, so that no line of the report can be cut or turned into a workflow command.
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(text: str) -> str:
+    return _INVISIBLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
 def finding_message(f: Finding) -> str:
@@ -206,7 +212,7 @@ def render_markdown(result: GateResult) -> str:
     for f in result.findings:
         out += ["", f"- **{f.kind}** {finding_message(f)}", *(f"  - {d}" for d in finding_details(f))]
     if result.torch is not None:
-        out += ["", torch_line(result.torch)]
+        out += ["", _code_span(torch_line(result.torch))]
     out += ["", _code_span(settings_line(result))]
     return "\n".join(out) + "\n"
 
