@@ -92,11 +92,15 @@ _KINDS = {
 _MINIMUM = {"max_recompiles": 0, "jobs": 1}
 
 
-def _coerce(name: str, value: object, where: str) -> object:
+def _coerce(name: str, value: object, where: str, text: bool = False) -> object:
+    """``value`` of setting ``name`` as its kind. A boolean in a file is true or false (TOML's, or YAML 1.2's:
+    a quoted 'yes' is text); ``text`` (an environment variable) also reads 1/0, yes/no, on/off."""
     kind = _KINDS[name]
     if kind is bool:
         if isinstance(value, bool):
             return value
+        if not text:
+            raise InputError(f"{where}: '{name}' must be true or false, not {value!r}; fix it or remove it")
         if str(value).strip().lower() in ("1", "true", "yes", "on"):
             return True
         if str(value).strip().lower() in ("0", "false", "no", "off", ""):
@@ -246,7 +250,7 @@ def load_settings(cwd: Path, env: Mapping[str, str], cli: Mapping[str, object]) 
     found = find_settings_file(cwd)
     settings = Settings(root=found.parent if found else cwd, source=str(found or ""), cwd=cwd)
     settings = replace(settings, **(read_file_settings(found) if found else {}))
-    env_values = {field_name: _coerce(field_name, env[var], var) for var, field_name in _ENV.items() if env.get(var)}
+    env_values = {field_name: _coerce(field_name, env[var], var, text=True) for var, field_name in _ENV.items() if env.get(var)}
     given = {k: v for k, v in cli.items() if v is not None}
     outside = {**env_values, **given}
     if "baseline" in outside:

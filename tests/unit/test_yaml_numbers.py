@@ -75,3 +75,15 @@ def test_the_writer_quotes_what_either_yaml_reads_as_a_number(tmp_path: Path):
     path = tmp_path / "x.yaml"
     path.write_text(yaml.dump({"names": names}, Dumper=Dumper))
     assert read_yaml(path, "baseline", "fix it") == {"names": names}
+
+
+@pytest.mark.parametrize(("name", "text"), [("guarddiag.yaml", "fail_on_new_cause: 'yes'\n"),
+                                            ("pyproject.toml", "[tool.guarddiag]\nfail_on_new_cause = 'on'\n")])
+def test_a_boolean_setting_in_a_file_is_true_or_false(tmp_path: Path, name: str, text: str):
+    """Only the environment reads 1/0, yes/no, on/off: a file's boolean is the format's own."""
+    (tmp_path / name).write_text(text)
+    with pytest.raises(InputError, match="'fail_on_new_cause' must be true or false, not '(yes|on)'"):
+        load_settings(tmp_path, {}, {})
+    elsewhere = tmp_path / "repo"
+    (elsewhere / ".git").mkdir(parents=True)  # the search stops here, below the bad file
+    assert load_settings(elsewhere, {"GUARDDIAG_FAIL_ON_NEW_CAUSE": "yes"}, {}).fail_on_new_cause is True
