@@ -55,7 +55,7 @@ def _specs(items: Sequence[str | Target], settings: Settings, flags: tuple[tuple
             same = [s for s in configured if s.module == item.module and s.args == item.args]
             out.extend(same or [ScriptSpec("", item.args, flags, module=item.module)])
             continue
-        if item.endswith(".json") or is_run_record(Path(item)):
+        if item.endswith(".json") or not item.endswith(".py") and is_run_record(Path(item)):
             out.append(Path(item))
             continue
         wrong = wrong_file(item, "script", leading=True) if not item.endswith(".py") and os.path.isfile(item) else None
