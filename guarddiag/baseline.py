@@ -2,7 +2,8 @@
 
 Functions are keyed by name, file relative to the project root, and first line: never by
 frame ids or object ids. Schema versions (``schema`` key):
-  guarddiag.baseline/1 -- first version (docs/ci.md).
+  guarddiag.baseline/1 -- first version (docs/ci.md). ``torch_version`` is the torch the runs were
+  recorded with; null or absent (a baseline made from records that do not say) reads as not known.
 """
 
 from __future__ import annotations
@@ -15,20 +16,14 @@ from pathlib import Path
 import yaml
 
 from guarddiag.errors import InputError
+from guarddiag.filekinds import wrong_file
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.store import write_atomic
-from guarddiag.yamlfile import read_yaml
+from guarddiag.yamlfile import Dumper, read_yaml
 
 BASELINE_SCHEMA = "guarddiag.baseline/1"
 _SCHEMA_FAMILY = "guarddiag.baseline/"
-
-
-class _BaselineDumper(yaml.SafeDumper):
-    """Never writes anchors: a value shared between functions is written out in full (load refuses aliases)."""
-
-    def ignore_aliases(self, data: object) -> bool:
-        return True
 
 
 @dataclass(frozen=True)
@@ -149,7 +144,7 @@ def to_yaml(baseline: Baseline) -> str:
         ],
     }
     header = "# guarddiag baseline: recompiles per function. Refresh with `guarddiag check --update`.\n"
-    return header + yaml.dump(doc, Dumper=_BaselineDumper, sort_keys=False, width=120)
+    return header + yaml.dump(doc, Dumper=Dumper, sort_keys=False, width=120)
 
 
 def save(baseline: Baseline, path: Path) -> None:
@@ -174,7 +169,12 @@ def load(path: Path) -> Baseline:
         doc = read_yaml(path, "baseline", "re-create it with `guarddiag baseline`")
     except FileNotFoundError:
         raise InputError(f"{path}: no baseline; create one with `guarddiag baseline SCRIPT... -o {path}`") from None
+    except InputError as exc:  # not YAML: a JUnit report or a run report given as the baseline is named as such
+        raise InputError(wrong_file(path, "baseline") or str(exc)) from None
     schema = doc.get("schema") if isinstance(doc, dict) else None
+    wrong = None if isinstance(schema, str) and schema.startswith(_SCHEMA_FAMILY) else wrong_file(path, "baseline")
+    if wrong:
+        raise InputError(wrong)
     if isinstance(schema, str) and schema.startswith(_SCHEMA_FAMILY) and schema != BASELINE_SCHEMA:
         raise InputError(
             f"{path}: baseline schema {schema!r} is not one this guarddiag reads ({BASELINE_SCHEMA}); "
@@ -212,4 +212,7 @@ def load(path: Path) -> Baseline:
                 )
             )
         scripts.append(BaselineScript(s["path"], tuple(functions), _int(s.get("max_recompiles"), f"{where}.max_recompiles", True)))
-    return Baseline(tuple(scripts), doc.get("torch_version"))
+    torch = doc.get("torch_version")
+    if torch is not None and not isinstance(torch, str):
+        raise InputError(f"{path}: torch_version: must be text such as '2.13.0', not {torch!r}; quote it or re-create the baseline")
+    return Baseline(tuple(scripts), torch)

@@ -2,11 +2,21 @@
 
 Precedence, lowest first: built-in defaults < ``[tool.guarddiag]`` in pyproject.toml (or
 ``guarddiag.yaml``) < ``GUARDDIAG_*`` environment variables < command-line options.
+
+The settings file is found as pytest and ruff find theirs: in the current folder, then each folder
+above it, the first folder holding ``guarddiag.yaml`` or a ``pyproject.toml`` with ``[tool.guarddiag]``
+(a pyproject.toml without it is passed over). The search stops after the folder holding ``.git`` (the
+top of the repository: a file above it belongs to no project of this checkout) or at the filesystem
+root. Both files in one folder is an error: one would be silently ignored. The folder of the file is
+the project root: ``scripts`` and ``baseline`` in the file are relative to it, and baseline keys (script
+and function files) are relative to it; paths on the command line and in the environment are relative
+to the current folder. Without a file, the current folder is the root.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -49,7 +59,10 @@ class Settings:
     timeout: float | None = None
     jobs: int | None = None
     python: str = sys.executable
-    source: str = "defaults"
+    # The settings file in force, "" when none was found (defaults, environment, command line only).
+    source: str = ""
+    # Where the command runs: the command line's and environment's paths are relative to it.
+    cwd: Path = Path(".")
 
 
 # GUARDDIAG_<NAME> -> field; the type of each comes from the field's default.
@@ -79,11 +92,15 @@ _KINDS = {
 _MINIMUM = {"max_recompiles": 0, "jobs": 1}
 
 
-def _coerce(name: str, value: object, where: str) -> object:
+def _coerce(name: str, value: object, where: str, text: bool = False) -> object:
+    """``value`` of setting ``name`` as its kind. A boolean in a file is true or false (TOML's, or YAML 1.2's:
+    a quoted 'yes' is text); ``text`` (an environment variable) also reads 1/0, yes/no, on/off."""
     kind = _KINDS[name]
     if kind is bool:
         if isinstance(value, bool):
             return value
+        if not text:
+            raise InputError(f"{where}: '{name}' must be true or false, not {value!r}; fix it or remove it")
         if str(value).strip().lower() in ("1", "true", "yes", "on"):
             return True
         if str(value).strip().lower() in ("0", "false", "no", "off", ""):
@@ -167,7 +184,7 @@ def _flag_text(value: object) -> str:
 
 
 def _from_table(table: Mapping[str, object], where: str) -> dict[str, object]:
-    known = {f.name for f in fields(Settings)} - {"root", "source"}
+    known = {f.name for f in fields(Settings)} - {"root", "source", "cwd"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise InputError(f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -177,40 +194,65 @@ def _from_table(table: Mapping[str, object], where: str) -> dict[str, object]:
     return out
 
 
-def read_file_settings(root: Path) -> tuple[dict[str, object], str]:
-    """The ``[tool.guarddiag]`` table of pyproject.toml, else ``guarddiag.yaml``; ({}, "") if neither."""
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"{pyproject}: not valid TOML ({exc}); fix it") from None
-        except RecursionError:
-            raise InputError(f"{pyproject}: not valid TOML for guarddiag (nested too deeply); fix it") from None
-        tool = data.get("tool", {})
-        table = tool.get("guarddiag") if isinstance(tool, Mapping) else None
-        if table is not None:
-            if not isinstance(table, Mapping):
-                raise InputError(f"{pyproject}: [tool.guarddiag] must be a table")
-            return _from_table(table, f"{pyproject} [tool.guarddiag]"), str(pyproject)
-    path = root / "guarddiag.yaml"
-    if path.is_file():
-        try:
-            table = read_yaml(path, "settings file", "fix it") or {}
-        except FileNotFoundError:
-            return {}, ""
-        if not isinstance(table, Mapping):
-            raise InputError(f"{path}: must be a mapping of settings")
-        return _from_table(table, str(path)), str(path)
-    return {}, ""
+def _tool_table(pyproject: Path) -> Mapping[str, object] | None:
+    """The ``[tool.guarddiag]`` table of a pyproject.toml, None when it has none."""
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{pyproject}: not valid TOML ({exc}); fix it") from None
+    except RecursionError:
+        raise InputError(f"{pyproject}: not valid TOML for guarddiag (nested too deeply); fix it") from None
+    except OSError as exc:
+        raise InputError(f"{pyproject}: cannot read it ({exc.strerror}); fix its permissions") from None
+    tool = data.get("tool", {})
+    table = tool.get("guarddiag") if isinstance(tool, Mapping) else None
+    if table is not None and not isinstance(table, Mapping):
+        raise InputError(f"{pyproject}: [tool.guarddiag] must be a table")
+    return table
 
 
-def load_settings(root: Path, env: Mapping[str, str], cli: Mapping[str, object]) -> Settings:
-    """Defaults < file < environment < command line. ``cli`` holds only options the user gave."""
-    settings = Settings(root=root)
-    file_values, source = read_file_settings(root)
-    settings = replace(settings, **file_values, source=source or "defaults")
-    env_values = {field_name: _coerce(field_name, env[var], var) for var, field_name in _ENV.items() if env.get(var)}
-    settings = replace(settings, **env_values)
+def find_settings_file(start: Path) -> Path | None:
+    """The settings file in force from folder ``start`` (the rule is in the module docstring), None if none."""
+    here = Path(os.path.abspath(start))
+    for folder in (here, *here.parents):
+        pyproject, yaml_file = folder / "pyproject.toml", folder / "guarddiag.yaml"
+        in_pyproject = pyproject.is_file() and _tool_table(pyproject) is not None
+        if in_pyproject and yaml_file.is_file():
+            raise InputError(
+                f"{folder}: both pyproject.toml [tool.guarddiag] and guarddiag.yaml hold guarddiag settings and only one "
+                "can be read; keep them in one file and delete the other"
+            )
+        if in_pyproject:
+            return pyproject
+        if yaml_file.is_file():
+            return yaml_file
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def read_file_settings(path: Path) -> dict[str, object]:
+    """The settings in ``path``: a pyproject.toml's ``[tool.guarddiag]`` table, or a guarddiag.yaml."""
+    if path.name == "pyproject.toml":
+        return _from_table(_tool_table(path) or {}, f"{path} [tool.guarddiag]")
+    try:
+        table = read_yaml(path, "settings file", "fix it") or {}
+    except FileNotFoundError:
+        return {}
+    if not isinstance(table, Mapping):
+        raise InputError(f"{path}: must be a mapping of settings")
+    return _from_table(table, str(path))
+
+
+def load_settings(cwd: Path, env: Mapping[str, str], cli: Mapping[str, object]) -> Settings:
+    """Defaults < file < environment < command line, from folder ``cwd``. ``cli`` holds only options the user gave.
+    A ``baseline`` from the environment or the command line is relative to ``cwd``, from the file to its folder."""
+    found = find_settings_file(cwd)
+    settings = Settings(root=found.parent if found else cwd, source=str(found or ""), cwd=cwd)
+    settings = replace(settings, **(read_file_settings(found) if found else {}))
+    env_values = {field_name: _coerce(field_name, env[var], var, text=True) for var, field_name in _ENV.items() if env.get(var)}
     given = {k: v for k, v in cli.items() if v is not None}
-    return replace(settings, **given)
+    outside = {**env_values, **given}
+    if "baseline" in outside:
+        outside["baseline"] = str(cwd / str(outside["baseline"]))
+    return replace(settings, **outside)

@@ -66,11 +66,28 @@ class Row:
 
 
 @dataclass(frozen=True)
+class TorchChange:
+    """The torch a baseline was recorded with and the torch of the runs, when they differ or are not known
+    (``None``: a baseline written before guarddiag recorded it, or records that do not say)."""
+
+    baseline: str | None
+    now: str | None
+
+
+# The findings that say a count moved against the baseline: torch itself can move it.
+_MOVED = frozenset({"regression", "improvement", "limit_hit", "new_cause"})
+
+
+@dataclass(frozen=True)
 class GateResult:
-    """Everything ``check`` reports; ``exit_code`` is what the command exits with."""
+    """Everything ``check`` reports; ``exit_code`` is what the command exits with. ``settings_file`` is
+    the settings file in force ("" when none was found); ``torch`` is set when the report shows a count
+    that moved against a baseline recorded with another (or an unknown) torch."""
 
     rows: tuple[Row, ...]
     findings: tuple[Finding, ...]
+    settings_file: str = ""
+    torch: TorchChange | None = None
 
     @property
     def failures(self) -> tuple[Finding, ...]:
@@ -180,7 +197,16 @@ def evaluate(
             if b.key not in seen:
                 findings.append(Finding("gone", path, b.file, b.line, name=b.name))
         findings += _divergences(path, run, settings)
-    return GateResult(tuple(rows), tuple(findings))
+    return GateResult(tuple(rows), tuple(findings), settings.source, _torch_change(runs, baseline, findings))
+
+
+def _torch_change(runs: dict[str, Run], baseline: Baseline | None, findings: list[Finding]) -> TorchChange | None:
+    """The baseline's torch and the runs' when a count moved against the baseline and the two are not the same."""
+    if baseline is None or not any(f.kind in _MOVED and f.function is not None for f in findings):
+        return None
+    now = sorted({r.torch_version for r in runs.values() if r.torch_version})
+    change = TorchChange(baseline.torch_version, ", ".join(now) or None)
+    return None if change.baseline is not None and change.baseline == change.now else change
 
 
 def _divergences(path: str, run: Run, settings: Settings) -> list[Finding]:

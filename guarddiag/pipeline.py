@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import TextIO
 
 from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
+from guarddiag.filekinds import wrong_file
 from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ledger import CompileRecord
 from guarddiag.logparse.events import Event
@@ -121,6 +123,7 @@ def parse_log(path: str) -> Run:
 def parse_logs(paths: Sequence[str]) -> Run:
     """Parse the logs given to ``guarddiag parse`` as :func:`guarddiag.logparse.jobdir.layout` splits
     them: one log, pieces of one log, per-rank files, or a torchrun ``--log-dir``."""
+    refuse_guarddiag_files(paths)
     plan = layout(paths)
     if plan.read_as in ("one_log", "pieces"):
         functions, stats = _read_pieces(paths)
@@ -135,6 +138,7 @@ def parse_logs(paths: Sequence[str]) -> Run:
             stats = add_stats(stats, found_stats)
     where = "standard input" if list(paths) == ["-"] else ", ".join(paths)
     if stats.torch_lines == 0 and not stats.paste_messages:
+        refuse_guarddiag_files(paths, leading=False)  # a report after the script's own output (run -f json > FILE)
         raise InputError(
             f"{where}: no torch log lines and no torch messages in {stats.lines} lines read; capture the log with "
             "TORCH_LOGS=dynamo,guards,recompiles,graph_breaks (or use `guarddiag run`)"
@@ -144,6 +148,16 @@ def parse_logs(paths: Sequence[str]) -> Run:
         processes = tuple(JobProcess(p.process, p.rank, p.local_rank, p.named_by, p.files) for p in plan.processes)
         job = Job(plan.read_as, processes, skipped=plan.skipped)
     return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job)
+
+
+def refuse_guarddiag_files(paths: Sequence[str], leading: bool = True) -> None:
+    """Refuse one of guarddiag's own files (a run record, a baseline, a report) given as a torch log,
+    naming it and the command that reads it: its text holds no torch line, so the advice would be to
+    capture the log again. ``leading``: only files that begin as guarddiag's do (before reading)."""
+    for path in paths:
+        wrong = wrong_file(path, "log", leading) if path != "-" and os.path.isfile(path) else None
+        if wrong:
+            raise InputError(wrong)
 
 
 def _read_pieces(paths: Sequence[str]) -> Parsed:

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from guarddiag.divergence import divergence_dict
 from guarddiag.errors import InputError
+from guarddiag.filekinds import RUN_RECORD, wrong_file
 from guarddiag.model import (
     HOOK_KINDS,
     JOB_READS,
@@ -405,7 +406,12 @@ def load_run(path: Path) -> Run:
     except OSError as exc:
         raise InputError(f"{path}: cannot read the run record ({exc.strerror}); give a record file") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid JSON ({exc}); re-create it with `guarddiag run --out`") from None
+        raise InputError(wrong_file(path, "record") or f"{path}: not valid JSON ({exc}); re-create it with `guarddiag run --out`") from None
     except RecursionError as exc:
         raise _not_a_record(str(path), exc) from None
+    if not (isinstance(data, dict) and str(data.get("schema", "")).startswith(RUN_RECORD + "/")):
+        # Another of guarddiag's files (a check report, a baseline) is named as such, with the command that reads it.
+        wrong = wrong_file(path, "record")
+        if wrong:
+            raise InputError(wrong)
     return run_from_dict(data, str(path))

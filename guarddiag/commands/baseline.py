@@ -16,6 +16,7 @@ from guarddiag.commands.options import Target, command_settings, flag_options
 from guarddiag.commands.output import echo, message
 from guarddiag.config import ScriptSpec, Settings
 from guarddiag.errors import SCRIPT_FAILED, InputError
+from guarddiag.filekinds import is_run_record, wrong_file
 from guarddiag.model import Run
 from guarddiag.render.words import script_outcome
 from guarddiag.store import load_run
@@ -36,8 +37,9 @@ def baseline_command(
 def _specs(items: Sequence[str | Target], settings: Settings, flags: tuple[tuple[str, str], ...]) -> list[ScriptSpec | Path]:
     """Scripts to run (as specs) and run records to read (as paths), from the command line or the config.
 
-    A script named on the command line that the config lists keeps its configured args, flags and budget;
-    so does a module (-m) that the config lists with the same arguments.
+    A configured script's path is relative to the project root (the settings' folder), one on the
+    command line to the current folder. A script named on the command line that the config lists keeps
+    its configured args, flags and budget; so does a module (-m) that the config lists with the same arguments.
     """
     configured = [replace(s, flags=s.flags + flags) for s in settings.scripts]
     if not items:
@@ -52,11 +54,16 @@ def _specs(items: Sequence[str | Target], settings: Settings, flags: tuple[tuple
             same = [s for s in configured if s.module == item.module and s.args == item.args]
             out.extend(same or [ScriptSpec("", item.args, flags, module=item.module)])
             continue
-        if item.endswith(".json"):
+        if item.endswith(".json") or not item.endswith(".py") and is_run_record(Path(item)):
             out.append(Path(item))
             continue
-        same = [s for s in configured if not s.module and os.path.normpath(s.path) == os.path.normpath(item)]
-        out.extend(same or [ScriptSpec(item, (), flags)])
+        wrong = wrong_file(item, "script", leading=True) if not item.endswith(".py") and os.path.isfile(item) else None
+        if wrong:  # a baseline or a report given as a script would run as Python and fail with a SyntaxError
+            raise InputError(wrong)
+        # A script on the command line is relative to the current folder, a configured one to the settings' folder.
+        given = os.path.normpath(settings.cwd / item)
+        same = [s for s in configured if not s.module and os.path.normpath(settings.root / s.path) == given]
+        out.extend(same or [ScriptSpec(given, (), flags)])
     return out
 
 

@@ -10,8 +10,9 @@ from guarddiag.commands.options import Target, check_format, failed_script
 from guarddiag.commands.output import echo
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.explain import Explanation, GuardListings, explain_functions
+from guarddiag.filekinds import is_run_record
 from guarddiag.model import Run
-from guarddiag.pipeline import LogReader, paused_gc
+from guarddiag.pipeline import LogReader, paused_gc, refuse_guarddiag_files
 from guarddiag.render.escape import markdown_text, visible
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.words import script_outcome
@@ -72,7 +73,7 @@ def _explain_path(
                     INTERRUPTED if run.status == "interrupted" else SCRIPT_FAILED,
                 )
         return _from_log(log, run.torch_version, full), notes, run
-    if path.suffix == ".json":
+    if path.suffix == ".json" or is_run_record(path):
         from guarddiag.store import load_run
 
         run = load_run(path)
@@ -104,6 +105,7 @@ def _compiled_log(run: Run) -> tuple[Path, str]:
 def _from_log(path: Path, torch_version: str | None, full: bool) -> Explanation:
     if path.is_dir():
         raise InputError(f"{path}: is a directory; give a script (.py), a torch log, or a run record (.json)")
+    refuse_guarddiag_files([str(path)])
     try:
         with path.open(encoding="utf-8", errors="replace", newline="") as fh:
             explanation = explain_lines(fh, torch_version, full)

@@ -9,6 +9,7 @@ from pathlib import Path
 from guarddiag.commands.options import check_format
 from guarddiag.commands.run import finish
 from guarddiag.errors import InputError
+from guarddiag.filekinds import RUN_RECORD
 from guarddiag.ids import RECORD_LABEL
 
 _LABELLED = re.compile(rf"({RECORD_LABEL})=(.+)")
@@ -57,7 +58,8 @@ def _same_schema(labelled: list[tuple[str, str]]) -> None:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             continue  # load_run says what is wrong with it
-        if isinstance(data, dict) and isinstance(data.get("schema"), str):
+        # Another of guarddiag's files (a check report) is no record of another version: load_run names it.
+        if isinstance(data, dict) and isinstance(data.get("schema"), str) and data["schema"].startswith(RUN_RECORD + "/"):
             schemas.setdefault(data["schema"], path)
     if len(schemas) > 1:
         shown = ", ".join(f"{path} is {schema}" for schema, path in schemas.items())

@@ -3,17 +3,21 @@
 JSON/YAML schema versions (``schema`` key):
   guarddiag.check/1 -- first version: ``exit_code``, ``verdict``, ``rows[]`` (one per checked
   function) and ``findings[]`` (facts, plus the ``message`` and ``details`` the table shows).
+  Added since, optional for readers: ``settings_file`` (the settings file in force, null: none found)
+  and ``torch`` (``{baseline, now}``, null unless a count moved against a baseline of another or an
+  unknown torch; each null when not known).
 """
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 from itertools import groupby
 
 from tabulate import tabulate
 
 from guarddiag.divergence import divergence_to_dict
-from guarddiag.gate import Finding, GateResult
+from guarddiag.gate import Finding, GateResult, TorchChange
 from guarddiag.render import escape
 from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
@@ -58,6 +62,26 @@ def _verdict(result: GateResult) -> str:
         return f"FAILED: {', '.join(parts)}"
     note = f"; {len(result.improvements)} improvement(s), record with `guarddiag check --update`" if result.improvements else ""
     return f"OK: no recompile regression{note}"
+
+
+def settings_line(result: GateResult) -> str:
+    """Which settings file ``check`` used, relative to the current folder (``../pyproject.toml``), or that none was found."""
+    if not result.settings_file:
+        return "settings: none found (no guarddiag.yaml or [tool.guarddiag] here or above)"
+    shown = os.path.relpath(result.settings_file) if os.path.isabs(result.settings_file) else result.settings_file
+    table = " [tool.guarddiag]" if os.path.basename(shown) == "pyproject.toml" else ""
+    return f"settings: {shown}{table}"
+
+
+def torch_line(change: TorchChange) -> str:
+    """That torch changed since the baseline (or is not known), for a report that shows counts that moved."""
+    why = "counts can move with torch itself: record the baseline again on this torch (`guarddiag check --update`) to compare alike"
+    before, now = change.baseline, change.now
+    if before is None:
+        return f"note: the baseline does not say which torch recorded it (torch now: {now or 'not known'}); {why}"
+    if now is None:
+        return f"note: the run records do not say which torch ran them (the baseline's: {before}); {why}"
+    return f"note: torch changed since the baseline, from {before} to {now}; {why}"
 
 
 def finding_message(f: Finding) -> str:
@@ -113,7 +137,9 @@ def render_text(result: GateResult) -> str:
     gone = [f for f in result.findings if f.kind == "gone"]
     if gone:
         out += ["", *(f"note: {finding_message(f)}" for f in gone)]
-    return "\n".join([*out, "", _verdict(result)])
+    if result.torch is not None:
+        out += ["", torch_line(result.torch)]
+    return "\n".join([*out, "", settings_line(result), _verdict(result)])
 
 
 def render_check(result: GateResult, fmt: str) -> str:
@@ -127,6 +153,8 @@ def check_to_dict(result: GateResult) -> dict[str, object]:
         "schema": CHECK_SCHEMA,
         "exit_code": result.exit_code,
         "verdict": _verdict(result),
+        "settings_file": result.settings_file or None,
+        "torch": {"baseline": result.torch.baseline, "now": result.torch.now} if result.torch is not None else None,
         "rows": [
             {
                 "script": r.script,
@@ -179,6 +207,9 @@ def render_markdown(result: GateResult) -> str:
     for f in result.findings:
         details = [f"  - {escape.markdown_text(d)}" for d in finding_details(f)]
         out += ["", f"- **{f.kind}** {escape.markdown_text(finding_message(f))}", *details]
+    if result.torch is not None:
+        out += ["", escape.markdown_text(torch_line(result.torch))]
+    out += ["", escape.markdown_code(settings_line(result))]
     return escape.terminal("\n".join(out) + "\n")
 
 
@@ -191,6 +222,7 @@ def render_junit(result: GateResult) -> str:
     total_failures = 0
     for script in scripts:
         suite = ET.SubElement(suites, "testsuite", name=script)
+        _properties(suite, result)
         cases = 0
         failures = 0
         crashed = [f for f in result.findings if f.script == script and f.kind == "script_failed"]
@@ -219,6 +251,15 @@ def render_junit(result: GateResult) -> str:
             element.text = escape.xml(element.text, lines=True)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _properties(suite: ET.Element, result: GateResult) -> None:
+    """The settings file in force and, when counts moved, the torch of the baseline and of the run."""
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="guarddiag.settings_file", value=result.settings_file or "none")
+    if result.torch is not None:
+        ET.SubElement(properties, "property", name="guarddiag.torch_baseline", value=result.torch.baseline or "not known")
+        ET.SubElement(properties, "property", name="guarddiag.torch_now", value=result.torch.now or "not known")
 
 
 def render_annotations(result: GateResult) -> str:

@@ -1,0 +1,82 @@
+"""guarddiag's own files given to the wrong command are named, with the command that reads them
+(issue #24, section 7: a check report given to diff was "upgrade guarddiag", a run record given to
+parse "capture the log with TORCH_LOGS"). The files are made by the installed command on a real run."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.conftest import SCENARIOS, run_guarddiag
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A folder holding each kind of file guarddiag writes, from one real run of a scenario."""
+    folder = tmp_path_factory.mktemp("kinds")
+    shutil.copy(SCENARIOS / "module_int_attribute.py", folder / "model.py")
+    made = run_guarddiag("run", "model.py", "--out", "run.json", "-f", "json", cwd=folder)
+    assert made.returncode == 0, made.stderr
+    (folder / "report.json").write_text(made.stdout)  # the script's own output, then the report
+    for args, out in [
+        (("check", "run.json", "--max-recompiles", "9", "-f", "json"), "check.json"),
+        (("check", "run.json", "--max-recompiles", "9", "-f", "yaml"), "check.yaml"),
+        (("diff", "run.json", "run.json", "-f", "json"), "diff.json"),
+    ]:
+        proc = run_guarddiag(*args, cwd=folder)
+        assert proc.returncode == 0, proc.stderr
+        (folder / out).write_text(proc.stdout)
+    for args in [("check", "run.json", "--max-recompiles", "9", "--junit", "junit.xml"), ("baseline", "run.json", "-o", "base.yaml"),
+                 ("merge", "a=run.json", "b=run.json", "-o", "merged.json")]:
+        proc = run_guarddiag(*args, cwd=folder)
+        assert proc.returncode == 0, proc.stderr
+    return folder
+
+
+_READS_RECORDS = "diff, explain, merge, check and baseline read run records written by guarddiag run --out"
+_READS_LOGS = "parse and explain read torch logs"
+_CHECK = "a guarddiag check report (guarddiag check -f json or yaml)"
+_RECORD = "a guarddiag run record (guarddiag run --out, parse --out or merge -o)"
+_JUNIT = "a guarddiag JUnit report (guarddiag check --junit)"
+
+
+@pytest.mark.parametrize(
+    ("command", "name", "says"),
+    [
+        (("diff", "{f}", "run.json"), "check.json", f"check.json: {_CHECK}, not a run record; {_READS_RECORDS}"),
+        (("explain", "{f}"), "check.json", "check.json: a guarddiag check report (guarddiag check -f json or yaml), not a run record"),
+        (("merge", "{f}", "run.json"), "check.json", "check.json: a guarddiag check report"),
+        (("diff", "run.json", "{f}"), "diff.json", "diff.json: a guarddiag diff report (guarddiag diff -f json or yaml), not a run record"),
+        (("diff", "{f}", "run.json"), "base.yaml", "base.yaml: a guarddiag baseline (guarddiag baseline), not a run record"),
+        (("diff", "{f}", "run.json"), "junit.xml", "junit.xml: a guarddiag JUnit report (guarddiag check --junit), not a run record"),
+        (("diff", "{f}", "run.json"), "report.json",
+         "report.json: a guarddiag run report with the script's own output before it (guarddiag run -f json > FILE), not a run record"),
+        (("parse", "{f}"), "run.json", f"run.json: {_RECORD}, not a torch log; {_READS_LOGS}"),
+        (("parse", "{f}"), "merged.json", "merged.json: a guarddiag run record"),
+        (("parse", "{f}"), "base.yaml", f"base.yaml: a guarddiag baseline (guarddiag baseline), not a torch log; {_READS_LOGS}"),
+        (("parse", "{f}"), "check.yaml", "check.yaml: a guarddiag check report (guarddiag check -f json or yaml), not a torch log"),
+        (("parse", "{f}"), "junit.xml", "junit.xml: a guarddiag JUnit report (guarddiag check --junit), not a torch log"),
+        (("parse", "{f}"), "report.json", "report.json: a guarddiag run report with the script's own output before it"),
+        (("explain", "{f}"), "base.yaml", "base.yaml: a guarddiag baseline (guarddiag baseline), not a torch log"),
+        (("check", "{f}"), "base.yaml", "base.yaml: a guarddiag baseline (guarddiag baseline), not a Python script"),
+        (("check", "run.json", "--baseline", "{f}"), "junit.xml", f"junit.xml: {_JUNIT}, not a baseline"),
+        (("check", "run.json", "--baseline", "{f}"), "check.json", f"check.json: {_CHECK}, not a baseline"),
+    ],
+)
+def test_a_guarddiag_file_given_to_the_wrong_command_is_named_with_its_reader(files, command, name, says):
+    proc = run_guarddiag(*(a.format(f=name) for a in command), cwd=files)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert says in line and line.startswith("guarddiag: "), line
+    assert "upgrade guarddiag" not in line and "capture the log with" not in line and "Traceback" not in proc.stderr
+
+
+def test_the_right_files_still_read(files):
+    assert run_guarddiag("diff", "run.json", "merged.json", cwd=files).returncode == 0
+    assert run_guarddiag("check", "run.json", "--baseline", "base.yaml", cwd=files).returncode == 0
+    shutil.copy(files / "run.json", files / "record.txt")  # a run record under another name reads as one
+    proc = run_guarddiag("explain", "record.txt", cwd=files)
+    assert proc.returncode == 0 and "forward" in proc.stdout, proc.stderr
