@@ -9,6 +9,7 @@ frame's guard listing with the one of its previous compile.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -67,6 +68,9 @@ class _Frame:
     # Each compile's pinned values, hashed (compile number -> hash of what -> hash of value), kept once
     # the frame recompiles; and per announced recompile, what changed against each entry torch printed.
     pins: dict[int, Entry] = field(default_factory=dict)
+    # What any of those entries pins (their keys, together): kept as they come, so that a compile asks it
+    # in constant time (a union over every earlier entry made a frame's 20,000 compiles quadratic).
+    pinned_before: set[int] = field(default_factory=set)
     changed: dict[int, dict[int, tuple[int, tuple[Guard, ...]]]] = field(default_factory=dict)
     # A wrapper frame (torch's ``inner``): what each compile was for (guarddiag/wrapped.py).
     compiled_for: dict[int, CompiledFor] = field(default_factory=dict)
@@ -97,7 +101,8 @@ class RunBuilder:
         # Whether the log has guard listings at all: only then does a compile without one mean no code.
         self._listings = False
         # Messages without a compile id (old torch) are matched to frames by rank and function name.
-        self._pending: dict[tuple[str, str, str, int | None], list[RecompileAnnounced]] = {}
+        # A deque each: the oldest is taken first, in constant time however many wait.
+        self._pending: dict[tuple[str, str, str, int | None], deque[RecompileAnnounced]] = {}
 
     def add(self, event: Event) -> None:
         """Fold one event into the model."""
@@ -141,12 +146,12 @@ class RunBuilder:
         frame.started.add(number)
         pending = self._pending_for(event.name, event.file, event.line, process_of(event.compile_id))
         if pending and number > 0:
-            frame.announced.setdefault(number, pending.pop(0).failures)
+            frame.announced.setdefault(number, pending.popleft().failures)
 
     def _on_recompile(self, event: RecompileAnnounced) -> None:
         cid = CompileId.parse(event.compile_id)
         if cid is None:
-            self._pending.setdefault((process_of(event.compile_id), event.name, event.file, event.line), []).append(event)
+            self._pending.setdefault((process_of(event.compile_id), event.name, event.file, event.line), deque()).append(event)
             return
         frame = self._frame(cid.frame_id)
         frame.name_it(event.name, event.file, event.line)
@@ -168,15 +173,17 @@ class RunBuilder:
             if last is not None and last[0] not in frame.pins:
                 first = hashed_pins(last[1])  # the frame recompiles: its first entry is wanted too
                 frame.pins[last[0]] = hashed(first)
+                frame.pinned_before.update(frame.pins[last[0]].values)
                 frame.dynamic.update(dict.fromkeys(dynamic_dims(first)))
             frame.dynamic.update(dict.fromkeys(dynamic_dims(pins)))
-            frame.dynamic.update(dict.fromkeys(dynamic_scalars(pins, frame.pins.values())))
+            frame.dynamic.update(dict.fromkeys(dynamic_scalars(pins, frame.pinned_before)))
             if cid.number not in frame.announced and last is not None and last[0] == cid.number - 1:
                 frame.inferred[cid.number] = diff_listings(pinned(last[1]), pinned(event))
             failures = frame.announced.get(cid.number, ())
             entries = {e.number for f in failures if (e := CompileId.parse(f.cache_entry or "")) is not None}
             frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in entries if n in frame.pins}
             frame.pins[cid.number] = hashed(pins)
+            frame.pinned_before.update(frame.pins[cid.number].values)
         frame.last_listing = (cid.number, event)
         if frame.wrapper is None:
             frame.wrapper = library_frame(frame.file)
@@ -215,11 +222,11 @@ class RunBuilder:
                 reason = reason or (refused.failures[0].text if refused.failures else "")
         frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, reason))
 
-    def _pending_for(self, name: str, file: str, line: int | None, process: str) -> list[RecompileAnnounced]:
+    def _pending_for(self, name: str, file: str, line: int | None, process: str) -> deque[RecompileAnnounced]:
         for (pprocess, pname, pfile, pline), events in self._pending.items():
             if pprocess == process and pname == name and ((pfile, pline) == (file, line) or not file):
                 return events
-        return []
+        return deque()
 
     def _frame_named(self, name: str, file: str, line: int | None, process: str = "") -> _Frame:
         """The frame with this name (old logs without compile ids); file may be unknown on either side.
@@ -242,7 +249,7 @@ class RunBuilder:
         for (pprocess, *key), events in self._pending.items():
             if events and pprocess == process and (not frame.name or (frame.name, frame.file, frame.line) == tuple(key)):
                 frame.name_it(*key)
-                frame.announced[number] = events.pop(0).failures
+                frame.announced[number] = events.popleft().failures
                 return
 
     def _unnamed_frame_for(self, announced: int, process: str) -> _Frame | None:
@@ -270,8 +277,9 @@ class RunBuilder:
             # Announced but never seen compiling (the log had no `dynamo` lines): count the announcements.
             frame = self._frame_named(*key, process)
             frame.compiles.add(0)
+            number = max(frame.compiles)
             for ev in events:
-                number = max(frame.compiles) + 1
+                number += 1
                 frame.compiles.add(number)
                 frame.announced[number] = ev.failures
         self._pending.clear()
