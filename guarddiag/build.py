@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
-from guarddiag.ids import CompileId, process_of, with_process
+from guarddiag.ids import CompileId, generation_of, process_of, with_process
 from guarddiag.ledger import CompileRecord, LedgerIndex
 from guarddiag.logparse.events import (
     CompileSeen,
@@ -295,27 +295,58 @@ class RunBuilder:
 
 
 def _join_same_function(summaries: list[FunctionSummary]) -> list[FunctionSummary]:
-    """One summary per function: after torch._dynamo.reset() the same code compiles again under a new frame id."""
-    joined: dict[str, FunctionSummary] = {}
+    """One summary per function (name, file, first line). Frames of one cache generation are different
+    code objects (exec'd code, a notebook cell run again): each compiled on its own, none a recompile of
+    another. After torch._dynamo.reset() the same code compiles again under a frame id of the next
+    generation: the n-th code object of a generation is the n-th of the one before, and its first
+    compile there is a recompile (one torch never announces)."""
+    objects: dict[object, list[list[FunctionSummary]]] = {}
+    taken: dict[tuple[object, int], int] = {}
     for f in summaries:
-        key = f.key if f.name else f"#{f.frame_ids}"
-        seen = joined.get(key)
-        # Its first compile under the new frame id is a recompile too, one torch never announces.
-        again = (RecompileEvent(f"{f.frame_ids[0]}/0", False, (_AGAIN,)),) if f.compiles else ()
-        joined[key] = f if seen is None else FunctionSummary(
-            name=seen.name,
-            file=seen.file,
-            line=seen.line,
-            frame_ids=seen.frame_ids + f.frame_ids,
-            compiles=seen.compiles + f.compiles,
-            recompile_events=seen.recompile_events + again + f.recompile_events,
-            limit_hits=seen.limit_hits + f.limit_hits,
-            graph_breaks=seen.graph_breaks + f.graph_breaks,
-            failed_compiles=seen.failed_compiles + f.failed_compiles,
-            compiled_for=tuple(dict.fromkeys(seen.compiled_for + f.compiled_for)),
-            dynamic_dims=f.dynamic_dims,
-        )
-    return list(joined.values())
+        key: object = f.key if f.name else f"#{f.frame_ids}"
+        generation = generation_of(f.frame_ids[0])
+        n = taken[key, generation] = taken.get((key, generation), -1) + 1
+        mine = objects.setdefault(key, [])
+        if n < len(mine):
+            mine[n].append(f)
+        else:
+            mine.append([f])
+    return [_joined([_again(generations) for generations in code]) for code in objects.values()]
+
+
+def _again(generations: list[FunctionSummary]) -> FunctionSummary:
+    """One code object's summaries of each cache generation as one: its first compile in each later
+    generation is a recompile after the reset."""
+    first = generations[0]
+    if len(generations) == 1:
+        return first
+    events: list[RecompileEvent] = list(first.recompile_events)
+    for f in generations[1:]:
+        if f.compiles:
+            events.append(RecompileEvent(f"{f.frame_ids[0]}/0", False, (_AGAIN,)))
+        events += f.recompile_events
+    return replace(_joined(generations), recompile_events=tuple(events), code_objects=1)
+
+
+def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
+    """Summaries of one name, file and first line added up (each part's code objects counted)."""
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    return FunctionSummary(
+        name=first.name,
+        file=first.file,
+        line=first.line,
+        frame_ids=tuple(i for f in parts for i in f.frame_ids),
+        compiles=sum(f.compiles for f in parts),
+        recompile_events=tuple(e for f in parts for e in f.recompile_events),
+        limit_hits=tuple(h for f in parts for h in f.limit_hits),
+        graph_breaks=tuple(g for f in parts for g in f.graph_breaks),
+        failed_compiles=tuple(c for f in parts for c in f.failed_compiles),
+        compiled_for=tuple(dict.fromkeys(c for f in parts for c in f.compiled_for)),
+        dynamic_dims=parts[-1].dynamic_dims,
+        code_objects=sum(f.code_objects for f in parts),
+    )
 
 
 _UNKNOWN = Cause(
