@@ -15,15 +15,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import TextIO
 
 from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
 from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ledger import CompileRecord
+from guarddiag.logparse.encoding import open_log
 from guarddiag.logparse.events import Event
 from guarddiag.logparse.jobdir import layout, tee_ranks
 from guarddiag.logparse.parser import LogParser
@@ -259,10 +258,8 @@ class _PasteWatch:
 
 
 def _open(path: str, stack: contextlib.ExitStack) -> TextIO:
-    if path == "-":
-        return stack.enter_context(open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False))  # noqa: SIM115
     try:
-        return stack.enter_context(Path(path).open(encoding="utf-8", errors="replace", newline=""))
+        return stack.enter_context(open_log(path))
     except FileNotFoundError:
         raise InputError(f"{path}: no such log file; give a log file, or - to read standard input") from None
     except PermissionError:

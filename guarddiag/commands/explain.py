@@ -11,6 +11,7 @@ import typer
 from guarddiag.commands.options import Target, check_format, failed_script
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.explain import Explanation, GuardListings, explain_functions
+from guarddiag.logparse.encoding import open_log
 from guarddiag.model import Run
 from guarddiag.pipeline import LogReader, paused_gc
 from guarddiag.render.explain import render_explanation
@@ -104,7 +105,7 @@ def _from_log(path: Path, torch_version: str | None, full: bool) -> Explanation:
     if path.is_dir():
         raise InputError(f"{path}: is a directory; give a script (.py), a torch log, or a run record (.json)")
     try:
-        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
+        with open_log(path) as fh:
             explanation = explain_lines(fh, torch_version, full)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file; give a script (.py), a torch log, or a run record (.json)") from None

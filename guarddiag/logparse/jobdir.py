@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guarddiag.errors import InputError
+from guarddiag.logparse.encoding import open_log
 
 _ATTEMPT = re.compile(r"attempt_(\d+)")
 # torch.distributed's rank prefix at a line's start, behind torchrun's --tee prefix if any.
-_RANK_AT_START = re.compile(rb"(?:\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:)?\[rank(\d+)\]:")
+_RANK_AT_START = re.compile(r"(?:\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:)?\[rank(\d+)\]:")
 # torchrun's --tee prefix (role and local rank) and the rank behind it, if any.
-_TEE = re.compile(rb"(\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:)(?:\[rank(\d+)\]:)?")
+_TEE = re.compile(r"(\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:)(?:\[rank(\d+)\]:)?")
 # How far into a file to look for a --tee prefix before deciding it has none.
 _TEE_PEEK = 1 << 16
 # A worker's files, torch's log first (stderr), then what the script printed.
@@ -138,14 +139,14 @@ def tee_ranks(paths: Sequence[str]) -> dict[str, int]:
         if path == "-":
             return {}
         try:
-            with Path(path).open("rb") as fh:
+            with open_log(path) as fh:
                 if _TEE.search(fh.read(_TEE_PEEK)) is None:
                     continue
-                fh.seek(0)
+            with open_log(path) as fh:
                 for line in fh:
-                    m = _TEE.match(line) if line[:1] == b"[" else None
+                    m = _TEE.match(line) if line[:1] == "[" else None
                     if m is not None and m[2] is not None:
-                        found.setdefault(m[1].decode(), int(m[2]))
+                        found.setdefault(m[1], int(m[2]))
         except OSError:
             continue  # reading it for the log says what is wrong with it
     return found
@@ -156,9 +157,9 @@ def ranks_in(path: Path) -> set[int]:
     change what the file is, and a big CI log is not read to its end for them)."""
     ranks: set[int] = set()
     try:
-        with path.open("rb") as fh:
+        with open_log(path) as fh:
             for line in fh:
-                m = _RANK_AT_START.match(line) if line[:1] == b"[" else None
+                m = _RANK_AT_START.match(line) if line[:1] == "[" else None
                 if m is not None:
                     ranks.add(int(m[1]))
                     if len(ranks) > 1:
