@@ -122,7 +122,7 @@ def parse_logs(paths: Sequence[str]) -> Run:
     them: one log, pieces of one log, per-rank files, or a torchrun ``--log-dir``."""
     plan = layout(paths)
     if plan.read_as in ("one_log", "pieces"):
-        functions, stats = _read_pieces(paths)
+        functions, stats = _read_pieces(plan.processes[0].files)
     else:
         functions, stats = (), ParseStats()
         for process in plan.processes:

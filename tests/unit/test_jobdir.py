@@ -249,3 +249,38 @@ def test_a_rank_whose_log_shows_no_compile_and_whose_count_is_not_known_is_not_c
     assert "never compiled" not in text and "alike" not in text
     assert "rank divergence: not compared (rank 0 in this run)" in text
     assert "not compared: rank 1 (the log shows no compile there and torch's own count is not known" in text
+
+
+def _log_dir_copy(tmp_path: Path) -> Path:
+    """The recorded log dir copied, and its attempt folder (to add a worker to)."""
+    shutil.copytree(LOG_DIR, tmp_path / "logdir")
+    return next((tmp_path / "logdir").glob("*/attempt_0"))
+
+
+@pytest.mark.parametrize("link", ["worker folder", "worker file"])
+def test_a_symlink_in_a_log_dir_reads_each_real_file_once(tmp_path: Path, link: str):
+    """A symlinked worker folder was read as one more worker: two rank0 rows, totals that did not add up."""
+    attempt = _log_dir_copy(tmp_path)
+    if link == "worker folder":
+        (attempt / "2").symlink_to(attempt / "0", target_is_directory=True)
+    else:
+        (attempt / "2").mkdir()
+        (attempt / "2" / "stderr.log").symlink_to(attempt / "0" / "stderr.log")
+    run = parse_logs([str(tmp_path / "logdir")])
+    assert [p.process for p in run.job.processes] == ["rank0", "rank1"]
+    assert counted(run) == truth("logdir")
+
+
+def test_a_log_given_twice_under_two_names_is_read_once(tmp_path: Path):
+    """A file and a symlink to it were two pieces of one log: every compile counted twice."""
+    log = WORKERS[0] / "stderr.log"
+    (tmp_path / "again.log").symlink_to(log)
+    assert counted(parse_logs([str(log), str(tmp_path / "again.log")])) == counted(parse_logs([str(log)]))
+
+
+def test_two_workers_of_a_log_dir_showing_one_rank_are_refused(tmp_path: Path):
+    """A worker folder copied (not linked): two processes claim rank 0, as two merged nodes would."""
+    attempt = _log_dir_copy(tmp_path)
+    shutil.copytree(attempt / "0", attempt / "2")
+    with pytest.raises(InputError, match=r"attempt_0/2: rank0 is also in .*attempt_0/0; the workers of one torchrun job have distinct"):
+        parse_logs([str(tmp_path / "logdir")])
