@@ -235,7 +235,7 @@ def _one_node(rank1_compiles: int | None) -> Run:
 def test_a_rank_known_to_have_compiled_nothing_is_compared_and_the_ranks_of_other_nodes_are_named():
     run = _one_node(0)
     (job,) = json.loads(render(run, "json"))["rank_divergence"]
-    assert (job["ranks"], job["silent_ranks"], job["missing_ranks"], job["world_size"]) == ([0, 1], [1], [2, 3], 4)
+    assert (job["ranks"], job["silent_ranks"], job["missing_ranks"], job["world_size"]) == ([0, 1], [1], [[2, 3]], 4)
     text = render(run, "table")
     assert "rank 1 never compiled it" in text
     assert "not in this run: ranks 2, 3 of the job's 4 (WORLD_SIZE)" in text
@@ -284,3 +284,38 @@ def test_two_workers_of_a_log_dir_showing_one_rank_are_refused(tmp_path: Path):
     shutil.copytree(attempt / "0", attempt / "2")
     with pytest.raises(InputError, match=r"attempt_0/2: rank0 is also in .*attempt_0/0; the workers of one torchrun job have distinct"):
         parse_logs([str(tmp_path / "logdir")])
+
+
+_BOUNDED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # 1 GiB: a listed billion ranks took 24
+from guarddiag.cli import main
+sys.argv = ["guarddiag", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown"])
+def test_a_world_size_of_a_billion_costs_what_the_ranks_present_do(tmp_path: Path, fmt: str):
+    """Records of a real job's two nodes whose WORLD_SIZE says 10**9: merge listed every missing rank
+    (24 GB, then a MemoryError); the ranks not in this run are ranges, the work bounded by the processes."""
+    import subprocess
+    import sys
+
+    records = []
+    for node in ("node_a", "node_b"):
+        record = run_to_dict(parse_logs([str(TORCHRUN / node)]))
+        for process in record["job"]["processes"]:  # set in the file: only the bounded child reads it
+            process["world_size"] = 10**9
+        path = tmp_path / f"{node}.json"
+        path.write_text(json.dumps(record))
+        records.append(str(path))
+    proc = subprocess.run(
+        [sys.executable, "-c", _BOUNDED, "merge", *records, "-f", fmt], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    if fmt == "json":
+        (job,) = json.loads(proc.stdout)["rank_divergence"]
+        assert (job["ranks"], job["missing_ranks"], job["world_size"]) == ([0, 1, 2, 3], [[4, 10**9 - 1]], 10**9)
+    else:
+        assert "ranks 4-999999999" in proc.stdout
