@@ -345,7 +345,8 @@ def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
         failed_compiles=tuple(c for f in parts for c in f.failed_compiles),
         compiled_for=tuple(dict.fromkeys(c for f in parts for c in f.compiled_for)),
         dynamic_dims=parts[-1].dynamic_dims,
-        code_objects=sum(f.code_objects for f in parts),
+        # A frame the log shows no compile of (a graph break, a limit hit alone) is no code object compiled.
+        code_objects=sum(f.code_objects for f in parts if f.compiles) or 1,
     )
 
 
