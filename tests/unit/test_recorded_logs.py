@@ -85,3 +85,21 @@ def test_a_torchrun_log_dir_saved_as_utf16_is_read_per_rank(tmp_path: Path):
     original, saved = parse_logs([str(source)]), parse_logs([str(tmp_path)])
     assert [p.process for p in saved.job.processes] == [p.process for p in original.job.processes] == ["rank0", "rank1"]
     assert [(f.rank, f.name, f.compiles) for f in saved.functions] == [(f.rank, f.name, f.compiles) for f in original.functions]
+
+
+def test_a_utf16_log_is_decoded_as_it_is_read(tmp_path: Path):
+    """Decoding by the mark streams: reading a 50-copy UTF-16 log holds about what one line needs."""
+    import tracemalloc
+
+    from guarddiag.logparse.encoding import open_log
+
+    text = (LOGS / "torch-2.13.0" / "tensor_shape.log").read_bytes().decode("utf-8")
+    saved = tmp_path / "big.log"
+    saved.write_bytes(_ENCODINGS["utf-16 LE BOM"](text * 50))
+    tracemalloc.start()
+    with open_log(saved) as fh:
+        lines = sum(1 for _ in fh)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert lines == 50 * text.count("\n")
+    assert saved.stat().st_size > 8 << 20 and peak < 1 << 20
