@@ -9,11 +9,12 @@ frame's guard listing with the one of its previous compile.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
-from guarddiag.ids import CompileId, process_of, with_process
+from guarddiag.ids import CompileId, generation_of, process_of, with_process
 from guarddiag.ledger import CompileRecord, LedgerIndex
 from guarddiag.logparse.events import (
     CompileSeen,
@@ -67,6 +68,9 @@ class _Frame:
     # Each compile's pinned values, hashed (compile number -> hash of what -> hash of value), kept once
     # the frame recompiles; and per announced recompile, what changed against each entry torch printed.
     pins: dict[int, Entry] = field(default_factory=dict)
+    # What any of those entries pins (their keys, together): kept as they come, so that a compile asks it
+    # in constant time (a union over every earlier entry made a frame's 20,000 compiles quadratic).
+    pinned_before: set[int] = field(default_factory=set)
     changed: dict[int, dict[int, tuple[int, tuple[Guard, ...]]]] = field(default_factory=dict)
     # A wrapper frame (torch's ``inner``): what each compile was for (guarddiag/wrapped.py).
     compiled_for: dict[int, CompiledFor] = field(default_factory=dict)
@@ -97,7 +101,8 @@ class RunBuilder:
         # Whether the log has guard listings at all: only then does a compile without one mean no code.
         self._listings = False
         # Messages without a compile id (old torch) are matched to frames by rank and function name.
-        self._pending: dict[tuple[str, str, str, int | None], list[RecompileAnnounced]] = {}
+        # A deque each: the oldest is taken first, in constant time however many wait.
+        self._pending: dict[tuple[str, str, str, int | None], deque[RecompileAnnounced]] = {}
 
     def add(self, event: Event) -> None:
         """Fold one event into the model."""
@@ -141,12 +146,12 @@ class RunBuilder:
         frame.started.add(number)
         pending = self._pending_for(event.name, event.file, event.line, process_of(event.compile_id))
         if pending and number > 0:
-            frame.announced.setdefault(number, pending.pop(0).failures)
+            frame.announced.setdefault(number, pending.popleft().failures)
 
     def _on_recompile(self, event: RecompileAnnounced) -> None:
         cid = CompileId.parse(event.compile_id)
         if cid is None:
-            self._pending.setdefault((process_of(event.compile_id), event.name, event.file, event.line), []).append(event)
+            self._pending.setdefault((process_of(event.compile_id), event.name, event.file, event.line), deque()).append(event)
             return
         frame = self._frame(cid.frame_id)
         frame.name_it(event.name, event.file, event.line)
@@ -168,15 +173,17 @@ class RunBuilder:
             if last is not None and last[0] not in frame.pins:
                 first = hashed_pins(last[1])  # the frame recompiles: its first entry is wanted too
                 frame.pins[last[0]] = hashed(first)
+                frame.pinned_before.update(frame.pins[last[0]].values)
                 frame.dynamic.update(dict.fromkeys(dynamic_dims(first)))
             frame.dynamic.update(dict.fromkeys(dynamic_dims(pins)))
-            frame.dynamic.update(dict.fromkeys(dynamic_scalars(pins, frame.pins.values())))
+            frame.dynamic.update(dict.fromkeys(dynamic_scalars(pins, frame.pinned_before)))
             if cid.number not in frame.announced and last is not None and last[0] == cid.number - 1:
                 frame.inferred[cid.number] = diff_listings(pinned(last[1]), pinned(event))
             failures = frame.announced.get(cid.number, ())
             entries = {e.number for f in failures if (e := CompileId.parse(f.cache_entry or "")) is not None}
             frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in entries if n in frame.pins}
             frame.pins[cid.number] = hashed(pins)
+            frame.pinned_before.update(frame.pins[cid.number].values)
         frame.last_listing = (cid.number, event)
         if frame.wrapper is None:
             frame.wrapper = library_frame(frame.file)
@@ -215,11 +222,11 @@ class RunBuilder:
                 reason = reason or (refused.failures[0].text if refused.failures else "")
         frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, reason))
 
-    def _pending_for(self, name: str, file: str, line: int | None, process: str) -> list[RecompileAnnounced]:
+    def _pending_for(self, name: str, file: str, line: int | None, process: str) -> deque[RecompileAnnounced]:
         for (pprocess, pname, pfile, pline), events in self._pending.items():
             if pprocess == process and pname == name and ((pfile, pline) == (file, line) or not file):
                 return events
-        return []
+        return deque()
 
     def _frame_named(self, name: str, file: str, line: int | None, process: str = "") -> _Frame:
         """The frame with this name (old logs without compile ids); file may be unknown on either side.
@@ -242,7 +249,7 @@ class RunBuilder:
         for (pprocess, *key), events in self._pending.items():
             if events and pprocess == process and (not frame.name or (frame.name, frame.file, frame.line) == tuple(key)):
                 frame.name_it(*key)
-                frame.announced[number] = events.pop(0).failures
+                frame.announced[number] = events.popleft().failures
                 return
 
     def _unnamed_frame_for(self, announced: int, process: str) -> _Frame | None:
@@ -270,8 +277,9 @@ class RunBuilder:
             # Announced but never seen compiling (the log had no `dynamo` lines): count the announcements.
             frame = self._frame_named(*key, process)
             frame.compiles.add(0)
+            number = max(frame.compiles)
             for ev in events:
-                number = max(frame.compiles) + 1
+                number += 1
                 frame.compiles.add(number)
                 frame.announced[number] = ev.failures
         self._pending.clear()
@@ -287,27 +295,59 @@ class RunBuilder:
 
 
 def _join_same_function(summaries: list[FunctionSummary]) -> list[FunctionSummary]:
-    """One summary per function: after torch._dynamo.reset() the same code compiles again under a new frame id."""
-    joined: dict[str, FunctionSummary] = {}
+    """One summary per function (name, file, first line). Frames of one cache generation are different
+    code objects (exec'd code, a notebook cell run again): each compiled on its own, none a recompile of
+    another. After torch._dynamo.reset() the same code compiles again under a frame id of the next
+    generation: the n-th code object of a generation is the n-th of the one before, and its first
+    compile there is a recompile (one torch never announces)."""
+    objects: dict[object, list[list[FunctionSummary]]] = {}
+    taken: dict[tuple[object, int], int] = {}
     for f in summaries:
-        key = f.key if f.name else f"#{f.frame_ids}"
-        seen = joined.get(key)
-        # Its first compile under the new frame id is a recompile too, one torch never announces.
-        again = (RecompileEvent(f"{f.frame_ids[0]}/0", False, (_AGAIN,)),) if f.compiles else ()
-        joined[key] = f if seen is None else FunctionSummary(
-            name=seen.name,
-            file=seen.file,
-            line=seen.line,
-            frame_ids=seen.frame_ids + f.frame_ids,
-            compiles=seen.compiles + f.compiles,
-            recompile_events=seen.recompile_events + again + f.recompile_events,
-            limit_hits=seen.limit_hits + f.limit_hits,
-            graph_breaks=seen.graph_breaks + f.graph_breaks,
-            failed_compiles=seen.failed_compiles + f.failed_compiles,
-            compiled_for=tuple(dict.fromkeys(seen.compiled_for + f.compiled_for)),
-            dynamic_dims=f.dynamic_dims,
-        )
-    return list(joined.values())
+        key: object = f.key if f.name else f"#{f.frame_ids}"
+        generation = generation_of(f.frame_ids[0])
+        n = taken[key, generation] = taken.get((key, generation), -1) + 1
+        mine = objects.setdefault(key, [])
+        if n < len(mine):
+            mine[n].append(f)
+        else:
+            mine.append([f])
+    return [_joined([_again(generations) for generations in code]) for code in objects.values()]
+
+
+def _again(generations: list[FunctionSummary]) -> FunctionSummary:
+    """One code object's summaries of each cache generation as one: its first compile in each later
+    generation is a recompile after the reset."""
+    first = generations[0]
+    if len(generations) == 1:
+        return first
+    events: list[RecompileEvent] = list(first.recompile_events)
+    for f in generations[1:]:
+        if f.compiles:
+            events.append(RecompileEvent(f"{f.frame_ids[0]}/0", False, (_AGAIN,)))
+        events += f.recompile_events
+    return replace(_joined(generations), recompile_events=tuple(events), code_objects=1)
+
+
+def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
+    """Summaries of one name, file and first line added up (each part's code objects counted)."""
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    return FunctionSummary(
+        name=first.name,
+        file=first.file,
+        line=first.line,
+        frame_ids=tuple(i for f in parts for i in f.frame_ids),
+        compiles=sum(f.compiles for f in parts),
+        recompile_events=tuple(e for f in parts for e in f.recompile_events),
+        limit_hits=tuple(h for f in parts for h in f.limit_hits),
+        graph_breaks=tuple(g for f in parts for g in f.graph_breaks),
+        failed_compiles=tuple(c for f in parts for c in f.failed_compiles),
+        compiled_for=tuple(dict.fromkeys(c for f in parts for c in f.compiled_for)),
+        dynamic_dims=parts[-1].dynamic_dims,
+        # A frame the log shows no compile of (a graph break, a limit hit alone) is no code object compiled.
+        code_objects=sum(f.code_objects for f in parts if f.compiles) or 1,
+    )
 
 
 _UNKNOWN = Cause(

@@ -29,12 +29,13 @@ class JobRanks:
     (compiled nothing, as torch itself counted in them), ``uncounted`` (their log shows no compile and
     torch's own count is not known, or ``lost``: their log shows fewer compiles than torch counted in
     them, it lost lines; not compared either way), ``missing`` (below ``world_size`` but no process of
-    the run: another node's part of the job)."""
+    the run: another node's part of the job), as ranges ``(first, last)``: a record's WORLD_SIZE may say
+    a billion, and the ranks present bound the work."""
 
     compiled: tuple[int, ...] = ()
     silent: tuple[int, ...] = ()
     uncounted: tuple[int, ...] = ()
-    missing: tuple[int, ...] = ()
+    missing: tuple[tuple[int, int], ...] = ()
     world_size: int | None = None
     # Of ``uncounted``, the ranks whose log lost lines (torch counted more compiles than it shows).
     lost: tuple[int, ...] = ()
@@ -46,7 +47,7 @@ class JobRanks:
     @property
     def size(self) -> int:
         """Ranks of the job the run knows of: compared, uncounted or missing."""
-        return len(self.compared) + len(self.uncounted) + len(self.missing)
+        return len(self.compared) + len(self.uncounted) + sum(last - first + 1 for first, last in self.missing)
 
 
 def job_ranks(run: Run) -> dict[str, JobRanks]:
@@ -83,11 +84,21 @@ def job_ranks(run: Run) -> dict[str, JobRanks]:
             tuple(sorted(mine)),
             tuple(sorted(r for r, silent in still.items() if silent)),
             tuple(sorted({*(r for r, silent in still.items() if not silent), *gone})),
-            tuple(r for r in range(size or 0) if r not in known),
+            _gaps(known, size or 0),
             size,
             tuple(sorted(gone)),
         )
     return found
+
+
+def _gaps(known: set[int], size: int) -> tuple[tuple[int, int], ...]:
+    """The ranks below ``size`` not in ``known``, as ranges ``(first, last)``: work bounded by the ranks known."""
+    gaps, start = [], 0
+    for rank in sorted(r for r in known if 0 <= r < size):
+        if rank > start:
+            gaps.append((start, rank - 1))
+        start = rank + 1
+    return (*gaps, (start, size - 1)) if start < size else tuple(gaps)
 
 
 @dataclass(frozen=True)
@@ -277,7 +288,7 @@ def divergence_dict(run: Run) -> list[dict[str, object]]:
             "silent_ranks": list(ranks.silent),
             "uncounted_ranks": list(ranks.uncounted),
             "lost_ranks": list(ranks.lost),
-            "missing_ranks": list(ranks.missing),
+            "missing_ranks": [list(span) for span in ranks.missing],
             "world_size": ranks.world_size,
             "unnamed_ranks": list(unnamed.get(job, ())),
             "functions": [divergence_to_dict(d) for d in found if d.job == job],

@@ -143,6 +143,14 @@ def in_generation(compile_id: str, generation: int) -> str:
     return f"{frame}~{generation}/{rest}"
 
 
+def generation_of(frame_id: str) -> int:
+    """The cache generation of a frame id: ``rank1:0~2`` -> 2, ``0`` -> 0 (before any reset)."""
+    process = process_of(frame_id)
+    frame = frame_id[len(process) + 1 :] if process else frame_id
+    _, sep, generation = frame.rpartition("~")
+    return int(generation) if sep and generation.isdigit() else 0
+
+
 class FunctionKey(NamedTuple):
     """Who a compiled function is across runs: process, name, file and first line (never frame or object ids)."""
 

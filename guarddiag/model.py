@@ -159,11 +159,15 @@ class FunctionSummary:
     recompile_s: float | None = None
     # torch's recompile limit in force at its last compile, as torch's record says (None: not known).
     recompile_limit: int | None = None
+    # Distinct code objects with this name, file and first line (exec'd code, a notebook cell run again,
+    # generated methods): torch compiles and caches each on its own, so each one's first compile is
+    # no recompile.
+    code_objects: int = 1
 
     @property
     def recompiles(self) -> int:
-        """Compiles after the first, whether torch announced them or not."""
-        return max(self.compiles - 1, 0)
+        """Compiles after each code object's first, whether torch announced them or not."""
+        return max(self.compiles - self.code_objects, 0)
 
     @property
     def limit_hit(self) -> bool:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
 from guarddiag.causes import cause_from_changed_guard
@@ -190,11 +191,11 @@ def _same_object(a: Cause, b: Cause) -> bool:
 _NUMBER_TYPE = re.compile(r"^___check_type_id\((?P<src>.+?), \d+\), type=<class '(?:int|float)'>$")
 
 
-def dynamic_scalars(pins: HashedPins, earlier: Iterable[Entry]) -> tuple[DynamicDims, ...]:
+def dynamic_scalars(pins: HashedPins, pinned_before: AbstractSet[int]) -> tuple[DynamicDims, ...]:
     """The numbers (int or float) a compile checks by type only, whose value an earlier compile of the
-    frame pinned: automatic dynamic made them symbolic, and a new value reuses the entry. Each as a
+    frame pinned (``pinned_before``: what the frame's earlier entries pin, as :class:`Entry` keys them):
+    automatic dynamic made them symbolic, and a new value reuses the entry. Each as a
     :class:`DynamicDims` without dims."""
-    pinned_before = set().union(*(entry.values.keys() for entry in earlier))
     now = {what for what, _, _, _ in pins}
     found = []
     for _, _, kind, expr in pins:

@@ -16,9 +16,7 @@ import contextlib
 import copy
 import gc
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import TextIO
 
 from guarddiag.build import RolesLookup, RunBuilder
@@ -26,6 +24,7 @@ from guarddiag.errors import InputError
 from guarddiag.filekinds import wrong_file
 from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ledger import CompileRecord
+from guarddiag.logparse.encoding import open_log
 from guarddiag.logparse.events import Event
 from guarddiag.logparse.jobdir import layout, tee_ranks
 from guarddiag.logparse.parser import LogParser
@@ -126,7 +125,7 @@ def parse_logs(paths: Sequence[str]) -> Run:
     refuse_guarddiag_files(paths)
     plan = layout(paths)
     if plan.read_as in ("one_log", "pieces"):
-        functions, stats = _read_pieces(paths)
+        functions, stats = _read_pieces(plan.processes[0].files)
     else:
         functions, stats = (), ParseStats()
         for process in plan.processes:
@@ -273,10 +272,8 @@ class _PasteWatch:
 
 
 def _open(path: str, stack: contextlib.ExitStack) -> TextIO:
-    if path == "-":
-        return stack.enter_context(open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False))  # noqa: SIM115
     try:
-        return stack.enter_context(Path(path).open(encoding="utf-8", errors="replace", newline=""))
+        return stack.enter_context(open_log(path))
     except FileNotFoundError:
         raise InputError(f"{path}: no such log file; give a log file, or - to read standard input") from None
     except PermissionError:

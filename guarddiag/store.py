@@ -111,6 +111,8 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "compile_s": f.compile_s,
         "recompile_s": f.recompile_s,
         "recompile_limit": f.recompile_limit,
+        # Only where several code objects share the name and line: a record of one is unchanged.
+        **({"code_objects": f.code_objects} if f.code_objects != 1 else {}),
     }
 
 
@@ -269,7 +271,16 @@ def _function(f: dict, where: str) -> FunctionSummary:
         compile_s=_seconds(f.get("compile_s"), f"{where}.compile_s"),
         recompile_s=_seconds(f.get("recompile_s"), f"{where}.recompile_s"),
         recompile_limit=_whole(f.get("recompile_limit"), f"{where}.recompile_limit", optional=True),
+        code_objects=_code_objects(f, where, compiles),
     )
+
+
+def _code_objects(f: dict, where: str, compiles: int) -> int:
+    """How many code objects a function's summary joins (1 unless the record says more)."""
+    count = _whole(f.get("code_objects", 1), f"{where}.code_objects") or 0
+    if not 1 <= count <= max(compiles, 1):
+        raise ValueError(f"{where}.code_objects: expected a whole number from 1 to its compiles ({compiles}), got {count}")
+    return count
 
 
 def _ranks_job(raw: object) -> Job | None:

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from guarddiag.ids import CompileId
 from guarddiag.ledger import CompileRecord
 from guarddiag.model import FunctionSummary
 
 
 def with_compile_times(functions: Iterable[FunctionSummary], records: Sequence[CompileRecord]) -> list[FunctionSummary]:
     """Each function with the seconds torch spent compiling it, the share of them in its recompiles
-    (every compile after its first) and the recompile limit in force at its last compile; unchanged
+    (every compile after each code object's first) and the recompile limit in force at its last compile; unchanged
     without records (a parsed log, a torch that kept none)."""
     if not records:
         return list(functions)
@@ -41,8 +42,12 @@ def _times(f: FunctionSummary, mine: list[CompileRecord]) -> dict[str, object]:
         return {"compile_s": 0.0, "recompile_s": 0.0}
     if len(mine) < f.compiles or not mine or any(s is None for s in seconds):
         return {"recompile_limit": limit}  # some compile torch did not time, or guarddiag did not see
+    # Each code object's first compile is none of its recompiles: the first compiles numbered 0, one per
+    # code object of this name and line (its first compile after a reset is a recompile).
+    firsts = [i for i, r in enumerate(mine) if (cid := CompileId.parse(r.compile_id)) is not None and cid.number == 0]
+    firsts = firsts[: f.code_objects] or [0]
     return {
         "compile_s": round(sum(seconds), 6),  # type: ignore[arg-type]
-        "recompile_s": round(sum(seconds[1:]), 6),  # type: ignore[arg-type]
+        "recompile_s": round(sum(s for i, s in enumerate(seconds) if i not in firsts), 6),  # type: ignore[misc]
         "recompile_limit": limit,
     }

@@ -11,6 +11,7 @@ from guarddiag.commands.output import echo
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.explain import Explanation, GuardListings, explain_functions
 from guarddiag.filekinds import is_run_record
+from guarddiag.logparse.encoding import open_log
 from guarddiag.model import Run
 from guarddiag.pipeline import LogReader, paused_gc, refuse_guarddiag_files
 from guarddiag.render.escape import markdown_text, visible
@@ -107,7 +108,7 @@ def _from_log(path: Path, torch_version: str | None, full: bool) -> Explanation:
         raise InputError(f"{path}: is a directory; give a script (.py), a torch log, or a run record (.json)")
     refuse_guarddiag_files([str(path)])
     try:
-        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
+        with open_log(path) as fh:
             explanation = explain_lines(fh, torch_version, full)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file; give a script (.py), a torch log, or a run record (.json)") from None

@@ -17,18 +17,20 @@ a process of its own, ``logN`` (its place on the command line), whose rank is no
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from guarddiag.errors import InputError
+from guarddiag.logparse.encoding import open_log
 
 _ATTEMPT = re.compile(r"attempt_(\d+)")
 # torch.distributed's rank prefix at a line's start, behind torchrun's --tee prefix if any.
-_RANK_AT_START = re.compile(rb"(?:\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:)?\[rank(\d+)\]:")
+_RANK_AT_START = re.compile(r"(?:\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:)?\[rank(\d+)\]:")
 # torchrun's --tee prefix (role and local rank) and the rank behind it, if any.
-_TEE = re.compile(rb"(\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:)(?:\[rank(\d+)\]:)?")
+_TEE = re.compile(r"(\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:)(?:\[rank(\d+)\]:)?")
 # How far into a file to look for a --tee prefix before deciding it has none.
 _TEE_PEEK = 1 << 16
 # A worker's files, torch's log first (stderr), then what the script printed.
@@ -58,6 +60,8 @@ class Layout:
 
 def layout(paths: Sequence[str]) -> Layout:
     """How to read ``paths``: a torchrun log dir, per-rank files, or one log in pieces."""
+    # A file given twice (or under a symlink's name) is one log: read once, where it is first given.
+    paths = _once(paths)
     dirs = [p for p in paths if p != "-" and Path(p).is_dir()]
     if dirs:
         if len(paths) > 1:
@@ -85,7 +89,7 @@ def layout(paths: Sequence[str]) -> Layout:
 def log_dir_layout(root: Path) -> Layout:
     """The workers of the newest attempt under a torchrun ``--log-dir`` (or its run, attempt or
     worker directory), each named by its ``[rankN]:`` prefix, else by its local rank."""
-    attempts = _attempts(root)
+    attempts = [Path(a) for a in _once([str(a) for a in _attempts(root)])]
     if not attempts:
         if any((root / name).is_file() for name in WORKER_FILES):  # one worker's directory
             return Layout("log_dir", (_worker(root),))
@@ -102,7 +106,42 @@ def log_dir_layout(root: Path) -> Layout:
     workers = sorted((d for d in newest.iterdir() if d.is_dir() and d.name.isdigit()), key=lambda d: int(d.name))
     if not workers:
         raise InputError(f"{newest}: no worker directories (<local rank>/stderr.log) in it; did torchrun run with --redirects or --tee?")
-    return Layout("log_dir", tuple(_worker(w) for w in workers), tuple(str(a) for a in attempts[:-1]))
+    return Layout("log_dir", _distinct_workers(workers), tuple(str(a) for a in attempts[:-1]))
+
+
+def _once(paths: Sequence[str]) -> list[str]:
+    """``paths`` without those that lead where an earlier one does."""
+    seen: set[str] = set()
+    return [p for p in paths if not (_real(p) in seen or seen.add(_real(p)))]  # type: ignore[func-returns-value]
+
+
+def _real(path: str) -> str:
+    """Where a path leads, symlinks followed: one file is read once whatever names lead to it."""
+    return path if path == "-" else os.path.realpath(path)
+
+
+def _distinct_workers(folders: Sequence[Path]) -> tuple[ProcessFiles, ...]:
+    """The workers of an attempt, each real file read once: a worker folder that is a symlink to another
+    (or whose files are another's) adds nothing; real folders claim their files first. Two workers
+    whose logs show one global rank are not one job's: refused, as ``merge`` refuses two nodes' ranks."""
+    claimed: set[str] = set()
+    found: dict[Path, ProcessFiles] = {}
+    for folder in sorted(folders, key=lambda d: (d.is_symlink(), int(d.name))):
+        worker = _worker(folder)
+        files = tuple(f for f in worker.files if _real(f) not in claimed)
+        claimed.update(_real(f) for f in worker.files)
+        if files:
+            found[folder] = worker if files == worker.files else _worker(folder, files)
+    workers = [found[f] for f in folders if f in found]
+    owner: dict[str, ProcessFiles] = {}
+    for w in workers:
+        first = owner.setdefault(w.process, w) if w.rank is not None else w
+        if first is not w:
+            raise InputError(
+                f"{os.path.dirname(w.files[0])}: {w.process} is also in {os.path.dirname(first.files[0])}; the workers of "
+                "one torchrun job have distinct global ranks: give the log dir of one job, or its per-rank log files"
+            )
+    return tuple(workers)
 
 
 def _attempts(root: Path) -> list[Path]:
@@ -113,8 +152,9 @@ def _attempts(root: Path) -> list[Path]:
     return found or [d for d in root.glob("*/attempt_*") if d.is_dir() and _ATTEMPT.fullmatch(d.name)]
 
 
-def _worker(folder: Path) -> ProcessFiles:
-    files = tuple(str(folder / name) for name in WORKER_FILES if (folder / name).is_file())
+def _worker(folder: Path, files: tuple[str, ...] | None = None) -> ProcessFiles:
+    """One worker's process from its folder's files (``files``: those of them not read already)."""
+    files = files if files is not None else tuple(str(folder / name) for name in WORKER_FILES if (folder / name).is_file())
     if not files:
         raise InputError(f"{folder}: no stderr.log or stdout.log; did torchrun run with --redirects or --tee?")
     local = int(folder.name) if folder.name.isdigit() else None
@@ -138,14 +178,14 @@ def tee_ranks(paths: Sequence[str]) -> dict[str, int]:
         if path == "-":
             return {}
         try:
-            with Path(path).open("rb") as fh:
+            with open_log(path) as fh:
                 if _TEE.search(fh.read(_TEE_PEEK)) is None:
                     continue
-                fh.seek(0)
+            with open_log(path) as fh:
                 for line in fh:
-                    m = _TEE.match(line) if line[:1] == b"[" else None
+                    m = _TEE.match(line) if line[:1] == "[" else None
                     if m is not None and m[2] is not None:
-                        found.setdefault(m[1].decode(), int(m[2]))
+                        found.setdefault(m[1], int(m[2]))
         except OSError:
             continue  # reading it for the log says what is wrong with it
     return found
@@ -156,9 +196,9 @@ def ranks_in(path: Path) -> set[int]:
     change what the file is, and a big CI log is not read to its end for them)."""
     ranks: set[int] = set()
     try:
-        with path.open("rb") as fh:
+        with open_log(path) as fh:
             for line in fh:
-                m = _RANK_AT_START.match(line) if line[:1] == b"[" else None
+                m = _RANK_AT_START.match(line) if line[:1] == "[" else None
                 if m is not None:
                     ranks.add(int(m[1]))
                     if len(ranks) > 1:

@@ -27,6 +27,13 @@ def rank_list(ranks: tuple[int, ...]) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
 
 
+def rank_ranges(spans: tuple[tuple[int, int], ...]) -> str:
+    """``rank 3``, ``ranks 2, 3``, ``ranks 2-999999999``: ranks given as ranges ``(first, last)``."""
+    count = sum(last - first + 1 for first, last in spans)
+    parts = [str(a) if a == b else f"{a}, {b}" if b == a + 1 else f"{a}-{b}" for a, b in spans]
+    return f"{'rank' if count == 1 else 'ranks'} {', '.join(parts)}"
+
+
 def _times(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -104,7 +111,7 @@ def headline_lines(run: Run) -> list[str]:
         if r.lost:
             others.append(f"not compared: {rank_list(r.lost)}{_job(job)}" + ("" if any(d.lost for d in said) else f" ({LOST})"))
     others += [
-        f"not in this run: {rank_list(r.missing)}{_job(job)} of the job's {r.world_size} (WORLD_SIZE): another node's part of "
+        f"not in this run: {rank_ranges(r.missing)}{_job(job)} of the job's {r.world_size} (WORLD_SIZE): another node's part of "
         "the job; run each node under guarddiag and join their records with `guarddiag merge`"
         for job, r in jobs.items()
         if r.missing

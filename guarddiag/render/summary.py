@@ -160,6 +160,11 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
             f"  one code object ({f.name}) for {len(f.compiled_for)} callables: they share one cache and one recompile limit, "
             "so each one's variants count against the others"
         )
+    if f.code_objects > 1:
+        out.append(
+            f"  {f.code_objects} code objects share this name, file and first line (exec'd code, a notebook cell run again, "
+            "generated methods): torch compiles and caches each on its own, so their first compiles are no recompiles"
+        )
     for g in cause_groups(f):
         unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
         out.append(f"  {cause_group_line(g)}{unlogged}")

@@ -30,6 +30,8 @@ def function_label(f: FunctionSummary, process: bool = True) -> str:
     if f.compiled_for:
         # torch compiled a wrapper (its `inner`, a library's decorator): name what the user compiled first.
         label = f"{', '.join(compiled_for_name(c) for c in f.compiled_for)} via {label}"
+    if f.code_objects > 1:
+        label += f" [{f.code_objects} code objects]"
     return label + (f" [{rank}]" if rank and process else "")
 
 

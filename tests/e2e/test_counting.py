@@ -209,3 +209,42 @@ def test_a_run_whose_only_compile_failed_says_so(tmp_path: Path):
     assert strict["compiles"] == 1 == record["torch_compiles"]
     assert [c["kind"] for c in strict["failed_compiles"]] == ["error"]
     assert "compile 0/0 failed: Unsupported" in out
+
+
+def test_code_objects_sharing_name_file_and_line_are_no_recompiles(tmp_path: Path):
+    """A notebook cell run 8 times (exec'd source, one name, file and first line): 8 code objects, each
+    compiled once, in 8 frames and 8 caches as torch itself records them. guarddiag said 7 recompiles
+    ("compile cache reset"), and a budget of 0 failed; a reset still makes the next compile a recompile."""
+    script = tmp_path / "cells.py"
+    script.write_text(textwrap.dedent(
+        """
+        import torch, torch._dynamo
+        from torch._dynamo.utils import get_compilation_metrics
+
+        SOURCE = "def step(x):\\n    return x * 2 + 1\\n"
+        cells = []
+        for _ in range(8):
+            namespace = {}
+            exec(compile(SOURCE, "cell.py", "exec"), namespace)
+            cells.append(torch.compile(namespace["step"], backend="eager"))
+            cells[-1](torch.ones(3))
+        ids = [str(m.compile_id) for m in get_compilation_metrics()]
+        print("torch frames:", len({i.split("/")[0] for i in ids}), "compiles:", len(ids))
+        """
+    ))
+    record, out = _run(script, tmp_path)
+    assert "torch frames: 8 compiles: 8" in out
+    (step,) = record["functions"]
+    assert (step["compiles"], step["recompiles"], record["torch_compiles"]) == (8, 0, 8)
+    assert step.get("code_objects") == 8
+    assert step["recompile_events"] == [] and len(set(step["frame_ids"])) == 8
+    assert "step (cell.py:1) [8 code objects]" in out
+    gate = run_guarddiag("check", str(script), "--max-recompiles", "0", cwd=tmp_path)
+    assert gate.returncode == 0, gate.stdout[-2000:] + gate.stderr[-2000:]
+
+    # After torch._dynamo.reset() a code object compiles again from scratch: that one is a recompile.
+    script.write_text(script.read_text() + "torch._dynamo.reset()\ncells[1](torch.ones(3))\n")
+    record, _ = _run(script, tmp_path)
+    (step,) = record["functions"]
+    assert (step["compiles"], step["recompiles"], record["torch_compiles"]) == (9, 1, 9)
+    assert [c["subject"] for e in step["recompile_events"] for c in e["causes"]] == ["compile cache reset"]

@@ -391,3 +391,73 @@ def test_a_limit_warning_mangled_onto_another_prefix_does_not_take_back_a_compil
     (f,) = run.functions
     assert (f.compiles, len(f.recompile_events), [h.compile_id for h in f.limit_hits]) == (2, 1, ["0/2"])
     assert run.functions == _parse(original).functions
+
+
+# --- many compiles of one function: time linear in their number -----------------------------------
+# A hostile tester's log of 20,000 compiles of one function took 71 s, a paste of 100,000 recompile
+# messages 78 s: each compile asked a question of every earlier one (what they pinned, the highest
+# compile number so far). Built from a real recorded log's lines, compile ids counting up: parsing 4x
+# the compiles must cost about 4x (CPU time, best of 3, the tolerance of the long lines above).
+_ONE_FUNCTION = REAL_LINES["tensor_dtype.logtorch-2.13.0"]
+
+
+def _compiles_log(n: int) -> list[str]:
+    """The log of ``n`` compiles of one function: its first compile, then its recompile to bfloat16
+    again and again, each under the next compile id and naming the entry before it."""
+    first = [line for line in _ONE_FUNCTION if "[0/0]" in line]
+    again = [line for line in _ONE_FUNCTION if "[0/1]" in line]
+    return first + [
+        line.replace("[0/1]", f"[0/{k}]").replace("- 0/0:", f"- 0/{k - 1}:") for k in range(1, n) for line in again
+    ]
+
+
+def _recompile_messages(n: int) -> list[str]:
+    """The same log's recompile message pasted ``n`` times without its prefix (as an issue shows it)."""
+    message = [line.split("[__recompiles] ", 1)[1] for line in _ONE_FUNCTION if "[0/1] [__recompiles]" in line]
+    return [line.replace("- 0/0:", f"- 0/{k - 1}:") for k in range(1, n + 1) for line in message]
+
+
+def _paste_events(lines: list[str]) -> list:
+    from guarddiag.logparse.paste import PasteReader
+
+    reader = PasteReader()
+    events = [e for line in lines for e in reader.feed(line)]
+    return events + reader.finish()
+
+
+def _built(events: list) -> None:
+    from guarddiag.build import RunBuilder
+
+    builder = RunBuilder(NO_ROLES)
+    for event in events:
+        builder.add(event)
+    builder.functions()
+
+
+# log: the whole parse. paste: the paste reader reads a message in ~0.1 ms, which hides a quadratic
+# builder below 30,000 messages; its events (read once, untimed) are built, where the compiles add up.
+_MANY_COMPILES = {
+    "log": (lambda n: _compiles_log(n), _parse, 1000),
+    "paste": (lambda n: _paste_events(_recompile_messages(n)), _built, 4000),
+}
+
+
+def _cpu_best_of_3(work, data) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        work(data)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+@settings(max_examples=len(_MANY_COMPILES), deadline=None)
+@given(st.sampled_from(sorted(_MANY_COMPILES)))
+def test_many_compiles_of_one_function_parse_in_time_linear_in_their_number(kind):
+    make, work, n = _MANY_COMPILES[kind]
+    small, large = make(n), make(4 * n)
+    if kind == "log":
+        (f,) = _parse(large).functions
+        assert (f.compiles, f.recompiles) == (4 * n, 4 * n - 1)
+    small_s, large_s = _cpu_best_of_3(work, small), _cpu_best_of_3(work, large)
+    assert large_s < 8 * small_s + 0.05, f"{kind}: {n} compiles {small_s:.4f} s, {4 * n} compiles {large_s:.4f} s"

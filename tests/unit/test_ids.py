@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guarddiag.ids import CompileId, FunctionKey, in_generation, process_of, ranked, with_process
+from guarddiag.ids import CompileId, FunctionKey, generation_of, in_generation, process_of, ranked, with_process
 from guarddiag.logparse.framing import frame
 from guarddiag.merge import in_process
 from tests.conftest import LOGS
@@ -98,3 +98,10 @@ def test_function_keys_name_the_process():
     child = in_process(main, "child1")
     assert child.rank == "child1" and child.key == FunctionKey("child1", "forward", main.file, 30)
     assert child.recompile_events[0].compile_id == "child1:0/1"
+
+
+def test_the_cache_generation_of_a_frame_id():
+    """Frames of one generation are different code objects; a later generation follows a reset."""
+    cases = {"0": 0, "0~1": 1, "rank1:3~12": 12, "py311/rank0:0~2": 2, "?f@C:\\x~1.py:3": 0, "!0/3~1": 1}
+    assert {frame: generation_of(frame) for frame in cases} == cases
+    assert generation_of(in_generation("rank1:0/3", 2).rpartition("/")[0]) == 2

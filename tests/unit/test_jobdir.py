@@ -235,7 +235,7 @@ def _one_node(rank1_compiles: int | None) -> Run:
 def test_a_rank_known_to_have_compiled_nothing_is_compared_and_the_ranks_of_other_nodes_are_named():
     run = _one_node(0)
     (job,) = json.loads(render(run, "json"))["rank_divergence"]
-    assert (job["ranks"], job["silent_ranks"], job["missing_ranks"], job["world_size"]) == ([0, 1], [1], [2, 3], 4)
+    assert (job["ranks"], job["silent_ranks"], job["missing_ranks"], job["world_size"]) == ([0, 1], [1], [[2, 3]], 4)
     text = render(run, "table")
     assert "rank 1 never compiled it" in text
     assert "not in this run: ranks 2, 3 of the job's 4 (WORLD_SIZE)" in text
@@ -249,3 +249,73 @@ def test_a_rank_whose_log_shows_no_compile_and_whose_count_is_not_known_is_not_c
     assert "never compiled" not in text and "alike" not in text
     assert "rank divergence: not compared (rank 0 in this run)" in text
     assert "not compared: rank 1 (the log shows no compile there and torch's own count is not known" in text
+
+
+def _log_dir_copy(tmp_path: Path) -> Path:
+    """The recorded log dir copied, and its attempt folder (to add a worker to)."""
+    shutil.copytree(LOG_DIR, tmp_path / "logdir")
+    return next((tmp_path / "logdir").glob("*/attempt_0"))
+
+
+@pytest.mark.parametrize("link", ["worker folder", "worker file"])
+def test_a_symlink_in_a_log_dir_reads_each_real_file_once(tmp_path: Path, link: str):
+    """A symlinked worker folder was read as one more worker: two rank0 rows, totals that did not add up."""
+    attempt = _log_dir_copy(tmp_path)
+    if link == "worker folder":
+        (attempt / "2").symlink_to(attempt / "0", target_is_directory=True)
+    else:
+        (attempt / "2").mkdir()
+        (attempt / "2" / "stderr.log").symlink_to(attempt / "0" / "stderr.log")
+    run = parse_logs([str(tmp_path / "logdir")])
+    assert [p.process for p in run.job.processes] == ["rank0", "rank1"]
+    assert counted(run) == truth("logdir")
+
+
+def test_a_log_given_twice_under_two_names_is_read_once(tmp_path: Path):
+    """A file and a symlink to it were two pieces of one log: every compile counted twice."""
+    log = WORKERS[0] / "stderr.log"
+    (tmp_path / "again.log").symlink_to(log)
+    assert counted(parse_logs([str(log), str(tmp_path / "again.log")])) == counted(parse_logs([str(log)]))
+
+
+def test_two_workers_of_a_log_dir_showing_one_rank_are_refused(tmp_path: Path):
+    """A worker folder copied (not linked): two processes claim rank 0, as two merged nodes would."""
+    attempt = _log_dir_copy(tmp_path)
+    shutil.copytree(attempt / "0", attempt / "2")
+    with pytest.raises(InputError, match=r"attempt_0/2: rank0 is also in .*attempt_0/0; the workers of one torchrun job have distinct"):
+        parse_logs([str(tmp_path / "logdir")])
+
+
+_BOUNDED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # 1 GiB: a listed billion ranks took 24
+from guarddiag.cli import main
+sys.argv = ["guarddiag", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown"])
+def test_a_world_size_of_a_billion_costs_what_the_ranks_present_do(tmp_path: Path, fmt: str):
+    """Records of a real job's two nodes whose WORLD_SIZE says 10**9: merge listed every missing rank
+    (24 GB, then a MemoryError); the ranks not in this run are ranges, the work bounded by the processes."""
+    import subprocess
+    import sys
+
+    records = []
+    for node in ("node_a", "node_b"):
+        record = run_to_dict(parse_logs([str(TORCHRUN / node)]))
+        for process in record["job"]["processes"]:  # set in the file: only the bounded child reads it
+            process["world_size"] = 10**9
+        path = tmp_path / f"{node}.json"
+        path.write_text(json.dumps(record))
+        records.append(str(path))
+    proc = subprocess.run(
+        [sys.executable, "-c", _BOUNDED, "merge", *records, "-f", fmt], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    if fmt == "json":
+        (job,) = json.loads(proc.stdout)["rank_divergence"]
+        assert (job["ranks"], job["missing_ranks"], job["world_size"]) == ([0, 1, 2, 3], [[4, 10**9 - 1]], 10**9)
+    else:
+        assert "ranks 4-999999999" in proc.stdout
