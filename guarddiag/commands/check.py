@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from guarddiag import baseline as baseline_io
+from guarddiag.child.folders import prune_after_command
 from guarddiag.commands.baseline import collect_runs, record_baseline, warn
 from guarddiag.commands.options import Target, check_format, command_settings, flag_options
 from guarddiag.config import Settings
@@ -34,9 +35,11 @@ def check_command(
         path = config.root / config.baseline
         record_baseline(runs, config, path)
         typer.echo(f"updated {path}")
+        prune_after_command()
         return 0
     output = run_check(runs, config, budgets, baseline_given, junit, env, fmt)
     typer.echo(output.text)
+    prune_after_command()  # once, after the report that names the runs' logs
     return output.result.exit_code
 
 
