@@ -246,12 +246,13 @@ def _hold(folder: Path) -> None:
 
 def recreate_if_removed(run_dir: Path, held: list[tuple[Path, BinaryIO]]) -> bool:
     """When the script removed its run folder (or the files in it), write the held-open files back."""
-    if all(path.exists() for path, _ in held) and (run_dir / LOCK_NAME).exists():
+    if all(path.exists() for path, _ in held):
         return False
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         if not (run_dir / LOCK_NAME).exists():
-            _hold(run_dir)  # a re-created folder is still this command's: no other guarddiag prunes it
+            with contextlib.suppress(OSError):  # as in new_run_dir: unlocked, it is never pruned
+                _hold(run_dir)  # a re-created folder is still this command's: no other guarddiag prunes it
         for path, fh in held:
             if not path.exists():
                 fh.seek(0)
