@@ -134,8 +134,10 @@ def _prune_in(top: int, runs: Path, keep: int, own: set[tuple[int, int] | None],
             if is_own:
                 continue
             try:
-                shutil.rmtree(name, dir_fd=top)
+                shutil.rmtree(name, dir_fd=top)  # fd-based: a link inside is removed, never followed
                 pruned.removed.append(runs / name)
+            except FileNotFoundError:
+                continue  # another guarddiag pruning at the same time removed it
             except OSError:
                 pruned.failed.append(runs / name)
     finally:

@@ -76,7 +76,9 @@ def test_prune_runs_removes_only_the_oldest_guarddiag_folders_no_one_holds(tmp_p
     (runs / "foreign" / "torch.log").write_text("")
     outside = tmp_path / "outside"
     outside.mkdir()
+    (outside / "model.pt").write_bytes(b"weights")
     (runs / "link").symlink_to(outside)
+    (runs / "done-0" / "checkpoints").symlink_to(outside)  # removed with its folder, never followed
     for name in ("live", "own"):
         (runs / name).mkdir()
         (runs / name / LOCK_NAME).touch()
@@ -92,6 +94,23 @@ def test_prune_runs_removes_only_the_oldest_guarddiag_folders_no_one_holds(tmp_p
     assert sorted(p.name for p in runs.iterdir()) == ["done-3", "foreign", "link", "live", "own"]
     assert sorted(p.name for p in pruned.removed) == ["done-0", "done-1", "done-2", "legacy"]
     assert [p.name for p in pruned.live] == ["live"] and [p.name for p in pruned.foreign] == ["foreign"]
-    assert [p.name for p in pruned.links] == ["link"] and outside.is_dir()
+    assert [p.name for p in pruned.links] == ["link"] and (outside / "model.pt").read_bytes() == b"weights"
     # Its holder gone, the live folder is a finished one; keep 0 removes every folder guarddiag made.
     assert sorted(p.name for p in prune_runs(runs, keep=0).removed) == ["done-3", "live", "own"]
+
+
+def test_prune_runs_refuses_a_linked_runs_folder_or_dot_guarddiag(tmp_path):
+    """Pruning followed `.guarddiag/runs` when it was a symbolic link, and deleted a checkpoint there."""
+    from guarddiag.child.folders import LOCK_NAME, prune_runs
+
+    target = tmp_path / "checkpoints"
+    (target / "runs" / "done").mkdir(parents=True)
+    (target / "runs" / "done" / LOCK_NAME).touch()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / ".guarddiag").symlink_to(target)
+    (tmp_path / "b" / ".guarddiag").mkdir(parents=True)
+    (tmp_path / "b" / ".guarddiag" / "runs").symlink_to(target / "runs")
+    for runs in (tmp_path / "a" / ".guarddiag" / "runs", tmp_path / "b" / ".guarddiag" / "runs"):
+        with pytest.raises(InputError, match="is a symbolic link"):
+            prune_runs(runs, keep=0)
+    assert (target / "runs" / "done" / LOCK_NAME).exists()
