@@ -252,10 +252,10 @@ def explain(
 
 @app.command()
 def clean(
-    keep: Annotated[int, typer.Option("--keep", min=0, help="Finished run folders to keep, the newest (default 0: none).")] = 0,
+    keep: Annotated[int, typer.Option("--keep", min=0, help="Run folders to keep, the newest (default 0: none); live ones stay.")] = 0,
     cache: Annotated[bool, typer.Option("--cache", help="Also remove the flag catalogs cached per torch install.")] = False,
 ) -> None:
-    """Remove run folders under .guarddiag/runs (each run keeps the newest 20 itself: GUARDDIAG_KEEP_RUNS)."""
+    """Remove run folders under .guarddiag/runs that no running guarddiag holds (each command keeps the newest 20: GUARDDIAG_KEEP_RUNS)."""
     from guarddiag.commands.clean import clean_command
 
     clean_command(keep, cache)

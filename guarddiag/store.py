@@ -403,6 +403,25 @@ def _create_temp(target: Path) -> tuple[int, str]:
             continue
 
 
+# Why a write failed for want of room, and what frees it: said as such, not as a wrong path.
+_NO_ROOM = {
+    errno.ENOSPC: ("the disk is full", "free some space on it"),
+    errno.EDQUOT: ("the disk quota is used up", "free some space or raise the quota"),
+    errno.EFBIG: ("the file is larger than the file size limit", "raise the limit (ulimit -f)"),
+}
+
+
+def write_failure(exc: OSError) -> tuple[str, str | None]:
+    """Why a file could not be written (``ENOSPC: No space left on device, the disk is full``), and what
+    to do when it is a lack of room (None otherwise: the caller knows the way out)."""
+    code = errno.errorcode.get(exc.errno or 0, "error")
+    text = exc.strerror or str(exc)
+    room = _NO_ROOM.get(exc.errno or 0)
+    if room is None:
+        return f"{code}: {text}", None
+    return f"{code}: {text}, {room[0]}", room[1]
+
+
 def save_run(run: Run, path: Path) -> None:
     """Write a run record as versioned JSON, atomically."""
     write_atomic(path, json.dumps(run_to_dict(run), indent=2) + "\n")

@@ -12,6 +12,7 @@ writes the catalog of this interpreter's config flags instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import runpy
@@ -110,7 +111,10 @@ def _write_meta(spec, meta) -> None:
             json.dump(meta, fh)
         os.replace(tmp, spec["meta_path"])
     except OSError:
-        pass  # the script removed its run folder: guarddiag reads the log it holds open, and says so
+        # The script removed its run folder (guarddiag reads the log it holds open, and says so), or the
+        # disk is full (the meta written before the script stays): leave no half-written temp file.
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 class _NoModule(Exception):

@@ -24,11 +24,11 @@ from pathlib import Path
 from guarddiag.child import _bootstrap, proctree
 from guarddiag.child._site import _guarddiag_hooks as _hooks
 from guarddiag.child._site import _guarddiag_process as _process
-from guarddiag.child.folders import RUN_FOLDERS, keep_runs, new_run_dir, prune_runs, recreate_if_removed
+from guarddiag.child.folders import RUN_FOLDERS, keep_runs, new_run_dir, recreate_if_removed
 from guarddiag.child.processes import read_run_logs
 from guarddiag.errors import InputError
 from guarddiag.model import Job, LateHook, Run
-from guarddiag.store import late_hook_from_dict, save_run
+from guarddiag.store import late_hook_from_dict, save_run, write_failure
 
 # Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
 REQUIRED_LOGS = ("dynamo", "guards", "recompiles", "graph_breaks")
@@ -225,12 +225,23 @@ def execute(request: RunRequest) -> Run:
     )
     try:
         save_run(run, run_dir / "run.json")
-        prune_runs(run_dir.parent, keep_runs())
     except OSError as exc:
-        raise InputError(
-            f"{run_dir}: cannot write the run record ({exc.strerror}); did the script delete or change its run folder?"
-        ) from None
+        _unsaved(run_dir / "run.json", exc)
     return run
+
+
+# Why run records could not be written, said once per command (a full disk fails every run of a compare).
+_UNSAVED: set[str] = set()
+
+
+def _unsaved(path: Path, exc: OSError) -> None:
+    """The folder's copy of the record is not needed for the report or ``--out``: say why it is missing, go on."""
+    why, fix = write_failure(exc)
+    if why in _UNSAVED:
+        return
+    _UNSAVED.add(why)
+    fix = fix or "did the script delete or change its run folder?"
+    print(f"guarddiag: warning: {path}: cannot write the run record ({why}); the report is made without it; {fix}", file=sys.stderr)
 
 
 def _ledger_started(path: Path) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from guarddiag import baseline as baseline_io
 from guarddiag.baseline import relative_file
+from guarddiag.child.folders import prune_after_command
 from guarddiag.child.runner import RunRequest, check_script, execute_many
 from guarddiag.commands.options import Target, command_settings, flag_options
 from guarddiag.commands.output import echo, message
@@ -32,6 +33,7 @@ def baseline_command(
     recorded = record_baseline(runs, config, path, anew=True)
     n = sum(len(s.functions) for s in recorded.scripts)
     echo(f"wrote {path}: {len(recorded.scripts)} scripts, {n} functions, {sum(r.recompiles for r in runs.values())} recompiles")
+    prune_after_command()
 
 
 def _specs(items: Sequence[str | Target], settings: Settings, flags: tuple[tuple[str, str], ...]) -> list[ScriptSpec | Path]:

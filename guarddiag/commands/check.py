@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guarddiag import baseline as baseline_io
+from guarddiag.child.folders import prune_after_command
 from guarddiag.commands.baseline import collect_runs, record_baseline, warn
 from guarddiag.commands.options import Target, check_format, command_settings, flag_options
 from guarddiag.commands.output import echo, echo_annotations
@@ -33,11 +34,13 @@ def check_command(
         path = config.root / config.baseline
         record_baseline(runs, config, path)
         echo(f"updated {path}")
+        prune_after_command()
         return 0
     output = run_check(runs, config, budgets, baseline_given, junit, env, fmt)
     if output.annotations:
         echo_annotations(output.annotations, err=fmt != "table")
     echo(output.text)
+    prune_after_command()  # once, after the report that names the runs' logs
     return output.result.exit_code
 
 

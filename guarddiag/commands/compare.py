@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from guarddiag.child.folders import prune_after_command
 from guarddiag.child.runner import STDOUT_NAME, RunRequest, check_script, execute_many
 from guarddiag.commands.options import Target, check_format
 from guarddiag.commands.output import echo, message
@@ -16,7 +17,7 @@ from guarddiag.flags import Catalog, load_catalog
 from guarddiag.model import Run
 from guarddiag.render.compare import render_compare
 from guarddiag.render.words import script_outcome
-from guarddiag.store import write_atomic
+from guarddiag.store import write_atomic, write_failure
 
 
 def compare_command(
@@ -41,8 +42,9 @@ def compare_command(
             write_atomic(out, render_compare(report, "json") + "\n")
         except OSError as exc:
             raise InputError(
-                f"--out {out}: cannot write the compare report ({exc.strerror}); the runs are kept in .guarddiag/runs/"
+                f"--out {out}: cannot write the compare report ({write_failure(exc)[0]}); the runs are kept in .guarddiag/runs/"
             ) from None
+    prune_after_command()  # once, now that the report has read every run's folder
     failed = [r for res in results for r in res.runs if r.status != "ok"]
     if failed:
         raise GuarddiagError(

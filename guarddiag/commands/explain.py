@@ -40,8 +40,11 @@ def explain_command(
 
 def explain_main(target: str | Target, fmt: str, full: bool, python: str, timeout: float | None) -> None:
     """Print the explanation; a script that did not finish cleanly is an error after it."""
+    from guarddiag.child.folders import prune_after_command
+
     text, failed = explain_command(target, fmt, full, python, timeout)
     echo(text)
+    prune_after_command()
     if failed is not None:
         raise failed_script(target, failed, "the model covers what compiled before that")
 

@@ -14,7 +14,9 @@ def run_command(
     target: Target, flags: list[str] | None, python: str, timeout: float | None, fmt: str, out: Path | None, strict: bool,
 ) -> None:
     """Run the script or module, print its report; one that did not finish cleanly is an error after the report."""
+    from guarddiag.child.folders import prune_after_command
     from guarddiag.child.runner import RunRequest, execute
+
     check_format(fmt)
     request = RunRequest(
         script=target.script, args=target.args, python=python, flags=flag_options(flags, python), timeout=timeout, module=target.module
@@ -22,6 +24,7 @@ def run_command(
     result = execute(request)
     # A failed script is the bigger news: --strict's complaint about unknown lines waits for a clean run.
     finish(result, fmt, out, strict and result.status == "ok")
+    prune_after_command()
     if result.status != "ok":
         raise failed_script(target, result, "the report covers what ran before that")
 
@@ -29,13 +32,14 @@ def run_command(
 def finish(run: Run, fmt: str, out: Path | None, strict: bool) -> None:
     """Save the record (``--out``), print the report, then complain under ``--strict`` about unknown lines."""
     from guarddiag.render import render
-    from guarddiag.store import save_run
+    from guarddiag.store import save_run, write_failure
 
     if out is not None:
         try:
             save_run(run, out)
         except OSError as exc:
-            raise InputError(f"{out}: cannot write the run record ({exc.strerror}); pick a writable path") from None
+            why, fix = write_failure(exc)
+            raise InputError(f"{out}: cannot write the run record ({why}); {fix or 'pick a writable path'}") from None
     echo(render(run, fmt))
     if strict and run.parse.unrecognized:
         raise StrictParseError(

@@ -447,7 +447,8 @@ def test_disk_full_keeps_the_previous_record(workdir):
         [*guarddiag_cmd(), "parse", str(log), "-o", str(out)], capture_output=True, text=True, preexec_fn=small_files
     )
     assert proc.returncode == 2
-    assert "cannot write the run record" in _line(proc.stderr)
+    line = _line(proc.stderr)
+    assert "cannot write the run record (EFBIG: File too large, the file is larger than the file size limit); raise the limit" in line
     assert out.read_bytes() == before
     assert [p.name for p in workdir.iterdir()] == ["r.json"]  # no temp file left behind
 
@@ -721,9 +722,10 @@ def test_timeout_stops_a_double_forked_daemon_that_holds_the_pipe(workdir):
 @pytest.mark.torch
 def test_run_folders_are_pruned_to_the_newest_and_clean_removes_them(workdir):
     runs = workdir / ".guarddiag" / "runs"
-    for i in range(4):
+    for i in range(4):  # finished folders of a guarddiag from before the lock file: its record and log
         (runs / f"old-{i}").mkdir(parents=True)
-        (runs / f"old-{i}" / "run.json").write_text("{}")
+        (runs / f"old-{i}" / "run.json").write_text('{\n  "schema": "guarddiag.run/1"\n}\n')
+        (runs / f"old-{i}" / "torch.log").write_text("")
         os.utime(runs / f"old-{i}" / "run.json", (1_000_000 + i, 1_000_000 + i))
     (workdir / "s.py").write_text("print('hi')\n")
     proc = run_guarddiag("run", "s.py", cwd=workdir, env={"GUARDDIAG_KEEP_RUNS": "2"})

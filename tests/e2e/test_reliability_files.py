@@ -90,7 +90,7 @@ def test_out_to_dev_full_is_a_full_disk_not_a_success(workdir):
             reader.wait()
     proc = run_guarddiag("parse", str(LOG), "--out", "/dev/full")
     assert proc.returncode == 2
-    assert "/dev/full: cannot write the run record (No space left on device)" in _line(proc.stderr)
+    assert "/dev/full: cannot write the run record (ENOSPC: No space left on device, the disk is full)" in _line(proc.stderr)
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 

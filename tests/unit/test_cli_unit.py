@@ -101,6 +101,7 @@ def test_missing_inputs_are_one_line(main, tmp_path, monkeypatch):
 def test_version_and_clean_print_one_line(main, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".guarddiag" / "runs" / "old").mkdir(parents=True)
+    (tmp_path / ".guarddiag" / "runs" / "old" / "guarddiag.lock").touch()  # a folder guarddiag made, its run over
     assert main("version") == (OK, __version__ + "\n", "")
     assert main("clean") == (OK, "removed 1 run folder(s) from .guarddiag/runs\n", "")
     assert not (tmp_path / ".guarddiag" / "runs" / "old").exists()
