@@ -164,9 +164,12 @@ def test_memory_does_not_grow_with_the_log():
     one = _peak(repeated(1, False))
     compiles = 12 * 20
     # Fresh compile ids, or the same ids again (read as compiles after a torch._dynamo.reset()):
-    # a small record per compile, never the listings themselves.
-    assert _peak(repeated(20, True)) < one + compiles * 4096
-    assert _peak(repeated(20, False)) < one + compiles * 4096
+    # a small record per compile, never the listings themselves. A record costs about 4.0-4.4 KB
+    # (the parse pauses the garbage collector, so the peak moves with what else is loaded); a kept
+    # listing costs more than the 7.9 KB of log text each compile of this log is read from.
+    per_compile = sum(map(len, base)) // 12
+    assert _peak(repeated(20, True)) < one + compiles * per_compile * 3 // 4
+    assert _peak(repeated(20, False)) < one + compiles * per_compile * 3 // 4
 
 
 # Pastes: what a browser, a terminal or a Markdown editor does to a real log, or to a real paste, must

@@ -42,7 +42,7 @@ def test_a_torch_version_from_another_jobs_record_cannot_start_a_line(tmp_path: 
     after = _run("torch-2.4.1/fresh_module_instance.log", "2.13.0")
     result = evaluate({"m.py": after}, baseline_io.from_runs({"m.py": before}, tmp_path), Settings(root=tmp_path))
     text = render_check(result, "table")
-    assert "2.12.0\\x0a::error file=x::owned\\u202e" in text
+    assert "2.12.0\\n::error file=x::owned\\u202e" in text
     assert not any(line.startswith("::") for line in text.splitlines())
 
 
