@@ -77,8 +77,10 @@ def tracked(child: subprocess.Popen, run_dir: str) -> Iterator[RunProcesses]:
     with _LIVE_LOCK:
         _LIVE[child.pid] = run
         if not _SAMPLER:
+            _start_watcher()
             _SAMPLER.append(threading.Thread(target=_sample_forever, name="guarddiag-sampler", daemon=True))
             _SAMPLER[0].start()
+    _watch("+", {(child.pid, run.start)})
     _WAKE.set()
     try:
         yield run
@@ -86,6 +88,54 @@ def tracked(child: subprocess.Popen, run_dir: str) -> Iterator[RunProcesses]:
         _sample()  # the last look, at what the run left running
         with _SAMPLING, _LIVE_LOCK:  # no sample writes to ``run`` once this returns
             _LIVE.pop(child.pid, None)
+        # The run is over (and stopped, if it was): what it left running now outlives it, as before.
+        _watch("-", run.members | {(child.pid, run.start)})
+
+
+# Runs in a session of its own (a Ctrl-C at the terminal, a kill of guarddiag's process group miss it),
+# reading "+ PID START" / "- PID START" lines: at end of input without the last "-" lines guarddiag
+# died (SIGKILL, OOM) and left runs behind: it kills each of their processes it was told of that
+# still runs (the same start time: not a new process that took the pid).
+_WATCHER_CODE = """
+import os, signal, sys
+for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
+    signal.signal(sig, signal.SIG_IGN)
+live = set()
+for line in sys.stdin:
+    op, pid, start = line.split()
+    (live.add if op == "+" else live.discard)((int(pid), start))
+for pid, start in live:
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            if fh.read().rpartition(")")[2].split()[19] == start:
+                os.kill(pid, signal.SIGKILL)
+    except (OSError, IndexError):
+        pass
+"""
+_WATCHER: list[subprocess.Popen] = []
+_WATCH_LOCK = threading.Lock()  # the sampler and the runs' threads write to it
+
+
+def _start_watcher() -> None:
+    """The processes of the runs die even when guarddiag is killed with SIGKILL: PR_SET_PDEATHSIG
+    reaches only the script, and its death re-parents what it started to init."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError):
+        watcher = subprocess.Popen(
+            [sys.executable, "-S", "-c", _WATCHER_CODE], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, text=True,
+        )
+        _OWN.add(watcher.pid)
+        _WATCHER.append(watcher)
+
+
+def _watch(op: str, members: set[tuple[int, int]]) -> None:
+    if not _WATCHER or not members:
+        return
+    with _WATCH_LOCK, contextlib.suppress(OSError, ValueError):  # the watcher is gone: nothing to tell it
+        _WATCHER[0].stdin.write("".join(f"{op} {pid} {start}\n" for pid, start in members))
+        _WATCHER[0].stdin.flush()
 
 
 def stopped() -> None:
@@ -226,11 +276,12 @@ def _sample_locked() -> None:
         run = runs.get(owner)
         if run is None:
             continue
+        new = {(pid, table[pid][1]) for pid in pids if pid in table} - run.members
+        run.members |= new
+        _watch("+", new)
         for pid in pids:
-            if pid not in table:
-                continue
-            run.members.add((pid, table[pid][1]))
-            _look(run, pid, table[pid][1])
+            if pid in table:
+                _look(run, pid, table[pid][1])
 
 
 def _look(run: RunProcesses, pid: int, start: int) -> None:

@@ -117,14 +117,25 @@ def test_timeout_stops_a_double_forked_daemon_that_dropped_its_environment(tmp_p
     assert _gone(int((tmp_path / "daemon.pid").read_text()))
 
 
-def test_sigkill_of_guarddiag_kills_the_script(tmp_path: Path):
-    (tmp_path / "s.py").write_text("import os, time\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(120)\n")
+def test_sigkill_of_guarddiag_kills_the_script_and_what_it_started(tmp_path: Path):
+    (tmp_path / "s.py").write_text(textwrap.dedent(
+        """
+        import os, subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import os, time; open('worker', 'w').write(str(os.getpid())); time.sleep(120)"])
+        while not os.path.exists("worker"):
+            time.sleep(0.1)
+        time.sleep(1)  # sampled at least once
+        open("pid", "w").write(str(os.getpid()))
+        time.sleep(120)
+        """
+    ))
     proc = subprocess.Popen([*guarddiag_cmd(), "run", "s.py"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         pid = int(_wait_for(tmp_path / "pid"))
         proc.kill()
         proc.wait(timeout=30)
         assert _gone(pid), "the script outlived guarddiag"
+        assert _gone(int(_wait_for(tmp_path / "worker"))), "the script's worker outlived guarddiag"
     finally:
         proc.kill()
 
