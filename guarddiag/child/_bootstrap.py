@@ -208,6 +208,7 @@ def _excepthook(exc: BaseException, tb: object, code: int) -> int:
     """Hand the uncaught exception to ``sys.excepthook`` (the script's own, if it set one), as the
     interpreter does; a hook that calls ``sys.exit(n)`` ends with ``n``, one that raises is reported
     with the original exception, as ``python script.py`` reports it."""
+    exc.__traceback__ = tb  # the default hook prints the exception's own traceback, not the one it is given
     try:
         sys.excepthook(type(exc), exc, tb)
     except SystemExit as ended:
