@@ -320,8 +320,11 @@ def main() -> None:
     debug = "--debug" in ours or os.environ.get("GUARDDIAG_DEBUG") == "1"
     if "--debug" in ours:
         sys.argv.remove("--debug")
-    # A CI runner cancels a job with SIGTERM: stop the script and keep the partial record, as for Ctrl-C.
+    # A CI runner cancels a job with SIGTERM, a closed terminal or ssh session sends SIGHUP: stop the
+    # script and keep the partial record, as for Ctrl-C.
     signal.signal(signal.SIGTERM, _terminated)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, _terminated)
     try:
         code = app(standalone_mode=False)
     except GuarddiagError as exc:

@@ -14,7 +14,7 @@ from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relat
 from guarddiag.config import Settings
 from guarddiag.divergence import Divergence, rank_divergence
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
-from guarddiag.model import FunctionSummary, Run, compile_gaps, report_order
+from guarddiag.model import FunctionSummary, Run, compile_gaps, report_order, uncounted
 
 FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed", "rank_divergence"})
 
@@ -153,7 +153,9 @@ def evaluate(
     rows: list[Row] = []
     findings: list[Finding] = []
     for path, run in runs.items():
-        if run.status != "ok" or compile_gaps(run):
+        # Counts too low (a log lost lines, a worker compiled unobserved) are not compared: a
+        # regression there would pass silently.
+        if run.status != "ok" or compile_gaps(run) or uncounted(run):
             findings.append(Finding("script_failed", path, path, None, run=run))
             continue
         script = baseline.script(path) if baseline else None

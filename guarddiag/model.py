@@ -282,6 +282,28 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Unobserved:
+    """A Python process of a run where guarddiag's start-up hook did not run: its compiles are not counted.
+
+    ``reason`` says why, as far as its command line and the environment it was started with tell:
+    ``isolated`` (``-I``), ``ignore_environment`` (``-E``), ``no_site`` (``-S``), ``no_run_mark`` (an
+    environment without guarddiag's variables), ``pythonpath`` (a PYTHONPATH that dropped the hook's
+    folder), ``other_run`` (another run's variables), ``guarddiag`` (the script ran guarddiag itself:
+    that run counts it), ``""`` (not known). ``torch``: it loaded torch (None: not known, an old record)."""
+
+    argv: str
+    pid: int | None = None
+    reason: str = ""
+    torch: bool | None = None
+
+
+def uncounted(run: Run) -> tuple[Unobserved, ...]:
+    """The unobserved processes of a run that may have compiled: they loaded torch (or it is not known),
+    and no other guarddiag run counted them."""
+    return tuple(u for u in run.unobserved if u.torch is not False and u.reason != "guarddiag")
+
+
+@dataclass(frozen=True)
 class Run:
     """One run record: a script run under guarddiag, or a parsed log."""
 
@@ -304,8 +326,8 @@ class Run:
     error_flags: tuple[str, ...] = ()
     # Compiles torch itself recorded in the script's process (None: not known), to check the log against.
     torch_compiles: int | None = None
-    # Python processes the script started with an environment of their own, outside guarddiag's view.
-    unobserved: tuple[str, ...] = ()
+    # Python processes of the run where guarddiag's start-up hook did not run (sampled from /proc).
+    unobserved: tuple[Unobserved, ...] = ()
     # The script removed its run folder: guarddiag re-created it from the log it held open, and the
     # torch version and the script's exception (written there at the end) are not known.
     folder_recreated: bool = False

@@ -39,6 +39,7 @@ from guarddiag.model import (
     ParseStats,
     RecompileEvent,
     Run,
+    Unobserved,
 )
 
 KNOWN_SCHEMAS = (SCHEMA,)
@@ -59,7 +60,7 @@ def run_to_dict(run: Run) -> dict[str, object]:
         "config": dict(run.config),
         "flag_notes": list(run.flag_notes),
         "torch_compiles": run.torch_compiles,
-        "unobserved": list(run.unobserved),
+        "unobserved": [asdict(u) for u in run.unobserved],
         "folder_recreated": run.folder_recreated,
         "late_hooks": [asdict(h) for h in run.late_hooks],
         "log_path": run.log_path,
@@ -181,6 +182,20 @@ def _strings(value: object, where: str) -> tuple[str, ...]:
     return tuple(str(_str(v, f"{where}[{i}]")) for i, v in enumerate(_list(value, where)))
 
 
+def _unobserved(value: object, where: str) -> Unobserved:
+    """An unobserved process; a record before issue 24 holds only its command line (a string)."""
+    if isinstance(value, str):
+        return Unobserved(argv=value)
+    u = _object(value, where)
+    torch = u.get("torch")
+    return Unobserved(
+        argv=str(_str(u.get("argv", ""), f"{where}.argv")),
+        pid=_whole(u.get("pid"), f"{where}.pid", optional=True),
+        reason=str(_str(u.get("reason", ""), f"{where}.reason")),
+        torch=torch if isinstance(torch, bool) else None,
+    )
+
+
 def _run(data: dict) -> Run:
     p = _object(data.get("parse", {}), "parse")
     error = _error(data)
@@ -208,7 +223,7 @@ def _run(data: dict) -> Run:
         config=dict(_object(data.get("config", {}), "config")),
         flag_notes=_strings(data.get("flag_notes", []), "flag_notes"),
         torch_compiles=_whole(data.get("torch_compiles"), "torch_compiles", optional=True),
-        unobserved=_strings(data.get("unobserved", []), "unobserved"),
+        unobserved=tuple(_unobserved(u, f"unobserved[{i}]") for i, u in enumerate(_list(data.get("unobserved", []), "unobserved"))),
         folder_recreated=data.get("folder_recreated", False) is True,
         late_hooks=tuple(late_hook_from_dict(h, f"late_hooks[{i}]") for i, h in enumerate(_list(data.get("late_hooks", []), "late_hooks"))),
         log_path=_str(data.get("log_path"), "log_path", optional=True),

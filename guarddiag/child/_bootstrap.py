@@ -18,6 +18,7 @@ import os
 import runpy
 import sys
 import traceback
+from collections.abc import Callable
 
 # Exit status of the child when the bootstrap refused to start the script (details in meta).
 REFUSED = 120
@@ -45,6 +46,7 @@ suggestions = _flags.suggestions
 def main(spec_path: str) -> int:
     with open(spec_path, encoding="utf-8") as fh:
         spec = json.load(fh)
+    _die_with_guarddiag(spec.get("guarddiag_pid"))
     meta: dict[str, object] = {"phase": "bootstrap", "python": sys.version.split()[0]}
     log = open(spec["log_path"], "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the child
     # Loaded under the name the processes the script starts import it by (see _site).
@@ -68,25 +70,46 @@ def main(spec_path: str) -> int:
     meta["phase"] = "script"
     _write_meta(spec, meta)
     run_dir = os.path.dirname(spec["log_path"])
+    hooks.note_observed(run_dir)
     _route_child_processes(run_dir, hooks)
     hooks.route_forks(run_dir, log)
-    hooks.note_unobserved_children(run_dir)
     # torch's own record of each compile, to check the log against (read by the runner).
     hooks.add_sink(hooks.FileSink(os.path.join(run_dir, LEDGER_NAME), eager=True))
     # Hooks added to a compiled module after it compiled, and whether they ran (read by the runner).
     _load("_guarddiag_hooks", "_site", "_guarddiag_hooks.py").install(run_dir)
     main_pid = os.getpid()
+
+    def record(exc: BaseException) -> None:
+        # Written before the script's own excepthook runs: it may end the process (os._exit).
+        if os.getpid() == main_pid:
+            meta["exception"] = _flags.exception_line(exc)
+            meta["exception_flags"] = _flags.flags_named_in(meta["exception"], spec.get("flags", []))
+            _write_meta(spec, meta)
+
     try:
-        code, exc = _run_main(spec.get("module"), spec.get("script"), spec.get("args", []))
+        code = _run_main(spec.get("module"), spec.get("script"), spec.get("args", []), record)
     except _NoModule as no_module:
         return _refuse(spec, meta, "module", str(no_module))
     if os.getpid() != main_pid:
         return code  # a child the script forked with os.fork() that ran on to the end: not the run
-    if exc is not None:
-        meta["exception"] = _flags.exception_line(exc)
-        meta["exception_flags"] = _flags.flags_named_in(meta["exception"], spec.get("flags", []))
     _write_meta(spec, meta)
     return code
+
+
+def _die_with_guarddiag(guarddiag_pid: object) -> None:
+    """The script is killed when guarddiag dies, even by SIGKILL (Linux PR_SET_PDEATHSIG): else it runs
+    on as an orphan nobody reports. Checked against guarddiag's pid: it may have died before this ran."""
+    if not sys.platform.startswith("linux") or not isinstance(guarddiag_pid, int):
+        return
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != guarddiag_pid:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _route_child_processes(run_dir: str, hooks) -> None:
@@ -141,12 +164,13 @@ def _module_file(module: str) -> str:
     return spec.origin or module
 
 
-def _run_main(module: str | None, script: str | None, args: list[str]) -> tuple[int, BaseException | None]:
+def _run_main(module: str | None, script: str | None, args: list[str], record: Callable[[BaseException], None]) -> int:
     """Run the script as ``python SCRIPT ARGS`` would (``__main__``, argv, sys.path[0]), or the
     module as ``python -m MODULE ARGS`` would (sys.argv[0] its file, sys.path[0] the current folder).
 
-    Returns the exit status and the uncaught exception, if any (not for ``sys.exit`` or Ctrl-C);
-    raises _NoModule when MODULE cannot be found."""
+    Returns the exit status; an uncaught exception (not ``sys.exit``) is handed to ``record``, then
+    to the script's ``sys.excepthook``, as the interpreter does. Raises _NoModule when MODULE cannot
+    be found."""
     main_file = script or ""
     try:
         if module:
@@ -160,23 +184,45 @@ def _run_main(module: str | None, script: str | None, args: list[str]) -> tuple[
     except _NoModule:
         raise
     except SystemExit as exc:
-        code = exc.code
-        if code is None:
-            return 0, None
-        if isinstance(code, int):
-            return code, None
-        print(code, file=sys.stderr)
-        return 1, None
+        return _exit_status(exc)
     except BaseException as exc:  # noqa: BLE001 - report like the interpreter would
         tb = exc.__traceback__
         # Drop the bootstrap's and runpy's own frames, as `python script.py` would show none.
         while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != os.path.abspath(main_file):
             tb = tb.tb_next
+        if not isinstance(exc, KeyboardInterrupt):
+            record(exc)
+        code = 130 if isinstance(exc, KeyboardInterrupt) else 1
+        return _excepthook(exc, tb, code)
+    return 0
+
+
+def _exit_status(exc: SystemExit) -> int:
+    """The status ``sys.exit(code)`` ends the interpreter with (a message is printed, status 1)."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _excepthook(exc: BaseException, tb: object, code: int) -> int:
+    """Hand the uncaught exception to ``sys.excepthook`` (the script's own, if it set one), as the
+    interpreter does; a hook that calls ``sys.exit(n)`` ends with ``n``, one that raises is reported
+    with the original exception, as ``python script.py`` reports it."""
+    exc.__traceback__ = tb  # the default hook prints the exception's own traceback, not the one it is given
+    try:
+        sys.excepthook(type(exc), exc, tb)
+    except SystemExit as ended:
+        return _exit_status(ended)
+    except BaseException as failed:  # noqa: BLE001 - the interpreter's own words for a broken hook
+        print("Error in sys.excepthook:", file=sys.stderr)
+        traceback.print_exception(type(failed), failed, failed.__traceback__)
+        print("\nOriginal exception was:", file=sys.stderr)
         traceback.print_exception(type(exc), exc, tb)
-        if isinstance(exc, KeyboardInterrupt):
-            return 130, None
-        return 1, exc
-    return 0, None
+    return code
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from guarddiag.child._site import _guarddiag_process as _process
 from guarddiag.child.folders import RUN_FOLDERS, keep_runs, new_run_dir, recreate_if_removed
 from guarddiag.child.processes import read_run_logs
 from guarddiag.errors import InputError
-from guarddiag.model import Job, LateHook, Run
+from guarddiag.model import Job, LateHook, Run, Unobserved
 from guarddiag.store import late_hook_from_dict, save_run, write_failure
 
 # Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
@@ -142,6 +142,8 @@ def execute(request: RunRequest) -> Run:
         "flags": [{"name": n, "value": v} for n, v in request.flags],
         "log_path": str(log_path.resolve()),
         "meta_path": str(meta_path.resolve()),
+        # The script dies with guarddiag (_bootstrap._die_with_guarddiag), which may be gone already.
+        "guarddiag_pid": os.getpid(),
     }
     spec_path.write_text(json.dumps(spec, indent=2), encoding="utf-8")
     env = _without_outer_run(dict(os.environ))
@@ -170,7 +172,7 @@ def execute(request: RunRequest) -> Run:
             raise InputError(
                 f"--python {request.python}: cannot start it ({exc.strerror}); give the path of a Python that has torch installed"
             ) from None
-        with proctree.tracked(child, env[_process.RUN_MARK]):
+        with proctree.tracked(child, env[_process.RUN_MARK]) as processes:
             status, code = proctree.wait(child, request.timeout)
         recreated = recreate_if_removed(run_dir, held)
     duration = time.monotonic() - started
@@ -217,7 +219,7 @@ def execute(request: RunRequest) -> Run:
         duration_s=round(duration, 3),
         error=meta.get("exception"),
         error_flags=tuple(meta.get("exception_flags") or ()),
-        unobserved=_unobserved(run_dir),
+        unobserved=_unobserved(run_dir, processes.seen.values()),
         folder_recreated=recreated,
         late_hooks=_late_hooks(run_dir),
         module=request.module,
@@ -253,17 +255,65 @@ def _ledger_started(path: Path) -> bool:
         return False
 
 
-def _unobserved(run_dir: Path) -> tuple[str, ...]:
-    """Python processes the script started with an environment that dropped guarddiag's variables."""
-    try:
-        lines = (run_dir / _process.UNOBSERVED_NAME).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ()
+# An unobserved process's command line in the record is cut there (a `python -c` may carry a program).
+_ARGV_CHARS = 1000
+
+
+def _unobserved(run_dir: Path, seen: Iterable[proctree.Sighting]) -> tuple[Unobserved, ...]:
+    """The Python processes seen in the run that did not say they run guarddiag's hooks (the file
+    ``observed/<pid>`` holding their command line), each with why, as far as can be told."""
     found = []
-    for line in lines:
-        with contextlib.suppress(ValueError, TypeError, KeyError):
-            found.append(" ".join(" ".join(str(a) for a in json.loads(line)["argv"]).split()))
-    return tuple(dict.fromkeys(found))
+    for sighting in seen:
+        try:
+            if (run_dir / _process.OBSERVED_DIR / str(sighting.pid)).read_bytes() == sighting.cmdline:
+                continue
+        except OSError:
+            pass
+        argv = sighting.argv
+        command = " ".join(" ".join(argv).split())[:_ARGV_CHARS]
+        found.append(Unobserved(command, sighting.pid, _why_unobserved(argv, sighting, run_dir), sighting.torch))
+    return tuple(found)
+
+
+def _interpreter_letters(argv: list[str]) -> str:
+    """The one-letter options Python reads before the script, ``-c`` or ``-m`` (``-IE``: ``IE``)."""
+    letters = ""
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith("--") and arg != "--":
+            i += 2 if arg == "--check-hash-based-pycs" else 1  # its value is the next argument
+            continue
+        if not arg.startswith("-") or arg in ("-", "--"):
+            break
+        for j, letter in enumerate(arg[1:]):
+            if letter in "cm":
+                return letters  # the code or module follows: Python reads no more options
+            if letter in "WX":  # takes a value: the rest of the argument, else the next one
+                i += j == len(arg) - 2
+                break
+            letters += letter
+        i += 1
+    return letters
+
+
+def _why_unobserved(argv: list[str], sighting: proctree.Sighting, run_dir: Path) -> str:
+    """Why guarddiag's start-up hook did not run in a process (Unobserved.reason): its interpreter
+    options first, then the environment it was started with."""
+    if len(argv) > 1 and os.path.isfile(os.path.join(os.path.dirname(argv[1]), "_site", "sitecustomize.py")):
+        return "guarddiag"  # another guarddiag's bootstrap: the script ran guarddiag, which counts it
+    letters = _interpreter_letters(argv)
+    for letter, reason in (("I", "isolated"), ("E", "ignore_environment"), ("S", "no_site")):
+        if letter in letters:
+            return reason
+    if sighting.run_mark is None:
+        return "no_run_mark"
+    if sighting.run_mark != str(run_dir.resolve()):
+        return "other_run"
+    site = os.path.dirname(os.path.abspath(_process.__file__))
+    if not any(os.path.abspath(p) == site for p in (sighting.pythonpath or "").split(os.pathsep) if p):
+        return "pythonpath"
+    return ""
 
 
 def _late_hooks(run_dir: Path) -> tuple[LateHook, ...]:

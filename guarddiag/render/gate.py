@@ -18,12 +18,13 @@ from tabulate import tabulate
 
 from guarddiag.divergence import divergence_to_dict
 from guarddiag.gate import Finding, GateResult, TorchChange
+from guarddiag.model import uncounted
 from guarddiag.render import escape
 from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
 from guarddiag.render.job import logs_at
 from guarddiag.render.summary import cause_group_line, cause_groups
-from guarddiag.render.words import capture_gap, function_label, limit_sentence, script_outcome
+from guarddiag.render.words import capture_gap, function_label, limit_sentence, script_outcome, unobserved_sentence
 
 CHECK_SCHEMA = "guarddiag.check/1"
 _HEADERS = ["script", "function", "baseline", "now", "allowed", "limit hits", "status"]
@@ -88,7 +89,7 @@ def finding_message(f: Finding) -> str:
     """The finding in one line: ``forward (model.py:30): 7 recompiles, 2 over the 5 allowed (baseline 5)``."""
     if f.kind == "script_failed":
         assert f.run is not None, "a script_failed finding carries its run"
-        why = script_outcome(f.run) if f.run.status != "ok" else capture_gap(f.run)
+        why = script_outcome(f.run) if f.run.status != "ok" else capture_gap(f.run) or unobserved_sentence(uncounted(f.run)[0])
         log = f"; {logs_at(f.run)}" if f.run.log_path else ""
         return f"{f.script}: {why}; not compared with the baseline{log}"
     if f.function is None:

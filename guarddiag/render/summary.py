@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from guarddiag.guardexpr import readable_source
 from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
-from guarddiag.model import FunctionSummary, LateHook, Run
+from guarddiag.model import FunctionSummary, LateHook, Run, uncounted
 from guarddiag.render.words import (
     capture_gap,
     compile_time_sentence,
@@ -17,6 +17,7 @@ from guarddiag.render.words import (
     limit_sentence,
     near_limit_sentence,
     script_outcome,
+    unobserved_sentence,
 )
 
 __all__ = [
@@ -36,9 +37,6 @@ __all__ = [
     "run_notes",
     "wants_details",
 ]
-
-# A process started by a guarddiag run inside the script (runner.py starts its child on this file).
-_BOOTSTRAP = os.path.join("guarddiag", "child", "_bootstrap.py")
 
 
 def headline(run: Run) -> str:
@@ -77,15 +75,11 @@ def run_notes(run: Run) -> list[tuple[str, str]]:
     gap = capture_gap(run)
     if gap:
         notes.append(("warning", gap))
-    for argv in run.unobserved:
-        if _BOOTSTRAP in argv:
+    for u in run.unobserved:
+        if u.reason == "guarddiag":
             notes.append(("note", "the script ran guarddiag itself: that run's compiles are in its own record, not in this one"))
-            continue
-        notes.append((
-            "warning",
-            f"a Python process the script started ran unobserved ({argv[:120]}): it was given an environment "
-            "without guarddiag's variables, so its compiles are not counted; pass env={**os.environ, ...} to keep them",
-        ))
+        elif u in uncounted(run):  # one that never loaded torch compiled nothing: the record names it
+            notes.append(("warning", unobserved_sentence(u)))
     notes += [("warning", late_hook_sentence(run, h)) for h in run.late_hooks if _missed(h)]
     notes += [("note", n) for n in run.flag_notes]
     return notes
@@ -141,7 +135,8 @@ def parse_note(run: Run) -> str | None:
         if run.source == "parse":
             notes.append("no torch log lines found: was the log captured with TORCH_LOGS=guards,recompiles,dynamo?")
         else:  # guarddiag set TORCH_LOGS itself: nothing compiled (before the script ended)
-            notes.append("torch logged nothing: nothing was compiled" + (" before the script ended" if run.status != "ok" else ""))
+            where = " in the processes guarddiag observed" if uncounted(run) else ""
+            notes.append(f"torch logged nothing: nothing was compiled{where}" + (" before the script ended" if run.status != "ok" else ""))
     return "; ".join(notes) or None
 
 

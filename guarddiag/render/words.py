@@ -4,7 +4,7 @@ compile, a log that lost lines. The data layer holds the facts; these are the on
 from __future__ import annotations
 
 from guarddiag.limits import LimitBudget
-from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Run, compile_gaps
+from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Run, Unobserved, compile_gaps
 
 _OUTCOMES = {
     "eager": "torch runs it without compiling from here on",
@@ -71,6 +71,24 @@ def capture_gap(run: Run) -> str | None:
         f"{where}: log lines were lost (did the script change torch's logging: TORCH_LOGS_FORMAT, logging.disable, "
         f"its own handlers?), so {whose} too low"
     )
+
+
+_UNOBSERVED_WHY = {
+    "isolated": "it was started with -I, which ignores PYTHONPATH, where guarddiag's start-up hook is",
+    "ignore_environment": "it was started with -E, which ignores PYTHONPATH, where guarddiag's start-up hook is",
+    "no_site": "it was started with -S, which skips the site module that runs guarddiag's start-up hook",
+    "no_run_mark": "it was given an environment without guarddiag's variables (pass env={**os.environ, ...} to keep them)",
+    "pythonpath": "its PYTHONPATH dropped the folder of guarddiag's start-up hook (add to PYTHONPATH instead of replacing it)",
+    "other_run": "its environment names another guarddiag run's folder",
+}
+
+
+def unobserved_sentence(u: Unobserved) -> str:
+    """``a Python process of the run ran unobserved (pid 7: python -E w.py): it was started with -E, ...``."""
+    who = f"pid {u.pid}: {u.argv[:120]}" if u.pid is not None else u.argv[:120]
+    why = _UNOBSERVED_WHY.get(u.reason, "guarddiag's start-up hook did not run in it (another sitecustomize first on its path?)")
+    counted = {True: "it loaded torch, so its compiles are not counted", False: "it did not load torch while guarddiag watched it"}
+    return f"a Python process of the run ran unobserved ({who}): {why}; {counted.get(u.torch, 'its compiles are not counted')}"
 
 
 def _process_words(process: str) -> str:

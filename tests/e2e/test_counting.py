@@ -133,8 +133,10 @@ def test_a_python_child_started_with_its_own_env_is_said_to_run_unobserved(tmp_p
         """
     ))
     record, out = _run(script, tmp_path)
-    (argv,) = record["unobserved"]
+    (unobserved,) = record["unobserved"]
+    argv = unobserved["argv"]
     assert os.path.basename(argv.split()[0]).startswith("python") and argv.split()[1:3] == ["-c", "import"], argv
+    assert unobserved["reason"] == "no_run_mark" and unobserved["torch"] is True
     assert "ran unobserved" in out and "its compiles are not counted" in out
 
 

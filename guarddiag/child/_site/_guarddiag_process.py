@@ -257,7 +257,10 @@ def route_forks(folder: str, stream: object) -> None:
 
 # The environment variable that marks a process of a run (set by the bootstrap for everything it starts).
 RUN_MARK = "GUARDDIAG_CHILD_LOG_DIR"
-UNOBSERVED_NAME = "unobserved.jsonl"
+# Each process where guarddiag's hooks run writes ``<run folder>/observed/<pid>`` holding its command line
+# (as /proc/PID/cmdline shows it): guarddiag samples the run's processes, and a Python process with no
+# such file for its command line ran unobserved (proctree, runner).
+OBSERVED_DIR = "observed"
 # What torchrun (torch.distributed.elastic) tells each worker it starts, kept beside the worker's log.
 RANK_VARIABLES = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT")
 # Set by the process that took its rank variables as its own (rank_identity): the processes it starts
@@ -293,46 +296,21 @@ def note_rank(folder: str) -> None:
         pass  # the script removed its run folder: the process is reported as a child
 
 
-def note_unobserved_children(folder: str) -> None:
-    """A Python process started with an environment of its own that drops guarddiag's variables
-    (``subprocess.run(..., env={...})``) runs outside the run: its compiles cannot be counted. Each
-    such start is written to ``<folder>/unobserved.jsonl`` so that the report can say so."""
-    import subprocess
+def note_observed(folder: str) -> None:
+    """Say that this process runs with guarddiag's hooks, and so will the processes it forks (their
+    command line is this one's; one that then execs another program writes none unless hooked again)."""
 
-    original = subprocess.Popen.__init__
-    if getattr(original, "_guarddiag", False):
-        return
+    def note() -> None:
+        try:
+            with open("/proc/self/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            cmdline = "\0".join(getattr(sys, "orig_argv", sys.argv)).encode() + b"\0"
+        with contextlib.suppress(OSError):  # the script removed its run folder
+            os.makedirs(os.path.join(folder, OBSERVED_DIR), exist_ok=True)
+            with open(os.path.join(folder, OBSERVED_DIR, str(os.getpid())), "wb") as fh:
+                fh.write(cmdline)
 
-    def __init__(self, args, *rest, **kwargs):  # noqa: ANN001, N807
-        env = kwargs.get("env")
-        if env is not None and env.get(RUN_MARK) != folder:
-            argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
-            program = kwargs.get("executable") or (argv[0] if argv else "")
-            if _is_python(os.fsdecode(program), kwargs.get("shell", False)):
-                try:
-                    with open(os.path.join(folder, UNOBSERVED_NAME), "a", encoding="utf-8") as fh:
-                        fh.write(json.dumps({"pid": os.getpid(), "argv": [os.fsdecode(a) for a in argv][:20]}) + "\n")
-                except OSError:
-                    pass
-        original(self, args, *rest, **kwargs)
-
-    __init__._guarddiag = True  # type: ignore[attr-defined]
-    subprocess.Popen.__init__ = __init__  # type: ignore[method-assign]
-
-
-def _is_python(program: str, shell: bool) -> bool:
-    """A Python interpreter, or a script run by one (``torchrun``, ``pytest``): its first line says so."""
-    import shutil
-
-    if shell:
-        program = program.split()[0] if program.split() else ""
-    name = os.path.basename(program)
-    if name.startswith("python") or os.path.realpath(program) == os.path.realpath(sys.executable):
-        return True
-    found = shutil.which(program) if os.sep not in program else program
-    try:
-        with open(found or "", "rb") as fh:
-            head = fh.readline(200)
-    except OSError:
-        return False
-    return head.startswith(b"#!") and b"python" in head
+    note()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=note)

@@ -52,7 +52,7 @@ finally:
         sys.meta_path.insert(
             0, _guarddiag_process.AfterImport("torch._logging._internal", lambda m: _guarddiag_process.route_log_setups(m, _own_log))
         )
-        _guarddiag_process.note_unobserved_children(_LOG_DIR)
+        _guarddiag_process.note_observed(_LOG_DIR)
         _guarddiag_process.note_rank(_LOG_DIR)
         _sink = _guarddiag_process.FileSink(_guarddiag_process.child_ledger_path(_LOG_DIR, os.getpid()))
         _guarddiag_process.add_sink(_sink)
