@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +80,21 @@ def torch_truth(script: Path, cwd: Path, flags: tuple[str, ...] = ()) -> dict[tu
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+def process_gone(pid: int, within: float = 10) -> bool:
+    """Whether process ``pid`` exits within ``within`` seconds (a zombie waiting to be reaped counts as
+    gone); one still running then is killed, so that no test leaves it behind for the next."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            return True
+        if stat[stat.rfind(b")") + 2 :][:1] == b"Z":
+            return True
+        time.sleep(0.1)
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    return False

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LOGS, SCENARIOS, guarddiag_cmd, run_guarddiag
+from tests.conftest import LOGS, SCENARIOS, guarddiag_cmd, process_gone, run_guarddiag
 
 COMPILE = textwrap.dedent(
     """
@@ -350,21 +350,6 @@ GRANDCHILD = textwrap.dedent(
 )
 
 
-def _gone(pid: int, within: float = 10) -> bool:
-    """The process has exited (a zombie waiting for init to reap it counts as gone)."""
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            return True
-        if stat[stat.rfind(b")") + 2 :][:1] == b"Z":
-            return True
-        time.sleep(0.2)
-    os.kill(pid, signal.SIGKILL)  # do not leave it behind for the next test
-    return False
-
 
 def _wait_for_file(path, deadline: float = 120) -> None:
     end = time.monotonic() + deadline
@@ -380,7 +365,7 @@ def test_ctrl_c_also_stops_the_processes_the_script_started(workdir):
     proc.send_signal(signal.SIGINT)  # only guarddiag, as a CI runner's cancel does
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert _gone(int((workdir / "worker.pid").read_text()))
+    assert process_gone(int((workdir / "worker.pid").read_text()))
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="process trees are read from /proc")
@@ -388,7 +373,7 @@ def test_timeout_also_stops_the_processes_the_script_started(workdir):
     (workdir / "s.py").write_text(GRANDCHILD)
     proc = run_guarddiag("run", "s.py", "--timeout", "8", cwd=workdir, timeout=120)
     assert proc.returncode == 3 and "timed out" in _line(proc.stderr)
-    assert _gone(int((workdir / "worker.pid").read_text()))
+    assert process_gone(int((workdir / "worker.pid").read_text()))
 
 
 @pytest.mark.torch
@@ -716,7 +701,7 @@ def test_timeout_stops_a_double_forked_daemon_that_holds_the_pipe(workdir):
     proc = subprocess.run([*guarddiag_cmd(), "run", "daemon.py", "--timeout", "8"], cwd=workdir, capture_output=True, timeout=100)
     assert proc.returncode == 3 and "timed out" in _line(proc.stderr.decode())
     assert time.monotonic() - started < 60
-    assert _gone(int((workdir / "daemon.pid").read_text()))
+    assert process_gone(int((workdir / "daemon.pid").read_text()))
 
 
 @pytest.mark.torch

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import guarddiag_cmd, run_guarddiag
+from tests.conftest import guarddiag_cmd, process_gone, run_guarddiag
 
 pytestmark = [
     pytest.mark.torch,
@@ -72,20 +72,6 @@ def test_a_worker_outside_the_start_up_hook_is_named_and_check_does_not_pass_it(
     assert "ran unobserved" in proc.stdout and "not compared with the baseline" in proc.stdout
 
 
-def _gone(pid: int, within: float = 15) -> bool:
-    """The process has exited (a zombie waiting to be reaped counts as gone)."""
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            return True
-        if stat[stat.rfind(b")") + 2 :][:1] == b"Z":
-            return True
-        time.sleep(0.1)
-    return False
-
 
 def _wait_for(path: Path, deadline: float = 120) -> str:
     end = time.monotonic() + deadline
@@ -114,7 +100,7 @@ def test_timeout_stops_a_double_forked_daemon_that_dropped_its_environment(tmp_p
     proc = subprocess.run([*guarddiag_cmd(), "run", "daemon.py", "--timeout", "6"], cwd=tmp_path, capture_output=True, timeout=100)
     assert proc.returncode == 3 and b"timed out" in proc.stderr
     assert time.monotonic() - started < 30  # --timeout 6, TERM's grace 5, start-up on a loaded machine; was 120
-    assert _gone(int((tmp_path / "daemon.pid").read_text()))
+    assert process_gone(int((tmp_path / "daemon.pid").read_text()), within=15)
 
 
 def test_sigkill_of_guarddiag_kills_the_script_and_what_it_started(tmp_path: Path):
@@ -134,8 +120,8 @@ def test_sigkill_of_guarddiag_kills_the_script_and_what_it_started(tmp_path: Pat
         pid = int(_wait_for(tmp_path / "pid"))
         proc.kill()
         proc.wait(timeout=30)
-        assert _gone(pid), "the script outlived guarddiag"
-        assert _gone(int(_wait_for(tmp_path / "worker"))), "the script's worker outlived guarddiag"
+        assert process_gone(pid, within=15), "the script outlived guarddiag"
+        assert process_gone(int(_wait_for(tmp_path / "worker")), within=15), "the script's worker outlived guarddiag"
     finally:
         proc.kill()
 
