@@ -74,6 +74,7 @@ FRAGMENTS = [
     "a\r\n::stop-commands::x", "\n::add-mask::secret", "\n  ::warning file=x.py::y", "::notice::n", "::",
     "##[error]boom", "##[", "#", "`", "``", "|", "<img src=x>", "[l](https://e)", "![i](https://e/p.png)",
     "*", "_", "\\", "&lt;", "$x$", "~~s~~", "%0A", ",", ":", " ",
+    "https://e.example/x", "www.e.example", "a@e.example", "mailto:a", "<https://e>", "&#96;",
 ]
 hostile_text = st.lists(
     st.one_of(st.sampled_from(FRAGMENTS), st.characters(codec="utf-8"), st.characters(max_codepoint=0x9F)),
@@ -98,6 +99,8 @@ def _assert_plain(text: str, benign: str | None = None) -> None:
 
 
 _TABLE_LINE = re.compile(r"^\s*\|")
+# What GFM turns into a link with no markup (extended autolinks): a URL, `www.`, an e-mail address.
+_AUTOLINK = re.compile(r"://|(?i:www)\.|@|(?i:mailto|xmpp):")
 
 
 def _assert_markdown(text: str, benign: str | None = None) -> None:
@@ -121,6 +124,7 @@ def _assert_markdown(text: str, benign: str | None = None) -> None:
             i += 1
         prose = "".join(outside).replace("<br>", "")
         assert "<" not in prose and "[" not in prose and "]" not in prose, line
+        assert not _AUTOLINK.search(prose), f"an autolink in {line!r}"
         if _TABLE_LINE.match(line):
             cells = len(re.findall(r"(?<!\\)\|", line))
             columns = cells if columns is None else columns
@@ -307,7 +311,20 @@ def test_markdown_code_spans_take_a_fence_longer_than_any_backtick_run():
     assert markdown_code("a`b") == "``a`b``"
     assert markdown_code("`x``") == "``` `x`` ```"
     assert markdown_code("a|b", table=True) == "`a\\|b`"
-    assert markdown_text("value of `x` and <img src=x> [l](https://e)") == "value of `x` and &lt;img src=x> \\[l\\](https://e)"
+    assert markdown_text("value of `x` and <img src=x> [l](https://e)") == "value of `x` and &lt;img src=x> \\[l\\](https\\://e)"
+
+
+def test_markdown_prose_makes_no_autolink(tmp_path):
+    """GFM links a bare URL, `www.` and an e-mail address in prose: a label or a name outside a code
+    span (check's regression lines, the step summary) must not become a link to the attacker's page."""
+    assert markdown_text("see https://e.example/x") == "see https\\://e.example/x"
+    assert markdown_text("www.e.example, a@e.example, mailto:a, `https://x`") == (
+        "www\\.e.example, a\\@e.example, mailto\\:a, `https://x`"
+    )
+    value = "https://e.example/p www.e.example a@e.example"
+    run = _record(_real_runs()["limit"], tmp_path, "limit", _poison(value))
+    result = evaluate({f"{value}.py": run}, None, Settings(root=tmp_path, max_recompiles=0))
+    _assert_markdown(render_markdown(result))
 
 
 def test_commands_write_only_through_the_escaping_output():
