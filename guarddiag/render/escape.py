@@ -202,6 +202,13 @@ def xml(text: str, lines: bool = False) -> str:
     return _UNSAFE_IN_OUTPUT.sub(_shown, text) if lines else visible(text)
 
 
+def xml_document(text: str) -> str:
+    """A serialized XML document that the runner reads as no workflow command, value for value the same:
+    ``[`` after ``##`` and the first ``:`` of a line that would start with ``::`` as character references
+    (guarddiag's own markup holds neither; values are attributes or text, where a reference is the character)."""
+    return _LINE_COMMAND.sub(r"\1&#58;", text).replace(_LEGACY, "##&#91;")
+
+
 def html(text: str) -> str:
     """A value for HTML: markup escaped (quotes too, for attributes), every control shown as in :func:`visible`."""
     return _html.escape(visible(text), quote=True)
@@ -213,13 +220,13 @@ def json_text(text: str) -> str:
     return text.replace(_LEGACY, "##\\u005b")
 
 
-def yaml_text(data: object) -> str:
+def yaml_text(data: object, dumper: type | None = None) -> str:
     """``data`` as YAML that reads back exactly and starts no workflow command: every string that holds
     more than plain printable ASCII, ``::`` or ``#`` is double-quoted, where ``##[`` is written ``##\\x5b``
-    and a folded line that would start with ``::`` starts ``\\x3a:``."""
+    and a folded line that would start with ``::`` starts ``\\x3a:``. ``dumper``: a SafeDumper to extend."""
     import yaml  # deferred: only the yaml format needs it
 
-    class _Dumper(yaml.SafeDumper):
+    class _Dumper(dumper or yaml.SafeDumper):  # type: ignore[misc,valid-type]
         pass
 
     def string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

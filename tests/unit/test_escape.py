@@ -24,6 +24,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from guarddiag import baseline
 from guarddiag.config import Settings
 from guarddiag.diff import diff_runs
 from guarddiag.gate import evaluate
@@ -45,7 +46,7 @@ from guarddiag.render.escape import (
 )
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.gate import render_annotations, render_check, render_junit, render_markdown
-from guarddiag.store import load_run, run_to_dict
+from guarddiag.store import load_run, run_to_dict, save_run
 from tests.conftest import LOGS
 from tests.unit.test_render_formats import _compare_report
 
@@ -325,6 +326,27 @@ def test_markdown_prose_makes_no_autolink(tmp_path):
     run = _record(_real_runs()["limit"], tmp_path, "limit", _poison(value))
     result = evaluate({f"{value}.py": run}, None, Settings(root=tmp_path, max_recompiles=0))
     _assert_markdown(render_markdown(result))
+
+
+@given(hostile_text)
+@RENDER
+def test_files_guarddiag_writes_start_no_workflow_command_and_keep_every_value(tmp_path_factory, value):
+    """The run record (``--out``), the baseline and the JUnit XML are files, but ``--out /dev/stdout``
+    writes one on stdout and a CI step may cat it: no ``##[``, no line starting ``::``, and every value
+    reads back exactly (JUnit: as shown)."""
+    tmp = tmp_path_factory.mktemp("files")
+    value = f"{value}##[error]x\n::warning::y"
+    run = _record(_real_runs()["limit"], tmp, "limit", _poison(value))
+    save_run(run, tmp / "out.json")
+    written = baseline.to_yaml(baseline.from_runs({f"{value}.py": run}, tmp))
+    (tmp / "base.yaml").write_text(written, encoding="utf-8")
+    result = evaluate({f"{value}.py": run}, None, Settings(root=tmp, max_recompiles=0))
+    junit = render_junit(result)
+    for text in ((tmp / "out.json").read_text(encoding="utf-8"), written, junit):
+        _assert_plain(text)
+    assert load_run(tmp / "out.json") == run
+    assert baseline.load(tmp / "base.yaml").scripts[0].path == f"{value}.py"
+    assert {s.get("name") for s in ET.fromstring(junit.encode()).iter("testsuite")} == {visible(f"{value}.py")}
 
 
 def test_commands_write_only_through_the_escaping_output():
