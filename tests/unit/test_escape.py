@@ -367,3 +367,23 @@ def test_commands_write_only_through_the_escaping_output():
                 if name in ("print", "typer.echo", "sys.stdout.write", "sys.stderr.write") and "__version__" not in ast.unparse(node):
                     writes.append(f"{path.name}:{node.lineno}: {name}")
     assert not writes, writes
+
+
+def test_every_stderr_line_of_guarddiag_itself_is_escaped():
+    """Outside commands/ too (the runner, the run folders): a print to stderr passes its message through
+    one_line, since a run folder's path holds the script's file name. The bootstrap and the start-up hooks
+    run inside the script: what they print is the script's own stderr."""
+    import ast
+
+    from tests.conftest import ROOT
+
+    package = ROOT / "guarddiag"
+    raw = []
+    for path in package.rglob("*.py"):
+        if path.name == "_bootstrap.py" or "_site" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "print" and "stderr" in ast.unparse(node):
+                if not (node.args and isinstance(node.args[0], ast.Call) and ast.unparse(node.args[0].func) == "one_line"):
+                    raw.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert not raw, raw
