@@ -383,7 +383,8 @@ def test_every_stderr_line_of_guarddiag_itself_is_escaped():
         if path.name == "_bootstrap.py" or "_site" in path.parts:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and ast.unparse(node.func) == "print" and "stderr" in ast.unparse(node):
-                if not (node.args and isinstance(node.args[0], ast.Call) and ast.unparse(node.args[0].func) == "one_line"):
-                    raw.append(f"{path.relative_to(package)}:{node.lineno}")
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "print" and "stderr" in ast.unparse(node)):
+                continue
+            if not (node.args and isinstance(node.args[0], ast.Call) and ast.unparse(node.args[0].func) == "one_line"):
+                raw.append(f"{path.relative_to(package)}:{node.lineno}")
     assert not raw, raw
