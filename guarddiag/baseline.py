@@ -13,12 +13,11 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from guarddiag.errors import InputError
 from guarddiag.filekinds import wrong_file
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Run
+from guarddiag.render.escape import yaml_text
 from guarddiag.store import write_atomic
 from guarddiag.yamlfile import Dumper, read_yaml
 
@@ -144,7 +143,8 @@ def to_yaml(baseline: Baseline) -> str:
         ],
     }
     header = "# guarddiag baseline: recompiles per function. Refresh with `guarddiag check --update`.\n"
-    return header + yaml.dump(doc, Dumper=Dumper, sort_keys=False, width=120)
+    # A baseline is read in review and printed in CI logs: its names are escaped as the yaml format's.
+    return header + yaml_text(doc, Dumper)
 
 
 def save(baseline: Baseline, path: Path) -> None:

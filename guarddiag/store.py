@@ -41,6 +41,7 @@ from guarddiag.model import (
     Run,
     Unobserved,
 )
+from guarddiag.render.escape import json_text
 
 KNOWN_SCHEMAS = (SCHEMA,)
 
@@ -439,7 +440,8 @@ def write_failure(exc: OSError) -> tuple[str, str | None]:
 
 def save_run(run: Run, path: Path) -> None:
     """Write a run record as versioned JSON, atomically."""
-    write_atomic(path, json.dumps(run_to_dict(run), indent=2) + "\n")
+    # `--out /dev/stdout` puts the record on stdout, a CI step may cat it: escaped as the json format's.
+    write_atomic(path, json_text(json.dumps(run_to_dict(run), indent=2)) + "\n")
 
 
 def load_run(path: Path) -> Run:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from guarddiag.errors import InputError
+from guarddiag.render.escape import one_line
 
 # Finished run folders kept under .guarddiag/runs (the newest); GUARDDIAG_KEEP_RUNS=0 keeps them all.
 KEEP_RUNS = 20
@@ -195,7 +196,8 @@ def prune_after_command() -> None:
         try:
             prune_runs(runs, keep, RUN_FOLDERS)
         except InputError as exc:
-            print(f"guarddiag: warning: {exc}; run folders are not pruned (GUARDDIAG_KEEP_RUNS=0 keeps them all)", file=sys.stderr)
+            why = f"guarddiag: warning: {exc}; run folders are not pruned (GUARDDIAG_KEEP_RUNS=0 keeps them all)"
+            print(one_line(why), file=sys.stderr)
 
 
 _MAX_STEM_BYTES = 100

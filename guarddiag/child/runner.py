@@ -28,6 +28,7 @@ from guarddiag.child.folders import RUN_FOLDERS, keep_runs, new_run_dir, recreat
 from guarddiag.child.processes import read_run_logs
 from guarddiag.errors import InputError
 from guarddiag.model import Job, LateHook, Run, Unobserved
+from guarddiag.render.escape import one_line
 from guarddiag.store import late_hook_from_dict, save_run, write_failure
 
 # Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
@@ -243,7 +244,8 @@ def _unsaved(path: Path, exc: OSError) -> None:
         return
     _UNSAVED.add(why)
     fix = fix or "did the script delete or change its run folder?"
-    print(f"guarddiag: warning: {path}: cannot write the run record ({why}); the report is made without it; {fix}", file=sys.stderr)
+    warning = f"guarddiag: warning: {path}: cannot write the run record ({why}); the report is made without it; {fix}"
+    print(one_line(warning), file=sys.stderr)
 
 
 def _ledger_started(path: Path) -> bool:
@@ -399,8 +401,10 @@ def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[R
     shared = [a for a in turns if sum(m == a for m in meeting.values()) > 1]
     if parallel > 1 and shared:
         print(
-            f"guarddiag: these runs of a torchrun job all meet at {', '.join(shared)}: they run one at a time "
-            "(give torchrun --standalone, or a free --rdzv-endpoint per run, to run them in parallel)",
+            one_line(
+                f"guarddiag: these runs of a torchrun job all meet at {', '.join(shared)}: they run one at a time "
+                "(give torchrun --standalone, or a free --rdzv-endpoint per run, to run them in parallel)"
+            ),
             file=sys.stderr,
         )
 

@@ -8,9 +8,10 @@ record (another CI job's artifact, a paste from a public issue) and is hostile u
   and tabs kept, and :func:`workflow_safe` on every line; :func:`one_line` for a stderr message.
 - :func:`workflow_message`, :func:`workflow_property`: the values of guarddiag's own annotations.
 - :func:`markdown_code`, :func:`markdown_text`: Markdown (run and check reports, the step summary).
-- :func:`xml`: JUnit XML; :func:`html`: HTML.
+- :func:`xml`: a JUnit XML value, :func:`xml_document`: the whole document; :func:`html`: HTML.
 - :func:`json_text`, :func:`yaml_text`: JSON and YAML keep every value exactly, and still cannot start
-  a workflow command.
+  a workflow command. Files get the same as stdout: ``--out /dev/stdout`` writes one there, a CI step
+  may ``cat`` it.
 """
 
 from __future__ import annotations
@@ -170,10 +171,19 @@ def markdown_code(value: str, table: bool = False) -> str:
 _MARKDOWN_SPECIAL = re.compile(r"[\\`*\[\]|~$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^[#>]")
 
 
+# GFM's autolinks need no markup at all: `scheme://`, `www.`, `mailto:`/`xmpp:` and `name@host` become
+# links in prose. A backslash before the `:`, `.` or `@` they hang on breaks each and still shows the text.
+_AUTOLINK = re.compile(r":(?=/)|(?i:(?<=www)\.|(?<=mailto):|(?<=xmpp):)|@")
+
+
 def _prose(text: str) -> str:
     # `[` is escaped with the rest: no `##[` is left for the runner either.
     text = visible(text).replace("&", "&amp;").replace("<", "&lt;")
-    return _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), text)
+    return _AUTOLINK.sub(_backslashed, _MARKDOWN_SPECIAL.sub(_backslashed, text))
+
+
+def _backslashed(m: re.Match[str]) -> str:
+    return "\\" + m.group()
 
 
 def markdown_text(text: str, table: bool = False) -> str:
@@ -192,6 +202,13 @@ def xml(text: str, lines: bool = False) -> str:
     return _UNSAFE_IN_OUTPUT.sub(_shown, text) if lines else visible(text)
 
 
+def xml_document(text: str) -> str:
+    """A serialized XML document that the runner reads as no workflow command, value for value the same:
+    ``[`` after ``##`` and the first ``:`` of a line that would start with ``::`` as character references
+    (guarddiag's own markup holds neither; values are attributes or text, where a reference is the character)."""
+    return _LINE_COMMAND.sub(r"\1&#58;", text).replace(_LEGACY, "##&#91;")
+
+
 def html(text: str) -> str:
     """A value for HTML: markup escaped (quotes too, for attributes), every control shown as in :func:`visible`."""
     return _html.escape(visible(text), quote=True)
@@ -203,13 +220,13 @@ def json_text(text: str) -> str:
     return text.replace(_LEGACY, "##\\u005b")
 
 
-def yaml_text(data: object) -> str:
+def yaml_text(data: object, dumper: type | None = None) -> str:
     """``data`` as YAML that reads back exactly and starts no workflow command: every string that holds
     more than plain printable ASCII, ``::`` or ``#`` is double-quoted, where ``##[`` is written ``##\\x5b``
-    and a folded line that would start with ``::`` starts ``\\x3a:``."""
+    and a folded line that would start with ``::`` starts ``\\x3a:``. ``dumper``: a SafeDumper to extend."""
     import yaml  # deferred: only the yaml format needs it
 
-    class _Dumper(yaml.SafeDumper):
+    class _Dumper(dumper or yaml.SafeDumper):  # type: ignore[misc,valid-type]
         pass
 
     def string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

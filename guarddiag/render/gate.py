@@ -251,7 +251,7 @@ def render_junit(result: GateResult) -> str:
         if element.text:
             element.text = escape.xml(element.text, lines=True)
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + escape.xml_document(ET.tostring(suites, encoding="unicode")) + "\n"
 
 
 def _properties(suite: ET.Element, result: GateResult) -> None:

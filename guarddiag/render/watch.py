@@ -42,7 +42,8 @@ def watch_warnings(w: Watch) -> list[str]:
 
 
 def function_details(functions: Iterable[FunctionSummary]) -> list[str]:
-    """For each function with recompiles or limit hits: a headline, then its cause groups with an example."""
+    """For each function with recompiles or limit hits: a headline, then its cause groups with an example;
+    each line ready for a terminal and a CI log (the budget failure goes out as pytest prints it)."""
     from guarddiag.inprocess import function_recompiles
 
     out: list[str] = []
@@ -51,4 +52,4 @@ def function_details(functions: Iterable[FunctionSummary]) -> list[str]:
             continue
         out.append(f"{function_label(f)}: {function_recompiles(f)} recompiles")
         out += function_detail_lines(f)
-    return out
+    return [terminal(line) for line in out]

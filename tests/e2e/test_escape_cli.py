@@ -125,3 +125,15 @@ def test_an_error_naming_a_hostile_record_is_one_escaped_line_on_stderr(tmp_path
     assert err.count("\n") == 1 and err.startswith("guarddiag: "), err
     _assert_ci_log(err)
     assert "a second run of `\\x1b]52;c;SGVsbG8=\\x07" in err
+
+
+def test_a_warning_naming_a_hostile_script_on_disk_is_one_escaped_line(tmp_path: Path):
+    """A script's file name is its run folder's name: a warning naming the folder (here the script made
+    its run.json a directory) is one escaped line like every other message (was: printed raw, bypassing it)."""
+    name = "s\x1b]0;owned\x07\u202e\n::warning::x ##[error]y.py"
+    (tmp_path / name).write_text("import glob, os\nfor d in glob.glob('.guarddiag/runs/*/'):\n    os.makedirs(d + 'run.json/x')\n")
+    code, out, err = _guarddiag("run", name, cwd=tmp_path)
+    assert code == 0 and "cannot write the run record (EISDIR" in err, err
+    _assert_plain(out)
+    _assert_plain(err)
+    assert err.count("\n") == 1 and "s\\x1b]0;owned\\x07\\u202e\\n::warning::x ##\\[error]y" in err, err

@@ -203,3 +203,31 @@ def test_watch_counts_under_set_logs():
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert "recompile budget exceeded" in out and "changed torch's logging under the watch" in out
+
+
+def test_a_budget_failure_naming_a_hostile_function_starts_no_workflow_command(pytester: pytest.Pytester) -> None:
+    """A code object's name can hold anything (exec'd code, ``__code__.replace``): the budget failure goes
+    to the CI log as pytest prints it, so ``##[`` in it is written ``##\\[`` as in every other output."""
+    pytester.makepyfile('''
+import pytest
+import torch
+
+
+def step(x, n):
+    return x * n
+
+
+step.__code__ = step.__code__.replace(co_name="step\\x1b]0;T\\x07##[error]boom")
+
+
+@pytest.mark.recompile_budget(max_recompiles=0)
+def test_over_budget():
+    f = torch.compile(step, backend="eager")
+    for n in range(3):
+        f(torch.ones(2), n)
+''')
+    result = pytester.runpytest_subprocess("-s")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str() + result.stderr.str()
+    assert "recompile budget exceeded" in out and "step\\x1b]0;T\\x07##\\[error]boom" in out, out
+    assert "##[" not in out and "\x1b" not in out

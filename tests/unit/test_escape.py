@@ -24,6 +24,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from guarddiag import baseline
 from guarddiag.config import Settings
 from guarddiag.diff import diff_runs
 from guarddiag.gate import evaluate
@@ -45,7 +46,7 @@ from guarddiag.render.escape import (
 )
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.gate import render_annotations, render_check, render_junit, render_markdown
-from guarddiag.store import load_run, run_to_dict
+from guarddiag.store import load_run, run_to_dict, save_run
 from tests.conftest import LOGS
 from tests.unit.test_render_formats import _compare_report
 
@@ -74,6 +75,7 @@ FRAGMENTS = [
     "a\r\n::stop-commands::x", "\n::add-mask::secret", "\n  ::warning file=x.py::y", "::notice::n", "::",
     "##[error]boom", "##[", "#", "`", "``", "|", "<img src=x>", "[l](https://e)", "![i](https://e/p.png)",
     "*", "_", "\\", "&lt;", "$x$", "~~s~~", "%0A", ",", ":", " ",
+    "https://e.example/x", "www.e.example", "a@e.example", "mailto:a", "<https://e>", "&#96;",
 ]
 hostile_text = st.lists(
     st.one_of(st.sampled_from(FRAGMENTS), st.characters(codec="utf-8"), st.characters(max_codepoint=0x9F)),
@@ -98,6 +100,8 @@ def _assert_plain(text: str, benign: str | None = None) -> None:
 
 
 _TABLE_LINE = re.compile(r"^\s*\|")
+# What GFM turns into a link with no markup (extended autolinks): a URL, `www.`, an e-mail address.
+_AUTOLINK = re.compile(r"://|(?i:www)\.|@|(?i:mailto|xmpp):")
 
 
 def _assert_markdown(text: str, benign: str | None = None) -> None:
@@ -121,6 +125,7 @@ def _assert_markdown(text: str, benign: str | None = None) -> None:
             i += 1
         prose = "".join(outside).replace("<br>", "")
         assert "<" not in prose and "[" not in prose and "]" not in prose, line
+        assert not _AUTOLINK.search(prose), f"an autolink in {line!r}"
         if _TABLE_LINE.match(line):
             cells = len(re.findall(r"(?<!\\)\|", line))
             columns = cells if columns is None else columns
@@ -307,7 +312,41 @@ def test_markdown_code_spans_take_a_fence_longer_than_any_backtick_run():
     assert markdown_code("a`b") == "``a`b``"
     assert markdown_code("`x``") == "``` `x`` ```"
     assert markdown_code("a|b", table=True) == "`a\\|b`"
-    assert markdown_text("value of `x` and <img src=x> [l](https://e)") == "value of `x` and &lt;img src=x> \\[l\\](https://e)"
+    assert markdown_text("value of `x` and <img src=x> [l](https://e)") == "value of `x` and &lt;img src=x> \\[l\\](https\\://e)"
+
+
+def test_markdown_prose_makes_no_autolink(tmp_path):
+    """GFM links a bare URL, `www.` and an e-mail address in prose: a label or a name outside a code
+    span (check's regression lines, the step summary) must not become a link to the attacker's page."""
+    assert markdown_text("see https://e.example/x") == "see https\\://e.example/x"
+    assert markdown_text("www.e.example, a@e.example, mailto:a, `https://x`") == (
+        "www\\.e.example, a\\@e.example, mailto\\:a, `https://x`"
+    )
+    value = "https://e.example/p www.e.example a@e.example"
+    run = _record(_real_runs()["limit"], tmp_path, "limit", _poison(value))
+    result = evaluate({f"{value}.py": run}, None, Settings(root=tmp_path, max_recompiles=0))
+    _assert_markdown(render_markdown(result))
+
+
+@given(hostile_text)
+@RENDER
+def test_files_guarddiag_writes_start_no_workflow_command_and_keep_every_value(tmp_path_factory, value):
+    """The run record (``--out``), the baseline and the JUnit XML are files, but ``--out /dev/stdout``
+    writes one on stdout and a CI step may cat it: no ``##[``, no line starting ``::``, and every value
+    reads back exactly (JUnit: as shown)."""
+    tmp = tmp_path_factory.mktemp("files")
+    value = f"{value}##[error]x\n::warning::y"
+    run = _record(_real_runs()["limit"], tmp, "limit", _poison(value))
+    save_run(run, tmp / "out.json")
+    written = baseline.to_yaml(baseline.from_runs({f"{value}.py": run}, tmp))
+    (tmp / "base.yaml").write_text(written, encoding="utf-8")
+    result = evaluate({f"{value}.py": run}, None, Settings(root=tmp, max_recompiles=0))
+    junit = render_junit(result)
+    for text in ((tmp / "out.json").read_text(encoding="utf-8"), written, junit):
+        _assert_plain(text)
+    assert load_run(tmp / "out.json") == run
+    assert baseline.load(tmp / "base.yaml").scripts[0].path == f"{value}.py"
+    assert {s.get("name") for s in ET.fromstring(junit.encode()).iter("testsuite")} == {visible(f"{value}.py")}
 
 
 def test_commands_write_only_through_the_escaping_output():
@@ -328,3 +367,24 @@ def test_commands_write_only_through_the_escaping_output():
                 if name in ("print", "typer.echo", "sys.stdout.write", "sys.stderr.write") and "__version__" not in ast.unparse(node):
                     writes.append(f"{path.name}:{node.lineno}: {name}")
     assert not writes, writes
+
+
+def test_every_stderr_line_of_guarddiag_itself_is_escaped():
+    """Outside commands/ too (the runner, the run folders): a print to stderr passes its message through
+    one_line, since a run folder's path holds the script's file name. The bootstrap and the start-up hooks
+    run inside the script: what they print is the script's own stderr."""
+    import ast
+
+    from tests.conftest import ROOT
+
+    package = ROOT / "guarddiag"
+    raw = []
+    for path in package.rglob("*.py"):
+        if path.name == "_bootstrap.py" or "_site" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "print" and "stderr" in ast.unparse(node)):
+                continue
+            if not (node.args and isinstance(node.args[0], ast.Call) and ast.unparse(node.args[0].func) == "one_line"):
+                raw.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert not raw, raw
