@@ -49,6 +49,8 @@ RolesLookup = Callable[[str, str, "int | None"], Mapping[str, str]]
 @dataclass
 class _Frame:
     frame_id: str
+    # Its place among the builder's frames: a name matching several frames takes the first.
+    seq: int = 0
     name: str = ""
     file: str = ""
     line: int | None = None
@@ -98,6 +100,10 @@ class RunBuilder:
         self._roles = roles
         self._ledger = ledger
         self._frames: dict[str, _Frame] = {}
+        # Named frames by name, and by (process, name): a message without a compile id finds its frame
+        # without scanning every frame (a paste of 8,000 ranks' messages was quadratic in them).
+        self._named: dict[str, list[_Frame]] = {}
+        self._named_in: dict[tuple[str, str], list[_Frame]] = {}
         # Whether the log has guard listings at all: only then does a compile without one mean no code.
         self._listings = False
         # Messages without a compile id (old torch) are matched to frames by rank and function name.
@@ -128,8 +134,15 @@ class RunBuilder:
     def _frame(self, frame_id: str) -> _Frame:
         frame = self._frames.get(frame_id)
         if frame is None:
-            frame = self._frames[frame_id] = _Frame(frame_id)
+            frame = self._frames[frame_id] = _Frame(frame_id, len(self._frames))
         return frame
+
+    def _name(self, frame: _Frame, name: str, file: str, line: int | None) -> None:
+        """Name a frame (a frame is named once), and index it by its name."""
+        if name and not frame.name:
+            frame.name_it(name, file, line)
+            self._named.setdefault(name, []).append(frame)
+            self._named_in.setdefault((process_of(frame.frame_id), name), []).append(frame)
 
     def _on_named(self, event: FrameNamed) -> None:
         cid = CompileId.parse(event.compile_id)
@@ -141,7 +154,7 @@ class RunBuilder:
             if cid.attempt:
                 return
             frame, number = self._frame(cid.frame_id), cid.number
-        frame.name_it(event.name, event.file, event.line)
+        self._name(frame, event.name, event.file, event.line)
         frame.compiles.add(number)
         frame.started.add(number)
         pending = self._pending_for(event.name, event.file, event.line, process_of(event.compile_id))
@@ -154,7 +167,7 @@ class RunBuilder:
             self._pending.setdefault((process_of(event.compile_id), event.name, event.file, event.line), deque()).append(event)
             return
         frame = self._frame(cid.frame_id)
-        frame.name_it(event.name, event.file, event.line)
+        self._name(frame, event.name, event.file, event.line)
         frame.announced[cid.number] = event.failures
 
     def _on_listing(self, event: GuardListing) -> None:
@@ -209,7 +222,7 @@ class RunBuilder:
             event = replace(event, limit=last.limit, value=last.value, name=event.name or frame.name)
         if frame.name and not frame.file:
             frame.file, frame.line = event.file, event.line  # torch 2.0 names the file only here
-        frame.name_it(event.name, event.file, event.line)
+        self._name(frame, event.name, event.file, event.line)
         reason = event.last_reason.split("  #")[0].strip()
         if cid is not None:
             frame.limit_numbers.add(cid.number)
@@ -231,15 +244,12 @@ class RunBuilder:
     def _frame_named(self, name: str, file: str, line: int | None, process: str = "") -> _Frame:
         """The frame with this name (old logs without compile ids); file may be unknown on either side.
         A name of the main process (no rank) matches a frame of any process."""
-        for frame in self._frames.values():
-            if (
-                frame.name == name
-                and frame.frame_id.startswith(with_process(process, ""))
-                and (not file or not frame.file or (frame.file, frame.line) == (file, line))
-            ):
-                return frame
+        named = self._named_in.get((process, name), ()) if process else self._named.get(name, ())
+        fits = [frame for frame in named if not file or not frame.file or (frame.file, frame.line) == (file, line)]
+        if fits:
+            return min(fits, key=lambda frame: frame.seq)
         frame = self._frame(with_process(process, f"?{name}@{file}:{line}" if file else f"?{name}"))
-        frame.name_it(name, file, line)
+        self._name(frame, name, file, line)
         return frame
 
     def _bind_oldest_pending(self, frame: _Frame, number: int) -> None:
@@ -248,29 +258,33 @@ class RunBuilder:
         process = process_of(frame.frame_id)
         for (pprocess, *key), events in self._pending.items():
             if events and pprocess == process and (not frame.name or (frame.name, frame.file, frame.line) == tuple(key)):
-                frame.name_it(*key)
+                self._name(frame, *key)
                 frame.announced[number] = events.popleft().failures
                 return
 
-    def _unnamed_frame_for(self, announced: int, process: str) -> _Frame | None:
-        """The only unnamed frame of this process whose recompiles match this many announcements, if there is one."""
-        fits = [
-            f
-            for f in self._frames.values()
-            if not f.name and process_of(f.frame_id) == process and sum(1 for n in f.compiles if n > 0) == announced
-        ]
-        return fits[0] if len(fits) == 1 else None
+    def _unnamed_frames(self) -> dict[tuple[str, int], list[_Frame]]:
+        """The unnamed frames by process and number of recompiles: torch 2.1-2.3's announcements match
+        one of them by its count, looked up once each (a scan per announced function was quadratic)."""
+        found: dict[tuple[str, int], list[_Frame]] = {}
+        for f in self._frames.values():
+            if not f.name:
+                found.setdefault((process_of(f.frame_id), sum(1 for n in f.compiles if n > 0)), []).append(f)
+        return found
 
     def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[str, ...]]:
         """The per-function summaries, and the frame ids no log line named."""
+        unnamed_frames = self._unnamed_frames()
         for (process, *key), events in self._pending.items():
             if not events:
                 continue
-            unnamed = self._unnamed_frame_for(len(events), process)
-            if unnamed is not None:
+            fits = unnamed_frames.get((process, len(events)), [])
+            if len(fits) == 1:
+                # The only unnamed frame of this process whose recompiles match this many announcements.
+                (unnamed,) = fits
+                fits.clear()  # named now
                 # torch 2.1-2.3 without the `dynamo` channel: guard listings carry compile ids but no
                 # name, recompile messages a name but no compile id. One frame fits: they are one function.
-                unnamed.name_it(*key)
+                self._name(unnamed, *key)
                 for number, ev in zip(sorted(n for n in unnamed.compiles if n > 0), events, strict=False):
                     unnamed.announced.setdefault(number, ev.failures)
                 continue

@@ -3,7 +3,9 @@ command is named with the command that reads it (a check report given to diff wa
 a run record given to parse "capture the log with TORCH_LOGS").
 
 Every JSON and YAML file guarddiag writes carries ``schema: guarddiag.KIND/N``; its JUnit XML is a
-``<testsuites name="guarddiag">`` and its step summary begins ``## guarddiag check``.
+``<testsuites name="guarddiag">`` and its step summary begins ``## guarddiag check``. A TORCH_TRACE file
+(torch's structured trace, tlparse's input) is named too: its glog-prefixed lines are torch lines, so it
+read as a log that compiled nothing (exit 0) though its compiles are all there, as JSON.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from pathlib import Path
 # Enough of the head to pass a script's own output before a `run -f json > FILE` report.
 _HEAD = 64 * 1024
 _JSON_SCHEMA = re.compile(r'^[ \t]*\{?[ \t]*"schema"[ \t]*:[ \t]*"(guarddiag\.[a-z-]+)/[0-9]+"', re.MULTILINE)
+# A TORCH_TRACE record: a glog prefix, then a JSON object (`{"dynamo_start": ...}`, `{"chromium_event": ...}`).
+_TRACE_RECORD = re.compile(r'^[VIWEF][0-9]{4} [0-9:.]+ +[0-9]+ [^\]\n]*\] \{"')
+# Files of a folder looked at for a trace: TORCH_TRACE=DIR writes one per process.
+_FOLDER_FILES = 32
 _YAML_SCHEMA = re.compile(r"^schema:[ \t]*['\"]?(guarddiag\.[a-z-]+)/[0-9]+", re.MULTILINE)
 
 
@@ -43,6 +49,8 @@ _RUN_REPORT_YAML = FileKind("a guarddiag run report in YAML", "guarddiag run -f 
                             "write the record with `guarddiag run SCRIPT --out FILE` instead")
 _RUN_REPORT_MIXED = FileKind("a guarddiag run report with the script's own output before it", "guarddiag run -f json > FILE",
                              "write the record with `guarddiag run SCRIPT --out FILE` instead")
+_TORCH_TRACE = FileKind("a TORCH_TRACE structured trace", "written by TORCH_TRACE=DIR, read by tlparse",
+                        "guarddiag does not read traces yet: capture the text log beside it, or run the script with `guarddiag run`")
 _JUNIT = FileKind("a guarddiag JUnit report", "guarddiag check --junit", "CI test reporters read it")
 _SUMMARY = FileKind("a guarddiag step summary", "guarddiag check -f markdown or $GITHUB_STEP_SUMMARY")
 
@@ -63,6 +71,8 @@ def file_kind(path: Path, leading: bool = False) -> FileKind | None:
             head = fh.read(_HEAD).decode("utf-8", errors="replace").lstrip("\ufeff")
     except OSError:
         return None
+    if _TRACE_RECORD.match(head.lstrip()):
+        return _TORCH_TRACE
     if re.search(r'<testsuites name="guarddiag"', head[:4096]):
         return _JUNIT
     if head.lstrip().startswith("## guarddiag check"):
@@ -83,6 +93,20 @@ def file_kind(path: Path, leading: bool = False) -> FileKind | None:
             return _RUN_REPORT_YAML
         return _BY_SCHEMA.get(yaml_schema[1], FileKind(f"a guarddiag file ({yaml_schema[1]})", "another guarddiag version"))
     return None
+
+
+def wrong_folder(folder: Path) -> str | None:
+    """The one-line error for a TORCH_TRACE=DIR folder given as logs (a trace among its first files),
+    None for any other folder (the log-dir reader says what else is wrong)."""
+    try:
+        entries = sorted(entry for entry in folder.iterdir() if entry.is_file())[:_FOLDER_FILES]
+    except OSError:
+        return None
+    trace = next((entry for entry in entries if file_kind(entry) is _TORCH_TRACE), None)
+    if trace is None:
+        return None
+    return (f"{folder}: a folder of TORCH_TRACE structured traces ({trace.name}: {_TORCH_TRACE.made_by}), not torch logs; "
+            f"{_WANTED['log'][1]}; {_TORCH_TRACE.read_by}")
 
 
 def is_run_record(path: Path) -> bool:

@@ -17,11 +17,12 @@ import copy
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TextIO
 
 from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
-from guarddiag.filekinds import wrong_file
+from guarddiag.filekinds import wrong_file, wrong_folder
 from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ledger import CompileRecord
 from guarddiag.logparse.encoding import open_log
@@ -155,6 +156,9 @@ def refuse_guarddiag_files(paths: Sequence[str], leading: bool = True) -> None:
     capture the log again. ``leading``: only files that begin as guarddiag's do (before reading)."""
     for path in paths:
         wrong = wrong_file(path, "log", leading) if path != "-" and os.path.isfile(path) else None
+        if wrong:
+            raise InputError(wrong)
+        wrong = wrong_folder(Path(path)) if os.path.isdir(path) else None
         if wrong:
             raise InputError(wrong)
 

@@ -7,7 +7,8 @@ Plain (unquoted) scalars are read by one rule: a number is plain decimal (``12``
 boolean is ``true`` or ``false``, ``null``/``~``/nothing is null, anything else is text. A plain scalar
 that YAML 1.1 (PyYAML's default: ``010`` is 8, ``0x10`` 16, ``1:30`` 90, ``yes`` true) or YAML 1.2
 (``0o10``, ``1e3``, ``.5``) reads as another number or boolean is refused, naming its line and
-what to write: a budget of ``010`` must not silently be 8.
+what to write: a budget of ``010`` must not silently be 8. A scalar tagged ``!!int``, ``!!float`` or
+``!!bool`` is held to the same rule: its tag makes PyYAML read ``!!int 010`` as 8 whatever the resolvers say.
 """
 
 from __future__ import annotations
@@ -63,12 +64,24 @@ class NoAliasLoader(yaml.SafeLoader):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise _AliasRefused(event.start_mark.line + 1)
-        if isinstance(event, yaml.ScalarEvent) and event.implicit[0] and self.resolve(yaml.ScalarNode, event.value, (True, False)) == _STR:
-            value = event.value
-            if _yaml11_tag(value) or _CORE_12.match(value):
-                key = index.value if isinstance(parent, yaml.MappingNode) and isinstance(index, yaml.ScalarNode) else None
-                raise _AmbiguousScalar(event.start_mark.line + 1, key, value)
+        if isinstance(event, yaml.ScalarEvent) and (_ambiguous_plain(self, event) or _ambiguous_tagged(event)):
+            key = index.value if isinstance(parent, yaml.MappingNode) and isinstance(index, yaml.ScalarNode) else None
+            raise _AmbiguousScalar(event.start_mark.line + 1, key, event.value)
         return super().compose_node(parent, index)
+
+
+def _ambiguous_plain(loader: NoAliasLoader, event: yaml.ScalarEvent) -> bool:
+    """A plain scalar the rule reads as text that YAML 1.1 or 1.2 reads as a number or boolean."""
+    if not event.implicit[0] or loader.resolve(yaml.ScalarNode, event.value, (True, False)) != _STR:
+        return False
+    return bool(_yaml11_tag(event.value) or _CORE_12.match(event.value))
+
+
+def _ambiguous_tagged(event: yaml.ScalarEvent) -> bool:
+    """A scalar tagged ``!!int``, ``!!float`` or ``!!bool`` whose text the rule does not read as one:
+    SafeLoader's own constructors read ``!!int 010`` as 8, ``!!int 0x10`` as 16, ``!!bool yes`` as true."""
+    rule = {_INT: (_DECIMAL_INT,), _FLOAT: (_DECIMAL_INT, _DECIMAL_FLOAT), _BOOL: (_BOOLEAN,)}.get(event.tag or "")
+    return rule is not None and not any(pattern.match(event.value) for pattern in rule)
 
 
 for _first in "-0123456789":

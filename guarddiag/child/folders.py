@@ -150,10 +150,12 @@ def _claim(folder: int) -> tuple[str, int | None]:
     """Whether a run folder is ``live`` (its guarddiag holds the lock), ``free`` (guarddiag's, no one
     holds it: its lock is returned, held) or ``foreign`` (guarddiag did not make it)."""
     try:
-        lock = os.open(LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+        lock = _open_file(LOCK_NAME, folder)
     except FileNotFoundError:
         return ("free" if _older_guarddiags(folder) else "foreign"), None
     except OSError:
+        return "foreign", None
+    if lock is None:  # a FIFO, a device, a socket: not a lock guarddiag made
         return "foreign", None
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -163,11 +165,23 @@ def _claim(folder: int) -> tuple[str, int | None]:
     return "free", lock
 
 
+def _open_file(name: str, folder: int) -> int | None:
+    """``name`` in ``folder`` opened for reading when it is a regular file, None when it is another kind.
+    Non-blocking: a FIFO under a copied or crafted folder's name made pruning and `clean` wait for a writer forever."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return fd
+    os.close(fd)
+    return None
+
+
 def _older_guarddiags(folder: int) -> bool:
     """A finished run folder of a guarddiag from before the lock file: its record and its log.
     An unfinished one (no record) cannot be told from a run of it still going: it is left alone."""
     try:
-        fd = os.open("run.json", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
+        fd = _open_file("run.json", folder)
+        if fd is None:
+            return False
         try:
             head = os.read(fd, len(_RECORD_HEAD))
         finally:

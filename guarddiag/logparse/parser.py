@@ -74,6 +74,9 @@ class LogParser:
         self._seen_guards: dict | None = {} if not locations and keep_guards is None else None
         self.counters = ParseCounters()
         self._open: dict[_Key, Block] = {}
+        # The one open record of each rank (a line of another record of the rank closes it): found by
+        # rank, not by scanning every open record, which a paste of 100,000 ranks made quadratic.
+        self._open_of_rank: dict[int | None, _Key] = {}
         self._last: Block | None = None
         self._seen_compiles: set[tuple[int | None, str]] = set()
         # torch._dynamo.reset() starts compile ids again at [0/0]: a new "start tracing" for a compile
@@ -167,10 +170,10 @@ class LogParser:
                 out.append(seen)
         # Artifact logs continue one record across several logging calls (GUARDS: header, then the tree).
         key = (framed.rank, framed.compile_id, framed.artifact, "" if framed.artifact else framed.origin)
-        if self._open:
-            for other in [k for k in self._open if k[0] == framed.rank and k != key]:
-                # A glog-style message is written whole: a line of another record ends it.
-                out.extend(self._close(other))
+        other = self._open_of_rank.get(framed.rank)
+        if other is not None and other != key:
+            # A glog-style message is written whole: a line of another record ends it.
+            out.extend(self._close(other))
         block = self._open.get(key)
         if block is not None:
             if block.feed(framed.body):
@@ -233,6 +236,8 @@ class LogParser:
 
     def _close(self, key: _Key) -> list[Event]:
         block = self._open.pop(key)
+        if self._open_of_rank.get(key[0]) == key:
+            del self._open_of_rank[key[0]]
         if self._last is block:
             self._last = None
         events = block.close()
@@ -279,6 +284,7 @@ class LogParser:
                 self.counters.unknown(line)
             return []
         self._open[key] = block
+        self._open_of_rank[key[0]] = key
         self._last = block
         return []
 

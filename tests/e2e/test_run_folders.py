@@ -181,6 +181,24 @@ def test_a_symlinked_runs_folder_is_not_pruned_through_and_clean_refuses_it(work
     assert len(list(checkpoints.iterdir())) == 3  # the two and the run's own folder
 
 
+
+def test_a_fifo_named_as_a_lock_or_a_record_is_foreign_and_nothing_waits_on_it(workdir):
+    """A folder whose guarddiag.lock or run.json is a FIFO (crafted, or copied with `cp -a` of a FIFO):
+    pruning and `clean` opened it for reading and waited for a writer forever."""
+    runs = workdir / ".guarddiag" / "runs"
+    for name, fifo in (("20240101-120000-s-1", "guarddiag.lock"), ("20240101-120000-s-2", "run.json")):
+        (runs / name).mkdir(parents=True)
+        os.mkfifo(runs / name / fifo)
+        (runs / name / "torch.log").write_text("")
+    _age(runs)
+    (workdir / "s.py").write_text("print('hi')\n")
+    proc = run_guarddiag("run", "s.py", cwd=workdir, env={"GUARDDIAG_KEEP_RUNS": "1"}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_guarddiag("clean", cwd=workdir, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "left 2 not made by guarddiag" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert sorted(p.name for p in runs.iterdir()) == ["20240101-120000-s-1", "20240101-120000-s-2"]
+
 def _private_tmpfs() -> list[str] | None:
     """A command prefix that runs its command in a mount namespace where a tmpfs can be mounted
     (``unshare -m`` as root, ``unshare -rm`` in a user namespace), or None when neither is allowed."""

@@ -4,7 +4,10 @@ parse "capture the log with TORCH_LOGS"). The files are made by the installed co
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -80,3 +83,25 @@ def test_the_right_files_still_read(files):
     shutil.copy(files / "run.json", files / "record.txt")  # a run record under another name reads as one
     proc = run_guarddiag("explain", "record.txt", cwd=files)
     assert proc.returncode == 0 and "forward" in proc.stdout, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def trace_dir(tmp_path_factory):
+    """A real TORCH_TRACE=DIR folder: a scenario that recompiles twice, run by the test's own torch."""
+    folder = tmp_path_factory.mktemp("trace")
+    shutil.copy(SCENARIOS / "module_int_attribute.py", folder / "model.py")
+    env = {**os.environ, "TORCH_TRACE": str(folder / "trace")}
+    proc = subprocess.run([sys.executable, "model.py"], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return folder
+
+
+@pytest.mark.parametrize("command", [("parse", "{f}"), ("parse", "trace"), ("explain", "{f}"), ("diff", "{f}", "{f}")])
+def test_a_torch_trace_is_named_not_read_as_a_log_that_compiled_nothing(trace_dir, command):
+    # Its glog-prefixed JSON lines are torch lines: parse said "0 compiled functions" and exited 0.
+    (trace,) = (trace_dir / "trace").iterdir()
+    proc = run_guarddiag(*(a.format(f=f"trace/{trace.name}") for a in command), cwd=trace_dir)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert "TORCH_TRACE structured trace" in line and "does not read traces yet" in line, line
+    assert "0 compiled functions" not in proc.stdout

@@ -87,3 +87,27 @@ def test_a_boolean_setting_in_a_file_is_true_or_false(tmp_path: Path, name: str,
     elsewhere = tmp_path / "repo"
     (elsewhere / ".git").mkdir(parents=True)  # the search stops here, below the bad file
     assert load_settings(elsewhere, {"GUARDDIAG_FAIL_ON_NEW_CAUSE": "yes"}, {}).fail_on_new_cause is True
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [("!!int 010", "reads it as 8"), ("!!int 0x10", "read it as 16"), ("!!int 1:30", "reads it as 90"), ("!!int 1_000", "as 1000"),
+     ('!!int "010"', "reads it as 8"), ("!!float 1e2", "reads it as 100.0"), ("!!float .inf", "read it as inf"),
+     ("!!int 0b11", "(YAML 1.1 reads it as 3)"), ("!!bool yes", "is a boolean in YAML 1.1")],
+)
+def test_an_explicitly_tagged_number_is_held_to_the_plain_decimal_rule(tmp_path: Path, written: str, read: str):
+    # The tag bypasses the resolvers: PyYAML's !!int constructor read `!!int 010` as 8, silently.
+    path = tmp_path / "guarddiag-baseline.yaml"
+    path.write_text(_BASELINE.format(budget=written))
+    with pytest.raises(InputError) as exc:
+        baseline_io.load(path)
+    message = str(exc.value)
+    assert message.startswith(f"{path}: line 13, budget: ") and read in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize(("written", "value"), [("!!int 10", 10), ("!!int -3", -3), ("!!float 1.5", 1.5), ("!!float 2", 2.0),
+                                                  ("!!bool true", True), ("!!str 010", "010")])
+def test_an_explicitly_tagged_plain_decimal_reads_as_written(tmp_path: Path, written: str, value: object):
+    path = tmp_path / "x.yaml"
+    path.write_text(f"value: {written}\n")
+    assert read_yaml(path, "settings file", "fix it") == {"value": value}
