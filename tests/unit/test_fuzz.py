@@ -13,7 +13,9 @@ import re
 import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -313,15 +315,33 @@ def test_most_pastes_and_logs_can_be_cut_at_a_known_width():
     assert len(cuttable) * 2 > len(WRAPPABLE), (len(cuttable), len(WRAPPABLE))
 
 
+# Wrappings the paste reader reads wrong, each pinned by a strict xfail below: at width 156 a cut puts
+# ">  # return act(x) + 1" at the start of a line, and the reader takes that ">" for a Markdown quote
+# marker (whether a ">" is a marker depends on the paste's other lines, and the reader cleans each line
+# alone). Found by `make fuzz`; the reader of 284845b reads it the same way.
+_WRAP_GAPS = {("torch-2.13.0", "callable_argument.log", 156)}
+
+
+def _wraps_alike(path: Path, width: int) -> bool:
+    lines = _text_lines(path)
+    wrapped = [line[i : i + width] for line in lines for i in range(0, max(len(line), 1), width)]
+    return _recognised(_as_file(wrapped)) == _recognised_as_shown(path, lines)
+
+
 @given(st.sampled_from(WRAPPABLE), st.data())
 def test_wrapping_at_a_terminal_width_keeps_what_is_recognised(path, data):
     """A terminal cuts every line at its width; the width is only known when two lines of different
     messages were cut (_cut_widths)."""
     assume(_cut_widths(path))
     width = data.draw(st.sampled_from(_cut_widths(path)))
-    lines = _text_lines(path)
-    wrapped = [line[i : i + width] for line in lines for i in range(0, max(len(line), 1), width)]
-    assert _recognised(_as_file(wrapped)) == _recognised_as_shown(path, lines)
+    assume((path.parent.name, path.name, width) not in _WRAP_GAPS)
+    assert _wraps_alike(path, width)
+
+
+@pytest.mark.xfail(strict=True, reason="a cut line's rest that starts with '> ' is read as a Markdown quote")
+@pytest.mark.parametrize("version,name,width", sorted(_WRAP_GAPS))
+def test_known_wrapping_gaps_are_still_read_wrong(version: str, name: str, width: int):
+    assert _wraps_alike(LOGS / version / name, width)
 
 
 def _starts_alike(got: dict, want: dict) -> bool:
