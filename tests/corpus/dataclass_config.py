@@ -1,0 +1,28 @@
+"""A sampler whose settings live in a dataclass config that the script sweeps."""
+import _truth
+from dataclasses import dataclass
+
+import torch
+
+torch.manual_seed(0)
+
+
+@dataclass
+class SampleConfig:
+    top_k: int = 5
+    temperature: float = 1.0
+
+
+@torch.compile
+def sample_scores(logits, cfg):
+    scaled = logits / cfg.temperature
+    vals, idx = scaled.topk(cfg.top_k, dim=-1)
+    return torch.softmax(vals, dim=-1), idx
+
+
+logits = torch.randn(4, 50)
+for k in (3, 5, 8, 10):
+    cfg = SampleConfig(top_k=k, temperature=0.7)
+    p, idx = sample_scores(logits, cfg)
+    print(k, round(float(p.max()), 4))
+_truth.write()
