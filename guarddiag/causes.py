@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 
 from guarddiag.guardexpr import as_source, named_source, normalize_guard, readable_source, sized_source, tensor_change, tensor_fields
-from guarddiag.guardkinds import Category, GuardKind, ambient_state, failure_kind, kind
+from guarddiag.guardkinds import Category, GuardKind, ambient_state, failure_kind, kind, torch_hint
 from guarddiag.ids import CACHE_ENTRY
 from guarddiag.logparse.guards import location_of
 from guarddiag.model import Cause, Guard
@@ -74,6 +74,7 @@ def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[s
         cache_entry=cache_entry,
         location=location,
         code=" ".join(code.split()) if location else "",
+        torch_hint=torch_hint(comment),
     )
 
 

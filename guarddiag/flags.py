@@ -20,7 +20,12 @@ from guarddiag.errors import InputError
 from guarddiag.store import write_atomic
 
 # Bump when the describe output changes shape: old cache entries are then ignored.
-SCHEMA = "guarddiag.flags/3"
+# /4: torch.compiler.config (``compiler.``) and torch.fx.experimental._config (``fx.``) are listed, and
+# ``alias_of`` is the catalog name of the alias's target (``inductor.NAME`` where it is inductor's).
+SCHEMA = "guarddiag.flags/4"
+
+# The prefixes of flags outside torch._dynamo.config (CONFIG_MODULES of child/_torchflags.py).
+_PREFIXES = tuple(prefix for prefix, _ in _bootstrap.CONFIG_MODULES if prefix)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -61,11 +66,15 @@ class Catalog:
     flags: dict[str, Flag]
 
     def resolve(self, name: str) -> Flag:
-        """The flag called ``name`` (``dynamo.`` prefix allowed), or an error naming the closest ones."""
+        """The flag called ``name`` (its config module's prefix: none or ``dynamo.``, ``inductor.``,
+        ``compiler.``, ``fx.``), or an error naming the closest ones: the same name under another
+        prefix first (``compiler.dynamic_sources`` for ``dynamic_sources``)."""
         key = name[len("dynamo.") :] if name.startswith("dynamo.") else name
         flag = self.flags.get(key)
         if flag is None:
-            close = _bootstrap.suggestions(key, list(self.flags))
+            bare = key.partition(".")[2] if key.startswith(_PREFIXES) else key
+            elsewhere = [p + bare for p in ("", *_PREFIXES) if p + bare in self.flags]
+            close = list(dict.fromkeys([*elsewhere, *_bootstrap.suggestions(key, list(self.flags))]))[:3]
             hint = f" (did you mean: {', '.join(close)}?)" if close else ""
             raise InputError(
                 f"unknown config flag '{name}' in torch {self.torch_version}{hint}; `guarddiag flags` lists them"
@@ -73,11 +82,11 @@ class Catalog:
         return flag
 
     def target(self, flag: Flag) -> Flag:
-        """The flag an alias stands for (``cache_size_limit`` -> ``recompile_limit``), else the flag itself."""
+        """The flag an alias stands for (``cache_size_limit`` -> ``recompile_limit``,
+        ``compiler.recompile_limit`` -> ``recompile_limit``), else the flag itself."""
         if flag.alias_of is None:
             return flag
-        prefix = "inductor." if flag.name.startswith("inductor.") else ""
-        return self.flags.get(prefix + flag.alias_of, flag)
+        return self.flags.get(flag.alias_of, flag)
 
 
 def parse_value(flag: Flag, raw: str) -> object:

@@ -348,6 +348,20 @@ _STATE_CHANGES = tuple(
 )
 
 
+# torch's own hints on a guard, as facts: torch >= 2.8 ends the comment of a guard it installed on an int
+# read from an nn.Module (any nn.Module: the module argument, a submodule, a builtin one) with
+# ``(HINT: torch.compile considers integer attributes of the nn.Module to be static. ...)``
+# (torch/_dynamo/variables/builder.py, ``recompile_hint``; pytorch#154867). The id is what a Cause keeps.
+TORCH_HINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("nn_module_int", re.compile(r"\(HINT: torch\.compile considers integer attributes of the nn\.Module to be static")),
+)
+
+
+def torch_hint(comment: str) -> str:
+    """The id of torch's own hint in a guard's comment (:data:`TORCH_HINTS`), or ``""``."""
+    return next((name for name, pattern in TORCH_HINTS if pattern.search(comment)), "")
+
+
 def kind(name: str) -> GuardKind:
     """The row of a kind; :data:`UNKNOWN_KIND` (category ``other``) for a kind the table lacks."""
     return BY_NAME.get(name, UNKNOWN_KIND)

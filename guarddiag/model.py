@@ -48,6 +48,8 @@ class Cause:
     # The user's line behind the guard, as torch prints it after ``#``: ``model.py:21 in forward`` and its code.
     location: str = ""
     code: str = ""
+    # torch's own hint on the guard, by id (guardkinds.TORCH_HINTS): ``nn_module_int``, an int read from an nn.Module.
+    torch_hint: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "category", category(self.category).value)

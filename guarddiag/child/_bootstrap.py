@@ -39,8 +39,9 @@ def _load(name: str, *path: str):
 
 
 _flags = _load("_guarddiag_torchflags", "_torchflags.py")
-# guarddiag suggests flag names the way the child does (flags.py).
+# guarddiag suggests flag names the way the child does, and knows the config modules it sets (flags.py).
 suggestions = _flags.suggestions
+CONFIG_MODULES = _flags.CONFIG_MODULES
 
 
 def main(spec_path: str) -> int:

@@ -41,16 +41,62 @@ class FlagError(Exception):
         self.suggestions = suggestions or []
 
 
-def _config_module(name: str):
-    import torch._dynamo.config as dynamo_config
+# Where each --flag lives: the catalog name's prefix and torch's config module. A name without a prefix
+# (or with ``dynamo.``) is torch._dynamo.config's; the order is the catalog's.
+CONFIG_MODULES = (
+    ("", "torch._dynamo.config"),
+    ("inductor.", "torch._inductor.config"),
+    ("compiler.", "torch.compiler.config"),
+    ("fx.", "torch.fx.experimental._config"),
+)
 
-    if name.startswith("inductor."):
-        import torch._inductor.config as inductor_config
 
-        return inductor_config, name[len("inductor.") :], "inductor."
+def _split_name(name: str) -> tuple[str, str, str]:
+    """``fx.backed_size_oblivious`` -> (the config module's name, the key in it, the prefix)."""
+    for prefix, module in CONFIG_MODULES[1:]:
+        if name.startswith(prefix):
+            return module, name[len(prefix) :], prefix
     if name.startswith("dynamo."):
-        return dynamo_config, name[len("dynamo.") :], "dynamo."
-    return dynamo_config, name, ""
+        return CONFIG_MODULES[0][1], name[len("dynamo.") :], "dynamo."
+    return CONFIG_MODULES[0][1], name, ""
+
+
+def _config_module(name: str):
+    """The config module a --flag name lives in, the key in it and the prefix it was given with."""
+    import importlib
+
+    module_name, key, prefix = _split_name(name)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        version = getattr(sys.modules.get("torch"), "__version__", "this torch")
+        raise FlagError(f"--flag {name}: torch {version} has no {module_name}, where {prefix}NAME flags live") from None
+    return module, key, prefix
+
+
+def catalog_name(dotted: str) -> str:
+    """``torch._inductor.config.max_autotune`` -> ``inductor.max_autotune``: the name the catalog lists a
+    config entry under (a config alias names its target this way); a module of no prefix stays dotted."""
+    module, _, key = dotted.rpartition(".")
+    return next((prefix + key for prefix, name in CONFIG_MODULES if name == module), dotted)
+
+
+def _elsewhere(key: str, searched: str) -> list[str]:
+    """The --flag names of ``key`` in the other config modules that have it (``compiler.dynamic_sources``
+    for ``dynamic_sources``): the flag meant, given without its prefix or with another one."""
+    import importlib
+
+    found = []
+    for prefix, module_name in CONFIG_MODULES:
+        if module_name == searched:
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if key in _known_names(module):
+            found.append(prefix + key)
+    return found
 
 
 def _known_names(module) -> list[str]:
@@ -82,10 +128,10 @@ def _apply_flags_warned(flags: list[dict[str, str]]) -> dict[str, object]:
         module, key, prefix = _config_module(flag["name"])
         known = _known_names(module)
         if key not in known and not _has_attr(module, key):
-            close = suggestions(key, known)
+            close = [*_elsewhere(key, module.__name__), *(prefix + c for c in suggestions(key, known))]
             raise FlagError(
                 f"unknown config flag '{flag['name']}' in {module.__name__} of torch {sys.modules['torch'].__version__}",
-                [prefix + c for c in close],
+                list(dict.fromkeys(close)),
             )
         try:
             current = getattr(module, key)
@@ -272,15 +318,19 @@ def _env_vars_by_name(module) -> dict[str, list[str]]:
 
 
 def describe(out_path: str) -> int:
-    """Write every dynamo and inductor config flag with its type, default, value, env vars, alias, deprecation."""
+    """Write every flag of torch's config modules (:data:`CONFIG_MODULES`, those this torch has) with its
+    type, default, value, env vars, alias, deprecation."""
+    import importlib
     import warnings
 
     import torch
-    import torch._dynamo.config as dynamo_config
-    import torch._inductor.config as inductor_config
 
     flags = []
-    for module, prefix in ((dynamo_config, ""), (inductor_config, "inductor.")):
+    for prefix, module_name in CONFIG_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue  # an older torch without torch.compiler.config: its flags are not there to set
         envs = _env_vars_by_name(module)
         entries = getattr(module, "_config", {})
         for key in _known_names(module):
@@ -306,7 +356,7 @@ def describe(out_path: str) -> int:
                     "default": _jsonable(default),
                     "value": _jsonable(value),
                     "env": envs.get(key, []),
-                    "alias_of": alias.rsplit(".", 1)[-1] if alias else None,
+                    "alias_of": catalog_name(alias) if alias else None,
                     "deprecated": bool(getattr(entry, "deprecated", False)),
                     "deprecation_message": getattr(entry, "deprecation_message", None),
                 }

@@ -7,6 +7,7 @@ import pytest
 from guarddiag.causes import cause_from_changed_guard, classify_failure, subject
 from guarddiag.guardexpr import normalize_guard, readable_source
 from guarddiag.model import Guard
+from tests.conftest import LOGS
 
 
 @pytest.mark.parametrize(
@@ -118,3 +119,15 @@ def test_the_pasted_vllm_aliasing_reason_is_aliasing():
 
     (f,) = parse_log(str(ROOT / "tests" / "fixtures" / "pasted" / "035-vllm-spyre-same-frame.txt")).functions
     assert f.recompile_events[0].causes[0].category == "aliasing"
+
+
+def test_torchs_own_hint_on_an_nn_module_int_is_kept_as_a_fact():
+    """torch >= 2.8 ends the comment of a guard on an int read from an nn.Module with its own hint
+    (recorded: tests/fixtures/logs/torch-2.13.0/module_int_attribute.log); an int of a dataclass has none."""
+    line = next(
+        line.split("- 0/0: ", 1)[1]
+        for line in (LOGS / "torch-2.13.0" / "module_int_attribute.log").read_text().splitlines()
+        if "[__recompiles]     - 0/0: self.layer_idx == 0" in line
+    )
+    assert classify_failure(line, "0/0").torch_hint == "nn_module_int"
+    assert classify_failure("cfg.top_k == 3  # vals, idx = scaled.topk(cfg.top_k, dim=-1)  # x.py:20 in f", "0/0").torch_hint == ""

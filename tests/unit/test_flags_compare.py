@@ -232,3 +232,50 @@ def test_flags_table_hides_internal_names_wraps_notes_and_shows_values_as_they_a
     assert row.split()[1:3] == ["bool", repr(catalog.flags["fail_on_recompile_limit_hit"].value)]
     every = flags_table(catalog, None, True, "table")
     assert "TYPE_CHECKING" in every and "base_dir" in every
+
+
+# --- flags of torch.compiler.config (compiler.NAME) and torch.fx.experimental._config (fx.NAME) ---
+
+
+def test_every_config_module_is_in_the_catalog_under_its_prefix():
+    cat = _catalog("2.13.0")
+    assert cat.resolve("fx.backed_size_oblivious").type == "bool"
+    assert cat.resolve("compiler.dynamic_sources").env == ("TORCH_COMPILE_DYNAMIC_SOURCES",)
+    # torch.compiler.config re-exports some dynamo flags as aliases: they set the dynamo flag.
+    alias = cat.resolve("compiler.recompile_limit")
+    assert alias.alias_of == "recompile_limit" and cat.target(alias).name == "recompile_limit"
+    # An inductor alias names its inductor target (the catalog name, prefix included).
+    inductor_alias = next(f for f in cat.flags.values() if f.name.startswith("inductor.") and f.alias_of)
+    assert cat.target(inductor_alias).name.startswith("inductor.")
+
+
+def test_a_flag_given_without_its_modules_prefix_suggests_the_prefixed_name_first():
+    cat = _catalog("2.13.0")
+    with pytest.raises(InputError, match=r"unknown config flag 'dynamic_sources'.*did you mean: compiler\.dynamic_sources"):
+        cat.resolve("dynamic_sources")
+    with pytest.raises(InputError, match=r"did you mean: fx\.backed_size_oblivious"):
+        cat.resolve("backed_size_oblivious")
+    with pytest.raises(InputError, match=r"did you mean: fx\.backed_size_oblivious"):
+        cat.resolve("fx.backed_size_obliviuos")
+    with pytest.raises(InputError, match=r"did you mean: recompile_limit"):
+        cat.resolve("fx.recompile_limit")
+
+
+def test_flags_lists_the_compiler_and_fx_modules_without_all():
+    from guarddiag.commands.flags import select_flags
+
+    shown = {f.name for f in select_flags(_catalog("2.13.0"), None, False).flags}
+    assert {"fx.backed_size_oblivious", "compiler.dynamic_sources", "compiler.unbacked_sources"} <= shown
+    assert not any(n.startswith("inductor.") for n in shown)
+
+
+def test_the_child_finds_each_flags_config_module_by_its_prefix():
+    from guarddiag.child._torchflags import _split_name, catalog_name
+
+    assert _split_name("fx.backed_size_oblivious") == ("torch.fx.experimental._config", "backed_size_oblivious", "fx.")
+    assert _split_name("compiler.dynamic_sources") == ("torch.compiler.config", "dynamic_sources", "compiler.")
+    assert _split_name("dynamo.recompile_limit") == ("torch._dynamo.config", "recompile_limit", "dynamo.")
+    assert _split_name("recompile_limit") == ("torch._dynamo.config", "recompile_limit", "")
+    assert catalog_name("torch._inductor.config.max_autotune") == "inductor.max_autotune"
+    assert catalog_name("torch._dynamo.config.recompile_limit") == "recompile_limit"
+    assert catalog_name("torch.elsewhere.config.x") == "torch.elsewhere.config.x"
