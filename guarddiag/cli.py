@@ -54,7 +54,11 @@ def run(
     args: Annotated[Optional[list[str]], typer.Argument(help="Arguments for the script (after --).")] = None,
     flag: Annotated[
         Optional[list[str]],
-        typer.Option("--flag", help="Set a torch._dynamo.config key (inductor.NAME for inductor) in the child: NAME=VALUE."),
+        typer.Option(
+            "--flag",
+            help="Set a torch config flag in the child: NAME=VALUE (torch._dynamo.config; inductor.NAME, compiler.NAME for "
+            "torch.compiler.config, fx.NAME for torch.fx.experimental._config).",
+        ),
     ] = None,
     python: Annotated[str, typer.Option("--python", help="Interpreter to run the script with (needs torch only).")] = sys.executable,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop the script after this many seconds.")] = None,
@@ -106,7 +110,11 @@ def compare(
     args: Annotated[Optional[list[str]], typer.Argument(help="Arguments for the script (after --).")] = None,
     flag: Annotated[
         Optional[list[str]],
-        typer.Option("--flag", help="A flag to flip (boolean) or NAME=V1,V2 to try values; repeatable, each against the baseline."),
+        typer.Option(
+            "--flag",
+            help="A flag to flip (boolean) or NAME=V1,V2 to try values; repeatable, each against the baseline. "
+            "Without it: the flips that could remove each cause of the baseline's recompiles.",
+        ),
     ] = None,
     combined: Annotated[bool, typer.Option("--combined", help="Also run all flips together.")] = False,
     python: Annotated[
@@ -115,17 +123,21 @@ def compare(
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: number of cores).")] = None,
     repeat: Annotated[int, typer.Option("--repeat", min=1, help="Run each configuration N times; flag counts that vary.")] = 1,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each run after this many seconds.")] = None,
+    max_flips: Annotated[
+        int, typer.Option("--max-flips", min=1, help="Without --flag: run at most this many flips (the rest are listed, not run).")
+    ] = 6,
     fmt: FormatOpt = "table",
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the compare report (JSON) here.")] = None,
     module: ModuleOpt = None,
     module_args: ModuleArgsOpt = None,
 ) -> None:
-    """Run SCRIPT (or -m MODULE) with and without config flips and show which recompiles each flip removed, added or left."""
+    """Run SCRIPT (or -m MODULE) with and without config flips and show which recompiles each flip removed, added or left;
+    without --flag, find the flips that could remove each cause and measure them."""
     from guarddiag.commands.compare import compare_command
     from guarddiag.commands.options import run_target
 
     target = run_target(script, args, module, module_args)
-    compare_command(target, flag or [], python or [sys.executable], combined, jobs, repeat, timeout, fmt, out)
+    compare_command(target, flag or [], python or [sys.executable], combined, jobs, repeat, timeout, fmt, out, max_flips)
 
 
 @app.command("diff")
@@ -144,7 +156,7 @@ def diff_cmd(
 def flags(
     pattern: Annotated[Optional[str], typer.Argument(help="Show only flags whose name contains this.")] = None,
     python: Annotated[str, typer.Option("--python", help="Interpreter whose torch to describe.")] = sys.executable,
-    show_all: Annotated[bool, typer.Option("--all", help="Include inductor.* flags.")] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="Include inductor.* flags and internal names.")] = False,
     fmt: FormatOpt = "table",
 ) -> None:
     """List torch.compile config flags of the target torch: type, value, env var, aliases, deprecation."""

@@ -1,8 +1,9 @@
 """``guarddiag compare``: plan the configurations, run them in parallel, diff each against the baseline.
 
-Planning is pure (catalog + options in, plan out); running goes through the runner
-(``guarddiag.commands.compare``); :func:`build_report` diffs each configuration against the
-baseline once, and ``guarddiag.render.compare`` words the report in every format.
+Planning is pure (catalog + options in, plan out; without ``--flag``, the baseline run's causes too:
+:func:`guarddiag.flips.plan_flips`); running goes through the runner (``guarddiag.commands.compare``);
+:func:`build_report` diffs each configuration against the baseline once and measures what each flip
+did to each cause of the baseline, and ``guarddiag.render.compare`` words the report in every format.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guarddiag.diff import RunDiff, diff_runs
+from guarddiag.diff import cause_counts as diff_cause_counts
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, Flag, parse_value
+from guarddiag.flips import KEEPS_COMPILED, REMOVES, Candidate, FlipPlan, Target, plan_flips
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Run
 
@@ -72,8 +75,8 @@ def plan_compare(catalog: Catalog, specs: list[str], combined: bool, pythons: li
         raise InputError("--python given more than twice; compare takes one interpreter, or two to compare environments")
     if len(pythons) == 2 and combined:
         raise InputError("--combined goes with --flag options, not with two --python; drop one of them")
-    if not specs and len(pythons) < 2:
-        raise InputError("nothing to compare: give --flag NAME[=V1,V2] (see `guarddiag flags`) or --python twice")
+    if combined and not specs:
+        raise InputError("--combined runs the --flag flips together: give two --flag options or more, or drop --combined")
     python = pythons[0]
     baseline = Variant("baseline", python)
     variants: list[Variant] = []
@@ -137,12 +140,14 @@ def first_difference(baseline: str, variant: str) -> OutputChange | None:
 @dataclass(frozen=True)
 class VariantResult:
     """All repeats of one configuration; the first is the one diffed. ``stdout_change``: where its
-    first run printed something else than the baseline's first run (None: the same, or not known)."""
+    first run printed something else than the baseline's first run (None: the same, or not known);
+    ``stdout_compared``: both outputs were there to compare."""
 
     variant: Variant
     runs: tuple[Run, ...]
     unstable: tuple[Unstable, ...] = field(default=())
     stdout_change: OutputChange | None = None
+    stdout_compared: bool = False
 
     @property
     def run(self) -> Run:
@@ -169,20 +174,145 @@ def unstable_functions(runs: tuple[Run, ...]) -> tuple[Unstable, ...]:
 
 
 @dataclass(frozen=True)
+class FlipOutcome:
+    """What one configuration of one flip did to one cause of the baseline, measured.
+
+    ``before``/``after``: the cause's recompiles in the baseline's first run and in the flip's (``after``
+    None: the flip's run did not finish cleanly, ``status`` says how it ended); ``limit_hits_*``,
+    ``compiles_*``, ``compile_s_*``: the function's, in both runs (compile seconds None when torch's record
+    of times is not there); ``added``: recompiles of the function's other causes the flip added;
+    ``stdout_changed``: the flip's run printed something else than the baseline's (None: not known);
+    ``unstable``: the function's compile count varied between repeats of the flip."""
+
+    flag: str
+    value: str
+    effect: str
+    cost: str
+    before: int
+    after: int | None
+    limit_hits_before: int
+    limit_hits_after: int
+    compiles_before: int
+    compiles_after: int
+    compile_s_before: float | None
+    compile_s_after: float | None
+    added: int
+    status: str
+    stdout_changed: bool | None
+    unstable: bool = False
+    candidate: bool = True
+
+    @property
+    def removed(self) -> int:
+        """Recompiles of the cause the flip removed (0 when its run did not finish)."""
+        return max(self.before - self.after, 0) if self.after is not None else 0
+
+    @property
+    def keeps_compiled(self) -> bool:
+        """Calls refused at the recompile limit in the baseline are compiled with the flip."""
+        return self.status == "ok" and self.limit_hits_before > 0 and self.limit_hits_after == 0
+
+    @property
+    def works(self) -> bool:
+        """Whether the flip did what it is for: removed recompiles of the cause (or, a raised limit, kept
+        the refused calls compiled), in a run that finished and was the same each time."""
+        if self.status != "ok" or self.unstable:
+            return False
+        return self.keeps_compiled if self.effect == KEEPS_COMPILED else self.removed > 0 or self.keeps_compiled
+
+
+@dataclass(frozen=True)
+class CauseResult:
+    """A cause of the baseline (a :class:`guarddiag.flips.Target`) and what every single-flip
+    configuration run did to it: its candidates first, then other flips that removed some of it."""
+
+    target: Target
+    outcomes: tuple[FlipOutcome, ...]
+    not_run: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class CompareReport:
-    """Everything ``compare`` reports: the plan, every configuration's runs, and each one diffed
-    against the baseline (built once; every format and ``--out`` render this)."""
+    """Everything ``compare`` reports: the plan, every configuration's runs, each one diffed against the
+    baseline, and (one interpreter) what each flip did to each cause of the baseline (built once; every
+    format and ``--out`` render this). ``flips``: the plan of ``compare`` without ``--flag`` (None with it)."""
 
     torch_version: str
     plan: ComparePlan
     results: tuple[VariantResult, ...]
     diffs: tuple[RunDiff, ...]
+    flips: FlipPlan | None = None
+    causes: tuple[CauseResult, ...] = ()
 
 
-def build_report(plan: ComparePlan, results: list[VariantResult], catalog: Catalog) -> CompareReport:
-    """Diff the first run of each configuration against the baseline's first run."""
+def flip_variants(flips: FlipPlan, python: str) -> tuple[Variant, ...]:
+    """One configuration per planned flip."""
+    return tuple(Variant(f"{flag}={value}", python, ((flag, value),)) for flag, value in flips.flips)
+
+
+def build_report(plan: ComparePlan, results: list[VariantResult], catalog: Catalog, flips: FlipPlan | None = None) -> CompareReport:
+    """Diff the first run of each configuration against the baseline's first run, and measure what each
+    single-flip configuration did to each cause of the baseline."""
     diffs: tuple[RunDiff, ...] = ()
+    causes: tuple[CauseResult, ...] = ()
     if results:
         base = results[0]
         diffs = tuple(diff_runs(base.run, r.run, base.variant.label, r.variant.label) for r in results[1:])
-    return CompareReport(catalog.torch_version, plan, tuple(results), diffs)
+        if base.variant.flags == () and all(r.variant.python == base.variant.python for r in results):
+            targets = flips.targets if flips is not None else cause_targets(catalog, base.run)
+            causes = tuple(_cause_result(t, base, results[1:], flips) for t in targets)
+    return CompareReport(catalog.torch_version, plan, tuple(results), diffs, flips, causes)
+
+
+def cause_targets(catalog: Catalog, baseline: Run) -> tuple[Target, ...]:
+    """The causes of a baseline run, as the plan would aim at them (with ``--flag``: what to measure)."""
+    return plan_flips(catalog, baseline, 0).targets
+
+
+def _cause_result(target: Target, base: VariantResult, others: tuple[VariantResult, ...] | list[VariantResult],
+                  flips: FlipPlan | None) -> CauseResult:
+    candidates = {c.config: c for c in target.candidates}
+    outcomes = []
+    for result in others:
+        if len(result.variant.flags) != 1:
+            continue  # --combined: no one flip to credit
+        config = result.variant.flags[0]
+        outcome = _outcome(target, base.run, result, candidates.get(config), config)
+        if outcome.candidate or outcome.works:
+            outcomes.append(outcome)
+    outcomes.sort(key=lambda o: not o.candidate)
+    capped = tuple(c.config for c in target.candidates if flips is not None and c.config in flips.capped)
+    return CauseResult(target, tuple(outcomes), capped)
+
+
+def _function(run: Run, key: FunctionKey) -> FunctionSummary | None:
+    return next((f for f in run.functions if f.key == key), None)
+
+
+def _outcome(target: Target, base: Run, result: VariantResult, candidate: Candidate | None, config: tuple[str, str]) -> FlipOutcome:
+    before_f = target.function
+    after_f = _function(result.run, target.function_key)
+    counts = diff_cause_counts(after_f)
+    effect, cost = (candidate.effect, candidate.cost) if candidate else (REMOVES, "")
+    after = counts.get(target.key, 0) if result.run.status == "ok" else None
+    others_before = sum(n for k, n in diff_cause_counts(before_f).items() if k != target.key)
+    others_after = sum(n for k, n in counts.items() if k != target.key)
+    return FlipOutcome(
+        flag=config[0],
+        value=config[1],
+        effect=effect,
+        cost=cost,
+        before=target.recompiles,
+        after=after,
+        limit_hits_before=len(before_f.limit_hits),
+        limit_hits_after=len(after_f.limit_hits) if after_f else 0,
+        compiles_before=before_f.compiles,
+        compiles_after=after_f.compiles if after_f else 0,
+        compile_s_before=before_f.compile_s,
+        compile_s_after=after_f.compile_s if after_f else (0.0 if result.run.status == "ok" else None),
+        added=max(others_after - others_before, 0),
+        status=result.run.status,
+        stdout_changed=result.stdout_change is not None if result.stdout_compared else None,
+        unstable=any(u.function.key == target.function_key for u in result.unstable),
+        candidate=candidate is not None,
+    )

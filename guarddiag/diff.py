@@ -269,6 +269,11 @@ def _cause_counts(f: FunctionSummary | None) -> dict[CauseKey, tuple[int, str]]:
     return counts
 
 
+def cause_counts(f: FunctionSummary | None) -> dict[CauseKey, int]:
+    """A function's recompiles per decisive-cause key (:func:`cause_key`); none for a function that did not compile."""
+    return {key: n for key, (n, _) in _cause_counts(f).items()}
+
+
 def _function_delta(a: FunctionSummary | None, b: FunctionSummary | None) -> FunctionDelta:
     ref = a or b
     assert ref is not None, "a pair has at least one side"

@@ -4,20 +4,31 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guarddiag.child.folders import prune_after_command
 from guarddiag.child.runner import STDOUT_NAME, RunRequest, check_script, execute_many
 from guarddiag.commands.options import Target, check_format
 from guarddiag.commands.output import echo, message
-from guarddiag.compare import ComparePlan, VariantResult, build_report, first_difference, plan_compare, unstable_functions
+from guarddiag.compare import (
+    ComparePlan,
+    Variant,
+    VariantResult,
+    build_report,
+    first_difference,
+    flip_variants,
+    plan_compare,
+    unstable_functions,
+)
 from guarddiag.errors import SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.flags import Catalog, load_catalog
+from guarddiag.flips import MAX_FLIPS, FlipPlan, plan_flips
 from guarddiag.model import Run
 from guarddiag.render.compare import render_compare
 from guarddiag.render.words import script_outcome
 from guarddiag.store import write_atomic, write_failure
+from guarddiag.verdicts import keep_verdicts
 
 
 def compare_command(
@@ -30,12 +41,15 @@ def compare_command(
     timeout: float | None,
     fmt: str,
     out: Path | None,
+    max_flips: int = MAX_FLIPS,
 ) -> None:
-    """Run every configuration, print the report once built, write it as JSON to ``out``; runs that
-    did not finish cleanly are an error after the report."""
+    """Run every configuration, print the report once built, write it as JSON to ``out``, keep what each
+    flip did to each cause for later ``run`` and ``explain`` reports; runs that did not finish cleanly
+    are an error after the report."""
     check_format(fmt)
-    plan, results, catalog = run_compare(target, specs, pythons, combined, jobs, repeat, timeout, sys.stderr.isatty())
-    report = build_report(plan, results, catalog)
+    options = CompareOptions(jobs, repeat, timeout, sys.stderr.isatty(), max_flips)
+    plan, results, catalog, flips = run_compare(target, specs, pythons, combined, options)
+    report = build_report(plan, results, catalog, flips)
     echo(render_compare(report, fmt))
     if out is not None:
         try:
@@ -44,6 +58,7 @@ def compare_command(
             raise InputError(
                 f"--out {out}: cannot write the compare report ({write_failure(exc)[0]}); the runs are kept in .guarddiag/runs/"
             ) from None
+    keep_verdicts(report)
     prune_after_command()  # once, now that the report has read every run's folder
     failed = [r for res in results for r in res.runs if r.status != "ok"]
     if failed:
@@ -54,30 +69,49 @@ def compare_command(
         )
 
 
+@dataclass(frozen=True)
+class CompareOptions:
+    """How the runs are made: ``jobs`` at a time, each configuration ``repeat`` times, each stopped after
+    ``timeout``; ``progress`` lines on stderr; at most ``max_flips`` flips planned without ``--flag``."""
+
+    jobs: int | None = None
+    repeat: int = 1
+    timeout: float | None = None
+    progress: bool = False
+    max_flips: int = MAX_FLIPS
+
+
 def run_compare(
-    target: Target,
-    specs: list[str],
-    pythons: list[str],
-    combined: bool,
-    jobs: int | None,
-    repeat: int,
-    timeout: float | None,
-    progress: bool,
-) -> tuple[ComparePlan, list[VariantResult], Catalog]:
-    """Plan, run every configuration (``repeat`` times each, in parallel), and group the runs."""
+    target: Target, specs: list[str], pythons: list[str], combined: bool, options: CompareOptions
+) -> tuple[ComparePlan, list[VariantResult], Catalog, FlipPlan | None]:
+    """Plan, run every configuration (``repeat`` times each, in parallel), and group the runs. Without
+    ``--flag`` (one interpreter), the baseline runs first, and the flips its causes call for after it."""
     if target.script is not None:
         check_script(target.script)
     if len(pythons) == 2 and specs:
         raise InputError("--flag goes with one --python; with two, compare runs the same script in both environments")
-    catalog = load_catalog(pythons[0], timeout)
+    catalog = load_catalog(pythons[0], options.timeout)
     plan = plan_compare(catalog, specs, combined, pythons)
-    if not plan.variants:
-        return plan, [], catalog
-    variants = [plan.baseline, *plan.variants]
+    if specs or len(pythons) == 2:
+        if not plan.variants:
+            return plan, [], catalog, None
+        return plan, _with_output_changes(_run(target, [plan.baseline, *plan.variants], options)), catalog, None
+    if options.progress:
+        message(f"running the baseline of {target} to find its causes ({options.repeat}x)")
+    (baseline,) = _run(target, [plan.baseline], options)
+    flips = plan_flips(catalog, baseline.run, options.max_flips) if baseline.run.status == "ok" else FlipPlan((), ())
+    plan = replace(plan, variants=flip_variants(flips, plan.baseline.python))
+    results = [baseline, *_run(target, list(plan.variants), options)] if plan.variants else [baseline]
+    return plan, _with_output_changes(results), catalog, flips
+
+
+def _run(target: Target, variants: list[Variant], options: CompareOptions) -> list[VariantResult]:
+    """Each configuration ``repeat`` times, ``jobs`` at a time, grouped by configuration."""
+    repeat = options.repeat
     requests = [
         RunRequest(
-            script=target.script, args=target.args, python=v.python, flags=v.flags, timeout=timeout, capture_output=True, label=v.label,
-            module=target.module,
+            script=target.script, args=target.args, python=v.python, flags=v.flags, timeout=options.timeout, capture_output=True,
+            label=v.label, module=target.module,
         )
         for v in variants
         for _ in range(repeat)
@@ -87,22 +121,28 @@ def run_compare(
 
     def report(request: RunRequest, run: Run) -> None:
         done[0] += 1
-        if progress:
+        if options.progress:
             message(f"  [{done[0]}/{total}] {request.label}: {run.status} in {run.duration_s:.1f}s")
 
-    if progress:
-        message(f"running {len(variants)} configurations x {repeat} of {target} ({jobs or os.cpu_count()} at a time)")
-    runs = execute_many(requests, jobs or os.cpu_count() or 1, report)
+    jobs = options.jobs or os.cpu_count() or 1
+    if options.progress:
+        message(f"running {len(variants)} configurations x {repeat} of {target} ({jobs} at a time)")
+    runs = execute_many(requests, jobs, report)
     results = []
     for i, variant in enumerate(variants):
         group = tuple(runs[i * repeat : (i + 1) * repeat])
         results.append(VariantResult(variant, group, unstable_functions(group) if repeat > 1 else ()))
+    return results
+
+
+def _with_output_changes(results: list[VariantResult]) -> list[VariantResult]:
+    """Each configuration's first run's output compared with the baseline's (the first result)."""
     baseline_out = _stdout(results[0].run)
     for i, result in enumerate(results[1:], 1):
         out = _stdout(result.run)
         if baseline_out is not None and out is not None:
-            results[i] = replace(result, stdout_change=first_difference(baseline_out, out))
-    return plan, results, catalog
+            results[i] = replace(result, stdout_change=first_difference(baseline_out, out), stdout_compared=True)
+    return results
 
 
 def _stdout(run: Run) -> str | None:

@@ -9,6 +9,10 @@ values, sizes), compared across entries.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from guarddiag.verdicts import HintCheck
 
 SCHEMA = "guarddiag.explain/1"
 
@@ -180,6 +184,9 @@ class FixHint:
     literal: str = ""
     check: str = ""
     kind: str = "fix"
+    # A config hint's standing for this script: verified by a compare, shown to do nothing, or not
+    # verified (guarddiag.verdicts.check_hints sets it; None: a code change, or not checked).
+    verification: HintCheck | None = None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,12 @@ JSON/YAML schema versions (``schema`` key):
   folder), ``stdout_change`` (null, or where the configuration's output first differs from the
   baseline run's: ``line``, ``baseline``, ``variant``), ``rank_divergence`` (the functions the
   ranks of a distributed job compiled differently in that configuration: ``name``, ``file``, ``line``).
+  Later top-level keys: ``flips`` (compare without --flag: ``planned`` and ``capped`` flips, each
+  ``{flag, value}``, and ``max_flips``; null with --flag) and ``causes[]`` (each cause of the baseline:
+  ``function``, ``category``, ``source``, ``pattern``, ``subject``, ``recompiles``, ``limit_hits``, ``facts``,
+  ``candidates[]`` (flag, value, effect, cost), ``skipped[]`` (flag, value, why, detail), ``not_run[]``,
+  and ``outcomes[]``: every field of guarddiag.compare.FlipOutcome with ``removed``, ``keeps_compiled``
+  and ``works``; see docs/record-schema.md).
 """
 
 from __future__ import annotations
@@ -17,11 +23,13 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from guarddiag.compare import CompareReport, NoOp, OutputChange, Unstable, VariantResult
+from guarddiag.compare import CauseResult, CompareReport, NoOp, OutputChange, Unstable, VariantResult
 from guarddiag.divergence import DivergenceChange, divergence_change, rank_divergence
+from guarddiag.flips import FlipPlan
 from guarddiag.model import FunctionSummary
 from guarddiag.render.diff import diffs_to_dict, markdown_sections, render_diffs
 from guarddiag.render.escape import markdown_code, markdown_text, visible_values
+from guarddiag.render.flips import cause_lines, cause_title
 from guarddiag.render.formats import render_as
 from guarddiag.render.words import function_label, script_outcome
 
@@ -59,6 +67,36 @@ def compare_to_dict(report: CompareReport) -> dict[str, object]:
             for r in report.results
         ],
         "diffs": diffs_to_dict(report.diffs)["diffs"],
+        "flips": None if report.flips is None else _flips_to_dict(report.flips),
+        "causes": [_cause_to_dict(c) for c in report.causes],
+    }
+
+
+def _flips_to_dict(flips: FlipPlan) -> dict[str, object]:
+    return {
+        "planned": [{"flag": f, "value": v} for f, v in flips.flips],
+        "capped": [{"flag": f, "value": v} for f, v in flips.capped],
+        "max_flips": flips.max_flips,
+    }
+
+
+def _cause_to_dict(c: CauseResult) -> dict[str, object]:
+    t = c.target
+    return {
+        "function": _place(t.function) | {"process": t.function.rank},
+        "category": t.category,
+        "source": t.key[1],
+        "pattern": t.key[2],
+        "subject": t.subject,
+        "recompiles": t.recompiles,
+        "limit_hits": t.limit_hits,
+        "facts": sorted(t.facts),
+        "candidates": [asdict(x) for x in t.candidates],
+        "skipped": [asdict(x) for x in t.skipped],
+        "not_run": [{"flag": f, "value": v} for f, v in c.not_run],
+        "outcomes": [
+            asdict(o) | {"removed": o.removed, "keeps_compiled": o.keeps_compiled, "works": o.works} for o in c.outcomes
+        ],
     }
 
 
@@ -132,27 +170,60 @@ def folder_lines(report: CompareReport) -> list[str]:
     return [f"{r.variant.label}: {', '.join(r.folders)}" for r in report.results if r.folders]
 
 
+def plan_lines(report: CompareReport) -> list[str]:
+    """compare without --flag: what the plan found to try, under the headline."""
+    flips = report.flips
+    if flips is None:
+        return []
+    if report.results and report.results[0].run.status != "ok":
+        return ["the baseline run did not finish: no flips planned from its causes"]
+    if not flips.targets:
+        return ["the baseline recompiled nothing and hit no recompile limit: no cause to remove, no flip run"]
+    n = len(flips.targets)
+    line = f"{n} cause{'s' if n != 1 else ''} in the baseline; {len(flips.flips)} config flip{'s' if len(flips.flips) != 1 else ''} run"
+    line += f" (one run each; {len(flips.capped)} more over --max-flips {flips.max_flips}, not run)" if flips.capped else " (one run each)"
+    return [line]
+
+
 def _table(report: CompareReport) -> str:
     report = visible_values(report)
     out = [f"guarddiag compare (torch {report.torch_version})"]
+    out += plan_lines(report)
     out += [f"note: {no_op_sentence(n)}" for n in report.plan.no_ops]
     if report.results:
         out += ["", tabulate(_rows(report), headers=_HEADERS)]
         out += [f"note: {note}" for r in report.results for note in _result_notes(r, report.results[0])]
+        if report.flips is not None:
+            for c in report.causes:
+                out += ["", cause_title(c), *(f"  {line}" for line in cause_lines(c, report.flips.max_flips))]
         out += ["", "run folders:", *(f"  {line}" for line in folder_lines(report))]
-        out += ["", render_diffs(report.diffs, "table")]
+        if report.flips is None:
+            out += ["", render_diffs(report.diffs, "table")]
     return "\n".join(out)
 
 
 def _markdown(report: CompareReport) -> str:
     report = visible_values(report)
     out = ["## guarddiag compare", "", markdown_text(f"torch {report.torch_version}")]
+    out += [markdown_text(line) for line in plan_lines(report)]
     notes = [no_op_sentence(n) for n in report.plan.no_ops]
     notes += [note for r in report.results for note in _result_notes(r, report.results[0])]
     out += ["", *(f"- note: {markdown_text(n)}" for n in notes)] if notes else []
     if report.results:
         rows = [[markdown_code(label, table=True), markdown_text(config, table=True), *rest] for label, config, *rest in _rows(report)]
         out += ["", tabulate(rows, headers=_HEADERS, tablefmt="github")]
+        if report.flips is not None:
+            for c in report.causes:
+                lines = cause_lines(c, report.flips.max_flips)
+                out += ["", f"### {markdown_text(cause_title(c))}", "", *(_markdown_line(line) for line in lines)]
         out += ["", "Run folders:", "", *(f"- {markdown_text(line)}" for line in folder_lines(report))]
-        out += markdown_sections(report.diffs)
+        if report.flips is None:
+            out += markdown_sections(report.diffs)
     return "\n".join(out) + "\n"
+
+
+def _markdown_line(line: str) -> str:
+    """A cause's line as a list item; an ``apply:`` line under the flip before it, nested."""
+    if line.startswith("    "):
+        return f"  - {markdown_text(line.strip())}"
+    return f"- {markdown_text(line)}"

@@ -82,9 +82,12 @@ def test_two_pythons_compare_environments():
     assert plan.baseline.python == "/a/python" and [v.python for v in plan.variants] == ["/b/python"]
 
 
-def test_nothing_to_compare():
-    with pytest.raises(InputError, match="nothing to compare"):
-        plan_compare(_catalog("2.13.0"), [], False, ["py"])
+def test_without_a_flag_the_plan_is_the_baseline_alone_until_its_causes_are_known():
+    """compare without --flag runs the baseline first; the flips come from its causes (guarddiag.flips)."""
+    plan = plan_compare(_catalog("2.13.0"), [], False, ["py"])
+    assert plan.baseline.flags == () and plan.variants == ()
+    with pytest.raises(InputError, match="--combined runs the --flag flips together"):
+        plan_compare(_catalog("2.13.0"), [], True, ["py"])
 
 
 def test_counts_that_vary_between_repeats_are_flagged():

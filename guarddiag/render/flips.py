@@ -1,0 +1,141 @@
+"""The words of config flips: what compare measured a flip doing to a cause, what a flip costs, how to
+apply it, why a candidate was not run, and where a config hint stands (verified by a compare, shown to
+do nothing, or not verified). Shared by the compare, run and explain reports; no I/O here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from guarddiag.child._bootstrap import CONFIG_MODULES
+from guarddiag.compare import CauseResult, FlipOutcome
+from guarddiag.flips import KEEPS_COMPILED, Skipped
+from guarddiag.render.words import function_label, seconds
+from guarddiag.verdicts import NO_EFFECT, VERIFIED, HintCheck
+
+# What applying a flip costs, by the cost id of guarddiag.flips.FLIPS.
+COSTS = {
+    "dynamic_int": "the int becomes a symbolic value: one graph for all its values, the code generic in it",
+    "dynamic_source": "the named inputs are dynamic from their first compile: the code is generic in those sizes or values",
+    "dynamic_float": "floats become symbolic inputs: one graph for all their values",
+    "all_dynamic": "every int and size starts dynamic, in every compiled function: more generic code everywhere",
+    "parameter_shapes": "parameter shapes can be dynamic: the code is generic in them",
+    "unbacked_source": "the named sizes are unbacked: sizes 0 and 1 are not specialized, and code that branches on them "
+    "raises a data-dependent error",
+    "unbacked": "sizes that change are marked unbacked: sizes 0 and 1 are not specialized, and code that branches on them "
+    "raises a data-dependent error",
+    "size_oblivious": "sizes 0 and 1 take the general path (an experimental torch option)",
+    "hooks_unchecked": "hooks added to a module after it compiled are not run by the compiled code",
+    "inlined_modules": "modules are traced inline and guarded per attribute instead of by id()",
+    "more_compiles": "every new variant compiles (compile time and memory) up to the new limit",
+}
+
+# Why a candidate was not run (guarddiag.flips.SKIP_REASONS).
+_SKIPPED = {
+    "not_in_torch": "torch {detail} has no such flag",
+    "no_op": "does nothing in this torch ({detail})",
+    "in_force": "already in force",
+    "not_in_version": "does nothing in torch {detail}",
+    "no_such_value": "torch {detail} does not take this value",
+    "unnamed": "torch cannot be given this object by name",
+}
+
+_PYTHON_VALUE = re.compile(r"^-?\d+$")
+
+
+def apply_line(flag: str, value: str) -> str:
+    """``torch.compiler.config.dynamic_sources = "L['x']:0"``: the flip as a line of the user's script."""
+    prefix, module = next(((p, m) for p, m in CONFIG_MODULES[1:] if flag.startswith(p)), ("", CONFIG_MODULES[0][1]))
+    literal = {"true": "True", "false": "False"}.get(value) or (value if _PYTHON_VALUE.match(value) else repr(value))
+    return f"{module}.{flag[len(prefix):]} = {literal}"
+
+
+def flip_label(o: FlipOutcome) -> str:
+    return f"{o.flag}={o.value}"
+
+
+def _seconds_change(o: FlipOutcome) -> str:
+    if o.compile_s_before is None or o.compile_s_after is None:
+        return ""
+    saved = o.compile_s_before - o.compile_s_after
+    way = f"{seconds(saved)} s saved" if saved >= 0 else f"{seconds(-saved)} s more"
+    return f"compile time {seconds(o.compile_s_before)} s -> {seconds(o.compile_s_after)} s ({way})"
+
+
+def outcome_sentence(o: FlipOutcome) -> str:
+    """``removes 4 of 5 recompiles; compile time 0.38 s -> 0.12 s (0.26 s saved); output unchanged``."""
+    if o.status != "ok":
+        return f"its run did not finish ({o.status}): no verdict"
+    if o.unstable:
+        return "the function's compile count varied between repeats: not attributed to the flip"
+    if o.effect == KEEPS_COMPILED:
+        parts = [_keeps_compiled(o)]
+    elif o.before:
+        parts = [f"removes {o.removed or 'none'} of {o.before} recompile{'s' if o.before != 1 else ''}"]
+        if o.limit_hits_before:
+            parts.append(f"limit hits {o.limit_hits_before} -> {o.limit_hits_after}")
+    else:
+        hits = f"limit hits {o.limit_hits_before} -> {o.limit_hits_after}"
+        parts = [f"keeps the refused calls compiled ({hits})" if o.keeps_compiled else f"leaves the refused calls ({hits})"]
+    parts += [f"adds {o.added} recompile{'s' if o.added != 1 else ''} of other causes"] if o.added else []
+    parts += [t for t in [_seconds_change(o)] if t]
+    parts.append({True: "output differs from the baseline's", False: "output unchanged", None: "output not compared"}[o.stdout_changed])
+    return "; ".join(parts)
+
+
+def _keeps_compiled(o: FlipOutcome) -> str:
+    """A raised limit: what it bought (the refused calls compiled) and what it cost (more compiles), never a fix."""
+    more = o.compiles_after - o.compiles_before
+    price = f"at the price of {more} more compile{'s' if more != 1 else ''} ({o.compiles_before} -> {o.compiles_after})"
+    if o.keeps_compiled:
+        return f"keeps it compiled ({_hits(o.limit_hits_before)} -> 0) {price}; the recompiles stay"
+    if o.limit_hits_before:
+        return f"does not keep it compiled ({o.limit_hits_before} limit hits -> {o.limit_hits_after}); {price}"
+    return f"no limit hit to keep compiled; {price}"
+
+
+def _hits(n: int) -> str:
+    return f"{n} limit hit{'s' if n != 1 else ''}"
+
+
+def skipped_sentence(s: Skipped) -> str:
+    """``specialize_float=false: already in force``."""
+    name = f"{s.flag}={s.value}" if s.value else s.flag
+    return f"{name}: {_SKIPPED[s.why].format(detail=s.detail)}"
+
+
+def cause_title(c: CauseResult) -> str:
+    """``forward (model.py:30): 5x value: value of `self.layer_idx` ...`` (and its limit hits)."""
+    t = c.target
+    counts = [f"{t.recompiles}x" if t.recompiles else "", _hits(t.limit_hits) if t.limit_hits else ""]
+    return f"{function_label(t.function)}: {', '.join(n for n in counts if n)} {t.category}: {t.subject}"
+
+
+def cause_lines(c: CauseResult, max_flips: int) -> list[str]:
+    """Under a cause's title: each flip run and what it did, what it costs and how to apply it, the
+    candidates not run and why (indented by the caller)."""
+    out = []
+    for o in c.outcomes:
+        mark = "" if o.candidate else " (run for another cause)"
+        out.append(f"{flip_label(o)}{mark}: {outcome_sentence(o)}")
+        if o.works:
+            cost = COSTS.get(o.cost)
+            out.append(f"    apply: {apply_line(o.flag, o.value)}" + (f"; cost: {cost}" if cost else ""))
+    out += [f"not run (over --max-flips {max_flips}): {flag}={value}" for flag, value in c.not_run]
+    out += [f"not run: {skipped_sentence(s)}" for s in c.target.skipped]
+    if not c.target.candidates and not c.outcomes:
+        out.append("no config flip answers this cause: it needs a change of the code (`guarddiag explain` says which)")
+    elif not any(o.works for o in c.outcomes):
+        out.append("no flip run removed it")
+    return out
+
+
+def check_sentence(check: HintCheck) -> str:
+    """Where a config hint stands: ``verified by compare: removes 4 of 5 recompiles`` / ``not a fix here:
+    ...`` / ``not verified: check it with guarddiag compare ...``."""
+    best = max(check.outcomes, key=lambda o: (o.works, o.removed, o.keeps_compiled), default=None)
+    if check.status == VERIFIED and best is not None:
+        return f"verified by compare ({flip_label(best)}): {outcome_sentence(best)}"
+    if check.status == NO_EFFECT and best is not None:
+        return f"not a fix here: compare measured {flip_label(best)}: {outcome_sentence(best)}"
+    return f"not verified: {check.command} measures it"

@@ -1,0 +1,328 @@
+"""What ``compare`` measured, kept for later reports, and the hints it verifies.
+
+Every ``compare`` of one script in one interpreter keeps, per cause of its baseline and per flip it ran,
+what the flip did (:class:`guarddiag.compare.FlipOutcome`) in ``.guarddiag/verdicts/<key>.json``: one
+versioned file per script (or module), arguments, flags and torch version, written atomically and merged
+with what earlier compares of the same key measured (the newest measurement of a flip wins). A later
+``run`` or ``explain`` of the same script, arguments, flags and torch reads them back: a config hint
+is verified (what the flip removed), shown not to work, or not verified, with the compare that verifies
+it. Pure views (:func:`check_hints`, :func:`run_advice`) are separate from the file (load/keep).
+
+Schema versions (``schema`` key):
+  guarddiag.verdicts/1 -- first version: ``key`` (script, module, cwd, args, flags, torch_version) and
+  ``verdicts[]`` (function, cause, flip, every field of FlipOutcome, compared_at).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import shlex
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from guarddiag.compare import CompareReport, FlipOutcome
+from guarddiag.diff import CauseKey, cause_key
+from guarddiag.ids import FunctionKey
+from guarddiag.model import FunctionSummary, Run
+from guarddiag.store import write_atomic
+
+if TYPE_CHECKING:
+    from guarddiag.explain.model import FixHint
+
+SCHEMA = "guarddiag.verdicts/1"
+KNOWN_SCHEMAS = (SCHEMA,)
+FOLDER = Path(".guarddiag/verdicts")
+
+# Config hints (explain/hints.py HINTS) and the flags that carry them out: a compare of one of these
+# flips verifies the hint. A hint named here is a "config hint"; every other hint is a code change.
+HINT_FLAGS: dict[str, tuple[str, ...]] = {
+    "allow_unspec_int_on_nn_module": ("allow_unspec_int_on_nn_module", "compiler.allow_unspec_int_on_nn_module"),
+    "inline_inbuilt_nn_modules": ("inline_inbuilt_nn_modules",),
+    "steers_python": ("recompile_limit", "cache_size_limit", "compiler.recompile_limit"),
+}
+# The value of the flip that verifies a hint, where the hint does not depend on the run (a limit does).
+HINT_VALUES = {"allow_unspec_int_on_nn_module": "true", "inline_inbuilt_nn_modules": "true", "steers_python": "64"}
+
+
+@dataclass(frozen=True)
+class VerdictKey:
+    """What a measurement holds for: the script (resolved path) or module (with the folder it ran in),
+    its arguments, the flags it ran with and the torch version."""
+
+    script: str
+    module: str
+    cwd: str
+    args: tuple[str, ...]
+    flags: tuple[tuple[str, str], ...]
+    torch_version: str
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(dataclasses.asdict(self), sort_keys=True).encode()).hexdigest()[:24]
+
+
+def key_of(run: Run) -> VerdictKey | None:
+    """The key of a run of a script or module (None: a parsed log, or the torch version is not known)."""
+    if run.source != "run" or not run.torch_version or not (run.script or run.module):
+        return None
+    script = str(Path(run.script).resolve()) if run.script else ""
+    cwd = "" if run.script else str(Path.cwd().resolve())
+    return VerdictKey(script, run.module or "", cwd, tuple(run.argv), tuple(sorted(run.flags.items())), run.torch_version)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one flip did to one cause of one function, measured by a compare at ``compared_at`` (UTC)."""
+
+    function: FunctionKey
+    cause: CauseKey
+    subject: str
+    outcome: FlipOutcome
+    compared_at: str
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The verdicts kept for one key; ``ignored``: the schema of a file this guarddiag does not read (its
+    verdicts are not used), else ``""``."""
+
+    key: VerdictKey | None
+    verdicts: tuple[Verdict, ...] = ()
+    ignored: str = ""
+
+    def for_cause(self, function: FunctionKey, cause: CauseKey) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.function == function and v.cause == cause)
+
+
+NO_VERDICTS = Verdicts(None)
+
+
+def verdicts_of(report: CompareReport, now: str) -> tuple[Verdict, ...]:
+    """Every measurement of a compare: each cause of its baseline, each single-flip configuration."""
+    return tuple(
+        Verdict(c.target.function_key, c.target.key, c.target.subject, o, now)
+        for c in report.causes
+        for o in c.outcomes
+    )
+
+
+def _path(key: VerdictKey, folder: Path) -> Path:
+    return folder / f"{key.digest}.json"
+
+
+def load_verdicts(run: Run, folder: Path = FOLDER) -> Verdicts:
+    """The verdicts kept for this run's script, arguments, flags and torch (none: not compared yet)."""
+    key = key_of(run)
+    if key is None:
+        return NO_VERDICTS
+    try:
+        data = json.loads(_path(key, folder).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return Verdicts(key)  # none kept, or a file no reader could use: as if never compared
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema not in KNOWN_SCHEMAS:
+        return Verdicts(key, (), str(schema))
+    try:
+        if _key_from(data["key"]) != key:
+            return Verdicts(key)  # another key with the same digest prefix: not ours
+        return Verdicts(key, tuple(_verdict_from(v) for v in data["verdicts"]))
+    except (KeyError, TypeError, ValueError):
+        return Verdicts(key, (), f"{schema} (damaged)")
+
+
+def keep_verdicts(report: CompareReport, folder: Path = FOLDER) -> None:
+    """Add a compare's measurements to the file of its baseline's key (atomically; a file that cannot be
+    written costs later reports their verification, not this compare its report)."""
+    if not report.causes or not report.results:
+        return
+    key = key_of(report.results[0].run)
+    if key is None:
+        return
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    fresh = verdicts_of(report, now)
+    kept = load_verdicts(report.results[0].run, folder)
+    measured = {(v.function, v.cause, v.outcome.flag, v.outcome.value) for v in fresh}
+    older = [v for v in kept.verdicts if (v.function, v.cause, v.outcome.flag, v.outcome.value) not in measured]
+    doc = {"schema": SCHEMA, "key": dataclasses.asdict(key), "verdicts": [_verdict_to(v) for v in (*older, *fresh)]}
+    with contextlib.suppress(OSError):
+        write_atomic(_path(key, folder), json.dumps(doc, indent=1) + "\n")
+
+
+def _verdict_to(v: Verdict) -> dict[str, object]:
+    return {
+        "function": v.function._asdict(),
+        "cause": list(v.cause),
+        "subject": v.subject,
+        "outcome": dataclasses.asdict(v.outcome),
+        "compared_at": v.compared_at,
+    }
+
+
+def _verdict_from(raw: dict) -> Verdict:
+    fields = {f.name for f in dataclasses.fields(FlipOutcome)}
+    outcome = FlipOutcome(**{k: v for k, v in raw["outcome"].items() if k in fields})
+    category, source, pattern = (str(x) for x in raw["cause"])
+    return Verdict(FunctionKey(**raw["function"]), (category, source, pattern), str(raw["subject"]), outcome, str(raw["compared_at"]))
+
+
+def _key_from(raw: dict) -> VerdictKey:
+    return VerdictKey(
+        str(raw["script"]),
+        str(raw["module"]),
+        str(raw["cwd"]),
+        tuple(str(a) for a in raw["args"]),
+        tuple((str(k), str(v)) for k, v in raw["flags"]),
+        str(raw["torch_version"]),
+    )
+
+
+# --- hints, verified ---------------------------------------------------------------------------------
+
+# How a config hint stands (HintCheck.status).
+VERIFIED = "verified"  # a compare of this script measured the flip removing (or keeping compiled) its cause
+NO_EFFECT = "no_effect"  # a compare measured it, and it did not: not a fix here
+NOT_VERIFIED = "not_verified"
+
+
+@dataclass(frozen=True)
+class HintCheck:
+    """Where a config hint stands for this script: ``status``, the measurements behind it (one per cause
+    the hint is for), and the command that verifies it (``guarddiag compare SCRIPT --flag NAME=VALUE -- ARGS``)."""
+
+    status: str
+    flag: str
+    outcomes: tuple[FlipOutcome, ...]
+    command: str
+
+
+def compare_command(run: Run | None, flip: tuple[str, str] | None = None) -> str:
+    """``guarddiag compare --flag NAME=VALUE model.py -- ARGS`` for this run (``SCRIPT`` where none is
+    known); without a flip, the compare that tries every flip the causes call for."""
+    words = ["guarddiag", "compare"]
+    words += [f"--flag={k}={v}" for k, v in (run.flags.items() if run is not None else ())]
+    words += [f"--flag={flip[0]}={flip[1]}"] if flip is not None else []
+    if run is not None and run.module:
+        words += ["-m", run.module, *run.argv]
+    else:
+        words.append(run.script if run is not None and run.script else "SCRIPT")
+        words += ["--", *run.argv] if run is not None and run.argv else []
+    return " ".join(w if w == "SCRIPT" else shlex.quote(w) for w in words)
+
+
+def _status(outcomes: Iterable[FlipOutcome]) -> str:
+    outcomes = list(outcomes)
+    if not outcomes:
+        return NOT_VERIFIED
+    return VERIFIED if any(o.works for o in outcomes) else NO_EFFECT
+
+
+def cause_keys(f: FunctionSummary) -> dict[tuple[str, str], list[CauseKey]]:
+    """The cause keys behind each (category, subject) of a function's recompiles (how reports group them)."""
+    keys: dict[tuple[str, str], list[CauseKey]] = {}
+    for event in f.recompile_events:
+        if event.causes:
+            c = event.causes[0]
+            found = keys.setdefault((c.category, c.subject), [])
+            if cause_key(c) not in found:
+                found.append(cause_key(c))
+    for hit in f.limit_hits:
+        if hit.cause is not None:
+            found = keys.setdefault((hit.cause.category, hit.cause.subject), [])
+            if cause_key(hit.cause) not in found:
+                found.append(cause_key(hit.cause))
+    return keys
+
+
+def hint_check(hint: str, causes: Iterable[tuple[str, str]], f: FunctionSummary, verdicts: Verdicts, run: Run | None) -> HintCheck | None:
+    """Where the config hint ``hint`` for these causes (category, subject) of ``f`` stands (None: not a config hint)."""
+    flags = HINT_FLAGS.get(hint)
+    if flags is None:
+        return None
+    keys = cause_keys(f)
+    outcomes = tuple(
+        v.outcome
+        for c in causes
+        for k in keys.get(c, [])
+        for v in verdicts.for_cause(f.key, k)
+        if v.outcome.flag in flags
+    )
+    return HintCheck(_status(outcomes), flags[0], outcomes, compare_command(run, (flags[0], HINT_VALUES[hint])))
+
+
+def check_hints(hints: tuple[FixHint, ...], f: FunctionSummary, verdicts: Verdicts, run: Run | None) -> tuple[FixHint, ...]:
+    """Each config hint with where it stands for this script (``FixHint.verification``); others as they are."""
+    return tuple(
+        dataclasses.replace(h, verification=check) if (check := hint_check(h.hint, h.causes, f, verdicts, run)) else h for h in hints
+    )
+
+
+# --- the advice of a run report -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CauseAdvice:
+    """What a run report says under one cause group of a function (category, subject): the fix hint for
+    it (None: none applies), where a config hint stands, and the flips a compare of this script measured
+    removing some of it (or keeping it compiled)."""
+
+    category: str
+    subject: str
+    hint: FixHint | None
+    check: HintCheck | None
+    found: tuple[FlipOutcome, ...] = ()
+
+
+@dataclass(frozen=True)
+class FunctionAdvice:
+    """The advice for each cause group of one function."""
+
+    function: FunctionKey
+    causes: tuple[CauseAdvice, ...]
+
+
+@dataclass(frozen=True)
+class RunAdvice:
+    """The advice of a run report: per function, per cause group; ``compared``: a compare of this script
+    was found (its verdicts are used); ``ignored``: the schema of a verdict file this guarddiag does not
+    read; ``command``: the compare (without --flag) that measures every flip the causes call for."""
+
+    functions: tuple[FunctionAdvice, ...]
+    compared: bool
+    ignored: str = ""
+    command: str = ""
+
+    def of(self, f: FunctionSummary) -> FunctionAdvice | None:
+        return next((a for a in self.functions if a.function == f.key), None)
+
+
+def run_advice(run: Run, verdicts: Verdicts) -> RunAdvice:
+    """The fix hint of each cause group of each function that recompiled, and what compare measured for it."""
+    from guarddiag.explain.hints import fix_hints, torch_era  # only for a run's report: explain's model is not needed
+
+    era = torch_era(run.torch_version, ())
+    functions = []
+    for f in run.functions:
+        keys = cause_keys(f)
+        if not keys:
+            continue
+        hints = fix_hints(f, run.torch_version, era)
+        advice = []
+        for (category, subject), cause_keys_ in keys.items():
+            hint = next((h for h in hints if (category, subject) in h.causes), None)
+            check = hint_check(hint.hint, [(category, subject)], f, verdicts, run) if hint else None
+            found = tuple(
+                v.outcome for k in cause_keys_ for v in verdicts.for_cause(f.key, k) if v.outcome.works and not _is_hint_flip(v, check)
+            )
+            advice.append(CauseAdvice(category, subject, hint, check, found))
+        functions.append(FunctionAdvice(f.key, tuple(advice)))
+    return RunAdvice(tuple(functions), bool(verdicts.verdicts), verdicts.ignored, compare_command(run))
+
+
+def _is_hint_flip(v: Verdict, check: HintCheck | None) -> bool:
+    return check is not None and v.outcome in check.outcomes
