@@ -243,6 +243,8 @@ class CompareReport:
     diffs: tuple[RunDiff, ...]
     flips: FlipPlan | None = None
     causes: tuple[CauseResult, ...] = ()
+    # Runs at a time: the flips shared the cores with each other (compile times are each run's own).
+    parallel: int = 1
 
 
 def flip_variants(flips: FlipPlan, python: str) -> tuple[Variant, ...]:
@@ -250,9 +252,11 @@ def flip_variants(flips: FlipPlan, python: str) -> tuple[Variant, ...]:
     return tuple(Variant(f"{flag}={value}", python, ((flag, value),)) for flag, value in flips.flips)
 
 
-def build_report(plan: ComparePlan, results: list[VariantResult], catalog: Catalog, flips: FlipPlan | None = None) -> CompareReport:
+def build_report(
+    plan: ComparePlan, results: list[VariantResult], catalog: Catalog, flips: FlipPlan | None = None, parallel: int = 1
+) -> CompareReport:
     """Diff the first run of each configuration against the baseline's first run, and measure what each
-    single-flip configuration did to each cause of the baseline."""
+    single-flip configuration did to each cause of the baseline (``parallel``: runs at a time)."""
     diffs: tuple[RunDiff, ...] = ()
     causes: tuple[CauseResult, ...] = ()
     if results:
@@ -261,7 +265,7 @@ def build_report(plan: ComparePlan, results: list[VariantResult], catalog: Catal
         if base.variant.flags == () and all(r.variant.python == base.variant.python for r in results):
             targets = flips.targets if flips is not None else cause_targets(catalog, base.run)
             causes = tuple(_cause_result(t, base, results[1:], flips) for t in targets)
-    return CompareReport(catalog.torch_version, plan, tuple(results), diffs, flips, causes)
+    return CompareReport(catalog.torch_version, plan, tuple(results), diffs, flips, causes, parallel)
 
 
 def cause_targets(catalog: Catalog, baseline: Run) -> tuple[Target, ...]:

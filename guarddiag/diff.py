@@ -90,11 +90,15 @@ class FunctionDelta:
 
     @property
     def status(self) -> str:
-        """``new``, ``gone``, ``worse``, ``fixed``, ``improved`` or ``same`` (first that applies)."""
+        """``new``, ``gone``, ``kept_compiled``, ``worse``, ``fixed``, ``improved`` or ``same`` (first that applies)."""
         if self.recompiles_before is None:
             return "new"
         if self.recompiles_after is None:
             return "gone"
+        # Calls refused at the limit now compile (a raised recompile_limit): more recompiles are its price,
+        # not a regression; nor did it remove any.
+        if self.limit_hit_before and not self.limit_hit_after and self.recompiles_after > self.recompiles_before:
+            return "kept_compiled"
         # Hitting the limit means torch gave up compiling, so it outweighs a lower count.
         if self.recompiles_after > self.recompiles_before or (self.limit_hit_after and not self.limit_hit_before):
             return "worse"

@@ -202,16 +202,15 @@ class HintCheck:
 
 
 def compare_command(run: Run | None, flip: tuple[str, str] | None = None) -> str:
-    """``guarddiag compare --flag NAME=VALUE model.py -- ARGS`` for this run (``SCRIPT`` where none is
+    """``guarddiag compare model.py --flag NAME=VALUE -- ARGS`` for this run (``SCRIPT`` where none is
     known); without a flip, the compare that tries every flip the causes call for."""
-    words = ["guarddiag", "compare"]
-    words += [f"--flag={k}={v}" for k, v in (run.flags.items() if run is not None else ())]
-    words += [f"--flag={flip[0]}={flip[1]}"] if flip is not None else []
+    flags = [*(run.flags.items() if run is not None else ()), *([flip] if flip is not None else [])]
+    options = [word for name, value in flags for word in ("--flag", f"{name}={value}")]
     if run is not None and run.module:
-        words += ["-m", run.module, *run.argv]
+        words = ["guarddiag", "compare", *options, "-m", run.module, *run.argv]
     else:
-        words.append(run.script if run is not None and run.script else "SCRIPT")
-        words += ["--", *run.argv] if run is not None and run.argv else []
+        script = run.script if run is not None and run.script else "SCRIPT"
+        words = ["guarddiag", "compare", script, *options, *(["--", *run.argv] if run is not None and run.argv else [])]
     return " ".join(w if w == "SCRIPT" else shlex.quote(w) for w in words)
 
 

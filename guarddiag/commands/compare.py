@@ -49,7 +49,8 @@ def compare_command(
     check_format(fmt)
     options = CompareOptions(jobs, repeat, timeout, sys.stderr.isatty(), max_flips)
     plan, results, catalog, flips = run_compare(target, specs, pythons, combined, options)
-    report = build_report(plan, results, catalog, flips)
+    runs = sum(len(r.runs) for r in results[1:]) if flips is not None else sum(len(r.runs) for r in results)
+    report = build_report(plan, results, catalog, flips, min(options.jobs or os.cpu_count() or 1, max(runs, 1)))
     echo(render_compare(report, fmt))
     if out is not None:
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from guarddiag.commands.options import Target, check_format, failed_script
 from guarddiag.commands.output import echo
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
-from guarddiag.explain import Explanation, GuardListings, explain_functions
+from guarddiag.explain import Explanation, GuardListings, HintChecker, explain_functions
 from guarddiag.filekinds import is_run_record
 from guarddiag.logparse.encoding import open_log
 from guarddiag.model import Run
@@ -76,7 +76,7 @@ def _explain_path(
                     f"{target}: {script_outcome(run)} before anything compiled; the torch log is in {run.log_path}",
                     INTERRUPTED if run.status == "interrupted" else SCRIPT_FAILED,
                 )
-        return _from_log(log, run.torch_version, full), notes, run
+        return _from_log(log, run.torch_version, full, _checker(run)), notes, run
     if path.suffix == ".json" or is_run_record(path):
         from guarddiag.store import load_run
 
@@ -89,8 +89,8 @@ def _explain_path(
             raise InputError(f"{path}: the log it names ({log}) is not a regular file; explain the log or the script instead")
         log, process = _compiled_log(run) if run.source == "run" else (log, "")
         where = f" of {process} (the script's own process compiled nothing)" if process else ""
-        return _from_log(log, run.torch_version, full), [f"torch log{where}: {log}"], None
-    return _from_log(path, None, full), [], None
+        return _from_log(log, run.torch_version, full, _checker(run)), [f"torch log{where}: {log}"], None
+    return _from_log(path, None, full, _checker(None)), [], None
 
 
 def _compiled_log(run: Run) -> tuple[Path, str]:
@@ -106,13 +106,22 @@ def _compiled_log(run: Run) -> tuple[Path, str]:
     return (first.path, first.name) if first else (main, "")
 
 
-def _from_log(path: Path, torch_version: str | None, full: bool) -> Explanation:
+def _checker(run: Run | None) -> HintChecker:
+    """Where each config hint stands for this run's script: what compares of it measured (guarddiag.verdicts);
+    for a log (no run), not verified, with the compare to run on its script."""
+    from guarddiag.verdicts import NO_VERDICTS, check_hints, load_verdicts
+
+    verdicts = load_verdicts(run) if run is not None else NO_VERDICTS
+    return lambda hints, f: check_hints(hints, f, verdicts, run)
+
+
+def _from_log(path: Path, torch_version: str | None, full: bool, checks: HintChecker | None = None) -> Explanation:
     if path.is_dir():
         raise InputError(f"{path}: is a directory; give a script (.py), a torch log, or a run record (.json)")
     refuse_guarddiag_files([str(path)])
     try:
         with open_log(path) as fh:
-            explanation = explain_lines(fh, torch_version, full)
+            explanation = explain_lines(fh, torch_version, full, checks)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file; give a script (.py), a torch log, or a run record (.json)") from None
     except PermissionError:
@@ -125,11 +134,13 @@ def _from_log(path: Path, torch_version: str | None, full: bool) -> Explanation:
     return explanation
 
 
-def explain_lines(lines: Iterable[str], torch_version: str | None = None, full: bool = False) -> Explanation:
+def explain_lines(
+    lines: Iterable[str], torch_version: str | None = None, full: bool = False, checks: HintChecker | None = None
+) -> Explanation:
     """Parse log lines and explain them (the whole pipeline, no files)."""
     listings = GuardListings()
     # Every guard of every listing, without the user-code locations explain never shows.
     reader = LogReader(guards=None, locations=False, on_event=listings.add)
     with paused_gc():
         functions, _ = reader.read(lines).result()
-        return explain_functions(functions, listings, torch_version, full)
+        return explain_functions(functions, listings, torch_version, full, checks)

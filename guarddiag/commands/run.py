@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from guarddiag.commands.options import Target, check_format, failed_script, flag_options
 from guarddiag.commands.output import echo
 from guarddiag.errors import InputError, StrictParseError
 from guarddiag.model import Run
+
+if TYPE_CHECKING:
+    from guarddiag.verdicts import RunAdvice
 
 
 def run_command(
@@ -23,14 +27,22 @@ def run_command(
     )
     result = execute(request)
     # A failed script is the bigger news: --strict's complaint about unknown lines waits for a clean run.
-    finish(result, fmt, out, strict and result.status == "ok")
+    finish(result, fmt, out, strict and result.status == "ok", advise(result))
     prune_after_command()
     if result.status != "ok":
         raise failed_script(target, result, "the report covers what ran before that")
 
 
-def finish(run: Run, fmt: str, out: Path | None, strict: bool) -> None:
-    """Save the record (``--out``), print the report, then complain under ``--strict`` about unknown lines."""
+def advise(run: Run) -> RunAdvice:
+    """Each cause group's fix hint, and where it stands for this script: what compares of it measured."""
+    from guarddiag.verdicts import load_verdicts, run_advice
+
+    return run_advice(run, load_verdicts(run))
+
+
+def finish(run: Run, fmt: str, out: Path | None, strict: bool, advice: RunAdvice | None = None) -> None:
+    """Save the record (``--out``), print the report (with ``advice``: each cause's fix hint), then complain
+    under ``--strict`` about unknown lines."""
     from guarddiag.render import render
     from guarddiag.store import save_run, write_failure
 
@@ -40,7 +52,7 @@ def finish(run: Run, fmt: str, out: Path | None, strict: bool) -> None:
         except OSError as exc:
             why, fix = write_failure(exc)
             raise InputError(f"{out}: cannot write the run record ({why}); {fix or 'pick a writable path'}") from None
-    echo(render(run, fmt))
+    echo(render(run, fmt, advice))
     if strict and run.parse.unrecognized:
         raise StrictParseError(
             f"--strict: {run.parse.unrecognized} torch log lines were not understood, "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from guarddiag.explain.arguments import named_arguments
 from guarddiag.explain.facts import frame_of, read_guard, user_name
@@ -42,6 +42,7 @@ __all__ = [
     "FunctionExplanation",
     "GuardListings",
     "GuardedObject",
+    "HintChecker",
     "explain_events",
     "explain_functions",
     "fix_hints",
@@ -80,20 +81,37 @@ def explain_events(events: Iterable[Event], torch_version: str | None = None, fu
 
 
 def explain_functions(
-    functions: Iterable[FunctionSummary], listings: GuardListings, torch_version: str | None = None, full: bool = False
+    functions: Iterable[FunctionSummary],
+    listings: GuardListings,
+    torch_version: str | None = None,
+    full: bool = False,
+    checks: HintChecker | None = None,
 ) -> Explanation:
-    """The guard model of each compiled function, from its guard listings."""
+    """The guard model of each compiled function, from its guard listings; ``checks`` says where each
+    config hint stands for the script (guarddiag.verdicts.check_hints), when it is known."""
     era = torch_era(torch_version, listings.guards())
     functions = tuple(functions)
     files = tuple(f.file for f in functions)
     explained = tuple(
-        _explain_function(f, listings.by_frame.get(f.frame_ids[0], {}), torch_version, era, full, files) for f in functions if f.compiles
+        _explain_function(f, listings.by_frame.get(f.frame_ids[0], {}), torch_version, era, full, files, checks)
+        for f in functions
+        if f.compiles
     )
     return Explanation(explained, torch_version, era, full)
 
 
+# Where each config hint of a function stands: (hints, function) -> the hints, annotated.
+HintChecker = Callable[[tuple[FixHint, ...], FunctionSummary], tuple[FixHint, ...]]
+
+
 def _explain_function(
-    f: FunctionSummary, listings: Mapping[int, tuple[Guard, ...]], torch_version: str | None, era: str, full: bool, files: tuple[str, ...]
+    f: FunctionSummary,
+    listings: Mapping[int, tuple[Guard, ...]],
+    torch_version: str | None,
+    era: str,
+    full: bool,
+    files: tuple[str, ...],
+    checks: HintChecker | None = None,
 ) -> FunctionExplanation:
     roles = local_roles(f.file, f.name, f.line)
     memo = Memo()
@@ -104,7 +122,8 @@ def _explain_function(
     named = named_arguments(f, entries, files)
     entries = [named.entry(e) for e in entries]
     causes = Counter((e.causes[0].category, named.subject(e.causes[0])) for e in f.recompile_events)
-    hints = tuple(named.hint(h) for h in fix_hints(f, torch_version, era))
+    hints = fix_hints(f, torch_version, era)
+    hints = tuple(named.hint(h) for h in (checks(hints, f) if checks is not None else hints))
     keep = matters(f, entries)
     if not full:
         # torch's or a library's own frame (not torch's `inner`, which calls the user's code) that never

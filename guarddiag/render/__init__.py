@@ -14,26 +14,32 @@ from guarddiag.render.formats import FORMATS, render_as
 
 if TYPE_CHECKING:  # the model is imported by the commands that make a run, not by `guarddiag version`
     from guarddiag.model import Run
+    from guarddiag.verdicts import RunAdvice
 
 __all__ = ["FORMATS", "render"]
 
 
-def render(run: Run, fmt: str) -> str:
-    """The run in one of :data:`FORMATS`."""
+def render(run: Run, fmt: str, advice: RunAdvice | None = None) -> str:
+    """The run in one of :data:`FORMATS`; with ``advice`` (``guarddiag run``), each cause group's fix hint
+    and where it stands for the script (the JSON report adds it as ``advice``)."""
 
     def to_dict() -> object:
         from guarddiag.store import run_to_dict
 
-        return run_to_dict(run)
+        if advice is None:
+            return run_to_dict(run)
+        from guarddiag.render.flips import advice_to_dict
+
+        return run_to_dict(run) | {"advice": advice_to_dict(advice)}
 
     def markdown() -> str:
         from guarddiag.render import markdown
 
-        return markdown.render(run)
+        return markdown.render(run, advice)
 
     def table() -> str:
         from guarddiag.render import table
 
-        return table.render(run)
+        return table.render(run, advice)
 
     return render_as(fmt, to_dict, markdown, table)

@@ -182,6 +182,11 @@ def plan_lines(report: CompareReport) -> list[str]:
     n = len(flips.targets)
     line = f"{n} cause{'s' if n != 1 else ''} in the baseline; {len(flips.flips)} config flip{'s' if len(flips.flips) != 1 else ''} run"
     line += f" (one run each; {len(flips.capped)} more over --max-flips {flips.max_flips}, not run)" if flips.capped else " (one run each)"
+    if report.parallel > 1:
+        line += (
+            f"; compile times are each run's own: the baseline ran alone, the flips {report.parallel} at a time on shared cores "
+            "(--jobs 1 times each alone)"
+        )
     return [line]
 
 

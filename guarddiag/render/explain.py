@@ -72,6 +72,7 @@ def _text(e: ExplanationWords) -> str:
             out.append(f"  recompiled: {cause}")
         for h in f.hints:
             out.append(f"  {h.kind} ({h.cause}): {h.hint}" + (f"\n      check: {h.check}" if h.check else ""))
+            out += [f"      {h.verified}"] if h.verified else []
     out += ["", f"note: {e.note}"]
     if not e.full:
         out.append(f"note: {FOLDED_NOTE}")
@@ -122,6 +123,7 @@ def _markdown(e: ExplanationWords) -> str:
         out += [
             f"- **{markdown_text(h.kind)}** ({markdown_text(h.cause)}): {markdown_text(h.hint)}"
             + (f" (check: {markdown_code(h.check)})" if h.check else "")
+            + (f"\n  - {markdown_text(h.verified)}" if h.verified else "")
             for h in f.hints
         ]
     out += ["", f"> {markdown_text(e.note)}"]

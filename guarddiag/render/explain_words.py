@@ -19,6 +19,7 @@ from guarddiag.explain.model import (
     ContentObject,
     Explanation,
     FamilyObject,
+    FixHint,
     FoldedObject,
     FunctionExplanation,
     GuardedObject,
@@ -29,6 +30,8 @@ from guarddiag.explain.model import (
 )
 from guarddiag.render.explain_hints import hint_cause, hint_text
 from guarddiag.render.explain_rows import ObjectWords, folded_words
+from guarddiag.render.flips import check_sentence
+from guarddiag.verdicts import NO_EFFECT
 
 NOT_LISTED = (
     "anything not listed is not checked: changing it does not recompile, "
@@ -57,6 +60,8 @@ class HintWords:
     hint: str
     check: str = ""
     kind: str = "fix"
+    # Where a config hint stands for the script (render/flips.check_sentence): verified, or not with the command.
+    verified: str = ""
 
 
 @dataclass(frozen=True)
@@ -104,8 +109,20 @@ def _function(f: FunctionExplanation, said: dict[int, ObjectWords]) -> FunctionW
             words = EntryWords(words.compile_id, words.objects, words.ambient, differs, words.folded)
         entries.append(words)
     causes = tuple(f"{c.count}x {c.category}: {c.subject}" for c in f.causes)
-    hints = tuple(HintWords(hint_cause(h), h.count, hint_text(h), h.check, h.kind) for h in f.hints)
+    hints = tuple(_hint(h) for h in f.hints)
     return FunctionWords(f.label, f.name, f.file, f.line, f.compiles, f.recompiles, tuple(entries), causes, hints, f.no_code)
+
+
+def _hint(h: FixHint) -> HintWords:
+    """A hint in words, with where it stands for the script; a config hint a compare showed to do nothing
+    is said as such (kind "tried"), not as a fix."""
+    words = HintWords(hint_cause(h), h.count, hint_text(h), h.check, h.kind)
+    check = h.verification
+    if check is None:
+        return words
+    if check.status == NO_EFFECT:
+        return dataclasses.replace(words, kind="tried", hint=check_sentence(check), check="")
+    return dataclasses.replace(words, check="", verified=check_sentence(check))
 
 
 def _entry(entry: CacheEntry, said: dict[int, ObjectWords], matters: frozenset[str]) -> EntryWords:

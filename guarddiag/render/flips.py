@@ -5,13 +5,15 @@ do nothing, or not verified). Shared by the compare, run and explain reports; no
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from guarddiag.child._bootstrap import CONFIG_MODULES
 from guarddiag.compare import CauseResult, FlipOutcome
 from guarddiag.flips import KEEPS_COMPILED, Skipped
+from guarddiag.render.explain_hints import hint_text
 from guarddiag.render.words import function_label, seconds
-from guarddiag.verdicts import NO_EFFECT, VERIFIED, HintCheck
+from guarddiag.verdicts import NO_EFFECT, VERIFIED, CauseAdvice, HintCheck, RunAdvice
 
 # What applying a flip costs, by the cost id of guarddiag.flips.FLIPS.
 COSTS = {
@@ -62,8 +64,10 @@ def _seconds_change(o: FlipOutcome) -> str:
     return f"compile time {seconds(o.compile_s_before)} s -> {seconds(o.compile_s_after)} s ({way})"
 
 
-def outcome_sentence(o: FlipOutcome) -> str:
-    """``removes 4 of 5 recompiles; compile time 0.38 s -> 0.12 s (0.26 s saved); output unchanged``."""
+def outcome_sentence(o: FlipOutcome, times: bool = True) -> str:
+    """``removes 4 of 5 recompiles; compile time 0.38 s -> 0.12 s (0.26 s saved); output unchanged``
+    (``times``: with the function's compile seconds in both runs, which only the compare report shows
+    beside how its runs shared the cores)."""
     if o.status != "ok":
         return f"its run did not finish ({o.status}): no verdict"
     if o.unstable:
@@ -78,7 +82,7 @@ def outcome_sentence(o: FlipOutcome) -> str:
         hits = f"limit hits {o.limit_hits_before} -> {o.limit_hits_after}"
         parts = [f"keeps the refused calls compiled ({hits})" if o.keeps_compiled else f"leaves the refused calls ({hits})"]
     parts += [f"adds {o.added} recompile{'s' if o.added != 1 else ''} of other causes"] if o.added else []
-    parts += [t for t in [_seconds_change(o)] if t]
+    parts += [t for t in [_seconds_change(o)] if t and times]
     parts.append({True: "output differs from the baseline's", False: "output unchanged", None: "output not compared"}[o.stdout_changed])
     return "; ".join(parts)
 
@@ -135,7 +139,74 @@ def check_sentence(check: HintCheck) -> str:
     ...`` / ``not verified: check it with guarddiag compare ...``."""
     best = max(check.outcomes, key=lambda o: (o.works, o.removed, o.keeps_compiled), default=None)
     if check.status == VERIFIED and best is not None:
-        return f"verified by compare ({flip_label(best)}): {outcome_sentence(best)}"
+        return f"verified by compare ({flip_label(best)}): {outcome_sentence(best, times=False)}"
     if check.status == NO_EFFECT and best is not None:
-        return f"not a fix here: compare measured {flip_label(best)}: {outcome_sentence(best)}"
+        return f"not a fix here: compare measured {flip_label(best)}: {outcome_sentence(best, times=False)}"
     return f"not verified: {check.command} measures it"
+
+
+def advice_lines(a: CauseAdvice) -> list[str]:
+    """Under a cause group of a run report: its fix hint and where it stands for this script, and the
+    flips a compare of it measured working. A config hint a compare showed to do nothing is not a fix."""
+    out = []
+    check = a.check
+    if a.hint is not None and check is not None and check.status == NO_EFFECT:
+        out.append(check_sentence(check))
+    elif a.hint is not None:
+        out.append(f"{a.hint.kind}: {hint_text(a.hint)}")
+        if check is not None:
+            out.append(f"  {check_sentence(check)}")
+        elif a.hint.kind == "fix":
+            out.append(f"  {_CODE_CHANGE}")
+    for o in a.found:
+        out.append(f"compare measured {flip_label(o)}: {outcome_sentence(o, times=False)}")
+        out.append(f"  apply: {apply_line(o.flag, o.value)}")
+    return out
+
+
+# A code-change hint: compare flips config, it cannot check a change of the user's code.
+_CODE_CHANGE = "not verified on this script: a change of the code, which compare cannot try"
+
+
+def advice_note(advice: RunAdvice) -> str | None:
+    """A note under the headline: the compare of this script that verifies its config hints, or why the
+    verdicts kept for it were not used."""
+    if advice.ignored:
+        return (
+            f"the verdicts of an earlier compare of this script were written by another guarddiag ({advice.ignored}) "
+            f"and are not used; `{advice.command}` measures them again"
+        )
+    if advice.functions and not advice.compared and advice.command:
+        return f"fix hints are not verified for this script yet: `{advice.command}` measures the config flips its causes call for"
+    return None
+
+
+def advice_to_dict(advice: RunAdvice) -> dict[str, object]:
+    """The JSON form of a run report's advice: per function, per cause group, the hint (id, kind, words),
+    where it stands (status, flag, command, the measurements) and the flips compare measured working."""
+    return {
+        "compared": advice.compared,
+        "ignored_verdicts": advice.ignored or None,
+        "compare": advice.command,
+        "functions": [
+            {
+                "function": f.function._asdict(),
+                "causes": [
+                    {
+                        "category": a.category,
+                        "subject": a.subject,
+                        "hint": None if a.hint is None else {"hint": a.hint.hint, "kind": a.hint.kind, "text": hint_text(a.hint)},
+                        "verification": None if a.check is None else {
+                            "status": a.check.status,
+                            "flag": a.check.flag,
+                            "command": a.check.command,
+                            "outcomes": [dataclasses.asdict(o) | {"removed": o.removed, "works": o.works} for o in a.check.outcomes],
+                        },
+                        "found": [dataclasses.asdict(o) | {"removed": o.removed, "works": o.works} for o in a.found],
+                    }
+                    for a in f.causes
+                ],
+            }
+            for f in advice.functions
+        ],
+    }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tabulate import tabulate
 
 from guarddiag.model import FunctionSummary, Run
@@ -9,10 +11,12 @@ from guarddiag.render.divergence import Shown, headline_lines, shown_functions
 from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.job import job_notes, process_headers, process_rows
 from guarddiag.render.summary import (
+    advice_notes,
     budget_lines,
     cause_groups,
     compiles_cell,
     failed_sentence,
+    group_advice_lines,
     headline,
     limit_sentence,
     near_limit_lines,
@@ -22,14 +26,19 @@ from guarddiag.render.summary import (
 )
 from guarddiag.render.words import run_compile_time_sentence, seconds
 
+if TYPE_CHECKING:
+    from guarddiag.verdicts import RunAdvice
+
 _NOTE_FORMATS = {"outcome": "**{}**; counts cover what ran before that", "warning": "> **warning**: {}", "note": "> note: {}"}
 
 
-def render(run: Run) -> str:
-    """The run as GitHub-flavoured Markdown: names in code spans, every sentence escaped (render.escape)."""
-    run = visible_values(run)
+def render(run: Run, advice: RunAdvice | None = None) -> str:
+    """The run as GitHub-flavoured Markdown: names in code spans, every sentence escaped (render.escape);
+    with ``advice``, each cause group's fix hint and where it stands."""
+    run, advice = visible_values((run, advice))
     out = ["## guarddiag", "", markdown_text(headline(run)), ""]
     notes = [_NOTE_FORMATS[kind].format(markdown_text(text)) for kind, text in run_notes(run)]
+    notes += [_NOTE_FORMATS["note"].format(markdown_text(text)) for text in advice_notes(advice)]
     notes += [_NOTE_FORMATS["note"].format(markdown_text(text)) for text in job_notes(run)]
     out += [*notes, ""] if notes else []
     total = run_compile_time_sentence(run)
@@ -47,7 +56,10 @@ def render(run: Run) -> str:
         f = s.function
         if wants_details(f):
             out += ["", f"### {markdown_code(s.label)}" + (" (each)" if s.folded else ""), ""]
-            out += [f"- {g.count}x **{markdown_text(g.category)}**: {markdown_text(g.subject)}" for g in cause_groups(f)]
+            advised = advice.of(f) if advice is not None else None
+            for g in cause_groups(f):
+                out.append(f"- {g.count}x **{markdown_text(g.category)}**: {markdown_text(g.subject)}")
+                out += [_advice_item(line) for line in group_advice_lines(advised, g.category, g.subject)]
             out += [f"- {markdown_text(failed_sentence(c))}" for c in f.failed_compiles]
             out += [f"- {markdown_text(limit_sentence(hit))}" for hit in f.limit_hits]
             out += [f"- {markdown_text(line)}" for line in (near_limit_lines(run, f) if s.folded else budget_lines(run, f))]
@@ -58,6 +70,12 @@ def render(run: Run) -> str:
     if note:
         out += ["", f"> {markdown_text(note)}"]
     return "\n".join(out) + "\n"
+
+
+def _advice_item(line: str) -> str:
+    """A line of a cause group's advice as a nested list item (a line indented under the one before, deeper)."""
+    depth = "    " if line.startswith("  ") else "  "
+    return f"{depth}- {markdown_text(line.strip())}"
 
 
 def _cell(value: object) -> object:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from guarddiag.guardexpr import readable_source
 from guarddiag.ids import rank_of
@@ -20,8 +21,12 @@ from guarddiag.render.words import (
     unobserved_sentence,
 )
 
+if TYPE_CHECKING:
+    from guarddiag.verdicts import FunctionAdvice, RunAdvice
+
 __all__ = [
     "CauseGroup",
+    "advice_notes",
     "budget_lines",
     "cause_group_line",
     "cause_groups",
@@ -29,6 +34,7 @@ __all__ = [
     "failed_sentence",
     "function_detail_lines",
     "function_label",
+    "group_advice_lines",
     "headline",
     "late_hook_sentence",
     "limit_sentence",
@@ -145,10 +151,11 @@ def compiles_cell(run: Run, f: FunctionSummary) -> int | str:
     return "" if run.parse.paste_messages is not None else f.compiles
 
 
-def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[str]:
+def function_detail_lines(f: FunctionSummary, run: Run | None = None, advice: FunctionAdvice | None = None) -> list[str]:
     """A function's section under its headline, indented: cause groups with an example, compiles that
     installed no code, limit hits (the terminal report and the watch's report alike); with its ``run``,
-    also how close it is to the recompile limit and its compile time."""
+    also how close it is to the recompile limit and its compile time; with ``advice`` (``guarddiag run``),
+    each cause group's fix hint and where it stands for the script."""
     out = []
     if len(f.compiled_for) > 1:
         out.append(
@@ -169,12 +176,38 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
         if g.also:
             shown = "; ".join(g.also[:4]) + (f"; and {len(g.also) - 4} more" if len(g.also) > 4 else "")
             out.append(f"      also changed since that cache entry: {shown}")
+        out += [f"      {line}" for line in group_advice_lines(advice, g.category, g.subject)]
     if f.dynamic_dims and f.recompiles:
         out.append(f"  {dynamic_dims_sentence(f)}")
     out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
     out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
+    # A limit hit whose last reason is no cause group of the recompiles has its advice under the hits.
+    grouped = {(g.category, g.subject) for g in cause_groups(f)}
+    for a in advice.causes if advice is not None else ():
+        if (a.category, a.subject) not in grouped:
+            out += [f"      {line}" for line in group_advice_lines(advice, a.category, a.subject)]
     out += [f"  {line}" for line in budget_lines(run, f)] if run is not None else []
     return out
+
+
+def group_advice_lines(advice: FunctionAdvice | None, category: str, subject: str) -> list[str]:
+    """The fix hint of one cause group and where it stands (render/flips.advice_lines), when advised."""
+    found = next((a for a in advice.causes if (a.category, a.subject) == (category, subject)), None) if advice else None
+    if found is None:
+        return []
+    from guarddiag.render.flips import advice_lines  # only a run's report advises: parse and the watch start without it
+
+    return advice_lines(found)
+
+
+def advice_notes(advice: RunAdvice | None) -> list[str]:
+    """The note under a run report's headline about its fix hints (render/flips.advice_note), if any."""
+    if advice is None:
+        return []
+    from guarddiag.render.flips import advice_note
+
+    note = advice_note(advice)
+    return [note] if note else []
 
 
 def budget_lines(run: Run, f: FunctionSummary) -> list[str]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.render.columns import simple_table
 from guarddiag.render.divergence import headline_lines, shown_functions
 from guarddiag.render.escape import visible_values
 from guarddiag.render.job import job_notes, log_line, process_headers, process_rows
 from guarddiag.render.summary import (
+    advice_notes,
     compiles_cell,
     function_detail_lines,
     headline,
@@ -18,12 +21,17 @@ from guarddiag.render.summary import (
 )
 from guarddiag.render.words import run_compile_time_sentence
 
+if TYPE_CHECKING:
+    from guarddiag.verdicts import RunAdvice
 
-def render(run: Run) -> str:
-    """The terminal report of one run (every name in it shown visibly: render.escape)."""
-    run = visible_values(run)
+
+def render(run: Run, advice: RunAdvice | None = None) -> str:
+    """The terminal report of one run (every name in it shown visibly: render.escape); with ``advice``,
+    each cause group's fix hint and where it stands."""
+    run, advice = visible_values((run, advice))
     out = [headline(run)]
     out += [f"{text}; counts cover what ran before that" if kind == "outcome" else f"{kind}: {text}" for kind, text in run_notes(run)]
+    out += [f"note: {note}" for note in advice_notes(advice)]
     out += [f"note: {text}" for text in job_notes(run)]
     total = run_compile_time_sentence(run)
     out += [total] if total else []
@@ -39,10 +47,11 @@ def render(run: Run) -> str:
             continue
         out += ["", f"{s.label}: {f.recompiles} recompiles{' each' if s.folded else ''}"]
         # Folded ranks share their counts and causes, not their compile times (in --format json, per rank).
+        advised = advice.of(f) if advice is not None else None
         if s.folded:
-            out += function_detail_lines(f) + [f"  {line}" for line in near_limit_lines(run, f)]
+            out += function_detail_lines(f, advice=advised) + [f"  {line}" for line in near_limit_lines(run, f)]
         else:
-            out += function_detail_lines(f, run)
+            out += function_detail_lines(f, run, advised)
     divergence = headline_lines(run)
     if divergence:
         out += ["", divergence[0], *(f"  {line}" for line in divergence[1:])]
