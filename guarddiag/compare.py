@@ -290,7 +290,12 @@ def _cause_result(target: Target, base: VariantResult, others: tuple[VariantResu
 
 
 def _function(run: Run, key: FunctionKey) -> FunctionSummary | None:
-    return next((f for f in run.functions if f.key == key), None)
+    """The function of ``run`` with this key, or with its file's base name (as diff pairs functions)."""
+    exact = next((f for f in run.functions if f.key == key), None)
+    if exact is not None:
+        return exact
+    base = key._replace(file=key.file.replace("\\", "/").rpartition("/")[2])
+    return next((f for f in run.functions if f.key._replace(file=f.key.file.replace("\\", "/").rpartition("/")[2]) == base), None)
 
 
 def _outcome(target: Target, base: Run, result: VariantResult, candidate: Candidate | None, config: tuple[str, str]) -> FlipOutcome:

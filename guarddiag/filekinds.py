@@ -44,6 +44,8 @@ _BY_SCHEMA = {
     "guarddiag.explain": FileKind("a guarddiag explain report", "guarddiag explain -f json or yaml"),
     "guarddiag.flag-list": FileKind("a guarddiag flag list", "guarddiag flags -f json or yaml"),
     "guarddiag.flags": FileKind("guarddiag's cache of torch's flags", "guarddiag flags, under .guarddiag/cache"),
+    "guarddiag.verdicts": FileKind("guarddiag's record of what compare measured", "guarddiag compare, under .guarddiag/verdicts",
+                                   "guarddiag run and explain read it to say which fix hints were verified"),
 }
 _RUN_REPORT_YAML = FileKind("a guarddiag run report in YAML", "guarddiag run -f yaml",
                             "write the record with `guarddiag run SCRIPT --out FILE` instead")

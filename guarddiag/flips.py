@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from guarddiag.diff import CauseKey, cause_key
 from guarddiag.flags import Catalog
-from guarddiag.guardexpr import as_source, sized_source
-from guarddiag.guardkinds import failure_kind
+from guarddiag.guardexpr import ID_MARK, as_source, sized_source
+from guarddiag.guardkinds import KINDS, failure_kind
 from guarddiag.ids import FunctionKey
 from guarddiag.limits import DEFAULT_RECOMPILE_LIMIT
 from guarddiag.model import Cause, FunctionSummary, Run
@@ -195,8 +195,10 @@ _UNLISTABLE = re.compile(r"[\s,]|^___")
 def cause_facts(cause: Cause) -> frozenset[str]:
     """What the table rows are matched on, read from the cause torch reported: the guarded value's type,
     who owns it, whether it is a size and about 0/1, and the hint family of its guard kind."""
-    found = failure_kind(cause.guard) or failure_kind(cause.text.split(" # ")[0])
-    facts = {f"hint:{found[0].hint}"} if found and found[0].hint else set()
+    # The guard as torch printed it: an id that normalize_guard replaced reads as a number again.
+    found = failure_kind(cause.guard.replace(ID_MARK, "0")) or failure_kind(cause.text.split(" # ")[0])
+    hint = found[0].hint if found else next((k.hint for k in KINDS if k.category == cause.category and k.hint), "")
+    facts = {f"hint:{hint}"} if hint else set()
     source = as_source(cause.source) if cause.source else ""
     if source and not _UNLISTABLE.search(source):
         facts.add("named")

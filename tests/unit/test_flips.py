@@ -1,0 +1,274 @@
+"""The flip plan of `compare` without --flag, what each flip did to each cause, and the verdicts kept for
+`run` and `explain`: on real recorded logs (tests/fixtures/logs, tests/fixtures/flips) and the flag
+catalogs of real torch 2.13.0 and 2.4.1 (tests/fixtures/flags), no torch run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from guarddiag.compare import ComparePlan, Variant, VariantResult, build_report, flip_variants
+from guarddiag.flags import catalog_from_dict
+from guarddiag.flips import FLIPS, KEEPS_COMPILED, cause_facts, plan_flips
+from guarddiag.model import Run
+from guarddiag.pipeline import build_from_lines
+from guarddiag.render import FORMATS
+from guarddiag.render.compare import render_compare
+from guarddiag.render.flips import advice_lines, apply_line, outcome_sentence
+from guarddiag.verdicts import NO_EFFECT, NOT_VERIFIED, VERIFIED, keep_verdicts, load_verdicts, run_advice
+from tests.conftest import FIXTURES, LOGS, ROOT, in_checkout
+
+FLIPS_LOGS = FIXTURES / "flips"
+
+
+def _catalog(version: str):
+    return catalog_from_dict(json.loads((FIXTURES / "flags" / f"torch-{version}.json").read_text()))
+
+
+def _run(path, torch_version: str = "2.13.0+cpu", script: str | None = None, flags: dict[str, str] | None = None) -> Run:
+    functions, stats = build_from_lines(in_checkout(path.read_text(encoding="utf-8")).splitlines(keepends=True))
+    return Run(functions=functions, parse=stats, torch_version=torch_version, source="run", script=script, flags=flags or {})
+
+
+def _plan(log: str, version: str = "2.13.0", **kw):
+    run = _run(LOGS / f"torch-{version}" / log, version)
+    return plan_flips(_catalog(version), run, **kw)
+
+
+def _candidates(target) -> list[tuple[str, str]]:
+    return [c.config for c in target.candidates]
+
+
+# --- which flips a cause gets -----------------------------------------------------------------------
+
+
+def test_an_int_attribute_of_an_nn_module_gets_allow_unspec_int_on_nn_module_and_its_source_by_name():
+    (target,) = _plan("module_int_attribute.log").targets
+    assert {"int", "nn_module", "named", "hint:value"} <= target.facts  # torch's own hint says nn.Module
+    assert _candidates(target) == [("allow_unspec_int_on_nn_module", "true"), ("compiler.dynamic_sources", "L['self'].layer_idx")]
+    # assume_static_by_default does not reach an nn.Module's int (measured: 5 of 5 stay): not offered for it.
+    assert "assume_static_by_default" not in {f for f, _ in _candidates(target)}
+
+
+def test_an_int_of_a_dataclass_is_not_offered_allow_unspec_int_on_nn_module():
+    """tests/corpus/dataclass_config.py on inductor: `cfg.top_k` is a dataclass's int; the nn.Module flag removes nothing there."""
+    run = _run(FLIPS_LOGS / "torch-2.13.0" / "dataclass_config.log")
+    (target,) = plan_flips(_catalog("2.13.0"), run).targets
+    assert "nn_module" not in target.facts and "int" in target.facts
+    assert _candidates(target) == [("compiler.dynamic_sources", "L['cfg'].top_k"), ("assume_static_by_default", "false")]
+
+
+def test_size_causes_name_every_tensor_that_changed_with_them_and_sizes_0_1_get_unbacked_flips():
+    """scenarios/tensor_shape.py: x and y change batch together; batch 1 is a size-0/1 guard (`2 <= x.size()[0]`)."""
+    targets = {t.category: t for t in _plan("tensor_shape.log").targets}
+    size, shape = targets["tensor"], targets["dynamic_shape"]
+    assert "size01" not in size.facts and _candidates(size) == [
+        ("compiler.dynamic_sources", "L['x']:0,L['y']"),
+        ("assume_static_by_default", "false"),
+    ]
+    assert "size01" in shape.facts and _candidates(shape) == [
+        ("compiler.unbacked_sources", "L['x']:0,L['y']"),
+        ("fx.backed_size_oblivious", "true"),
+        ("automatic_dynamic_shapes_mark_as", "unbacked"),
+    ]
+
+
+def test_a_torch_without_the_flag_or_its_per_dim_syntax_gets_what_it_has():
+    """torch 2.4.1 (its real catalog): no torch.compiler.config, no backed_size_oblivious, no mark_as."""
+    targets = {t.category: t for t in _plan("tensor_shape.log", "2.4.1").targets}
+    assert _candidates(targets["tensor"]) == [("assume_static_by_default", "false")]
+    assert {(s.flag, s.why) for s in targets["tensor"].skipped} == {("compiler.dynamic_sources", "not_in_torch")}
+    skipped = {s.flag: s.why for s in targets["dynamic_shape"].skipped}
+    assert skipped == {"compiler.unbacked_sources": "not_in_torch", "fx.backed_size_oblivious": "not_in_torch",
+                       "automatic_dynamic_shapes_mark_as": "not_in_torch"}
+
+
+def test_inline_inbuilt_nn_modules_only_where_it_still_does_something():
+    """A fresh module instance per call is an identity recompile on torch 2.4.1, where inlining is off."""
+    (old,) = _plan("fresh_module_instance.log", "2.4.1").targets
+    assert "module_object" in old.facts and _candidates(old) == [("inline_inbuilt_nn_modules", "true")]
+    # The same recorded log against torch 2.13's catalog: the flag is a deprecated no-op there.
+    run = _run(LOGS / "torch-2.4.1" / "fresh_module_instance.log", "2.4.1")
+    (new,) = plan_flips(_catalog("2.13.0"), run).targets
+    assert _candidates(new) == [] and [(s.flag, s.why) for s in new.skipped] == [("inline_inbuilt_nn_modules", "no_op")]
+
+
+def test_specialize_float_is_planned_only_where_it_is_not_already_in_force():
+    (old,) = _plan("float_hyperparameter.log", "2.4.1").targets
+    assert _candidates(old)[0] == ("specialize_float", "false")
+    (new,) = _plan("float_hyperparameter.log").targets
+    assert ("specialize_float", "in_force") in {(s.flag, s.why) for s in new.skipped}
+    assert _candidates(new) == [("assume_static_by_default", "false")]
+
+
+def test_a_limit_hit_gets_a_raised_limit_that_keeps_the_code_compiled_and_a_string_value_gets_nothing():
+    targets = _plan("recompile_limit.log").targets
+    limited = next(t for t in targets if t.limit_hits)
+    raised = next(c for c in limited.candidates if c.flag == "recompile_limit")
+    assert raised.value == "64" and raised.effect == KEEPS_COMPILED and raised.cost == "more_compiles"
+    (code_path,) = _plan("dict_value.log").targets  # cfg['activation'] == 'gelu': a string picks a code path
+    assert _candidates(code_path) == [] and not code_path.skipped
+
+
+def test_flips_are_deduplicated_across_causes_and_capped_first_candidate_of_every_cause_first():
+    full = _plan("tensor_shape.log")
+    assert len(full.flips) == len(set(full.flips)) == 5
+    capped = _plan("tensor_shape.log", max_flips=2)
+    firsts = {t.candidates[0].config for t in capped.targets}
+    assert set(capped.flips) == firsts and len(capped.capped) == 3
+    assert set(capped.flips) | set(capped.capped) == set(full.flips)
+
+
+def test_every_row_of_the_table_names_a_cost_and_an_effect_the_words_know():
+    from guarddiag.render.flips import COSTS
+
+    assert {row.cost for row in FLIPS} <= set(COSTS)
+    assert apply_line("compiler.dynamic_sources", "L['x']:0") == "torch.compiler.config.dynamic_sources = \"L['x']:0\""
+    assert apply_line("fx.backed_size_oblivious", "true") == "torch.fx.experimental._config.backed_size_oblivious = True"
+    assert apply_line("recompile_limit", "64") == "torch._dynamo.config.recompile_limit = 64"
+
+
+def test_torchs_hint_is_what_tells_an_nn_module_int_from_another():
+    from guarddiag.model import Cause
+
+    plain = Cause("value", "cfg.top_k", "cfg.top_k == 3", "cfg.top_k == 3", "value of `cfg.top_k`")
+    assert "nn_module" not in cause_facts(plain)
+    assert "nn_module" in cause_facts(replace(plain, torch_hint="nn_module_int"))
+    sub = Cause("value", "L['m']._modules['attn'].heads", "L['m']._modules['attn'].heads == 4", "", "")
+    assert "nn_module" in cause_facts(sub)  # an attribute of a submodule: its owner is an nn.Module
+
+
+# --- what each flip did to each cause, measured on recorded runs -------------------------------------
+
+
+def _report(baseline_log, variant_log, flips, config: tuple[str, str]):
+    base = _run(baseline_log)
+    variant = _run(variant_log)
+    plan = ComparePlan(Variant("baseline", "py"), (Variant(f"{config[0]}={config[1]}", "py", (config,)),))
+    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (variant,))]
+    return build_report(plan, results, _catalog("2.13.0"), flips)
+
+
+def test_a_flip_that_removes_recompiles_is_measured_per_cause():
+    base_log = LOGS / "torch-2.13.0" / "module_int_attribute.log"
+    flips = plan_flips(_catalog("2.13.0"), _run(base_log))
+    config = ("allow_unspec_int_on_nn_module", "true")
+    report = _report(base_log, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log", flips, config)
+    (cause,) = report.causes
+    (o,) = cause.outcomes
+    assert (o.before, o.after, o.removed, o.works, o.candidate) == (5, 1, 4, True, True)
+    assert outcome_sentence(o, times=False) == "removes 4 of 5 recompiles; output not compared"
+
+
+def test_a_raised_limit_keeps_code_compiled_at_the_price_of_compiles_never_a_fix_never_worse():
+    base_log = LOGS / "torch-2.13.0" / "recompile_limit.log"
+    flips = plan_flips(_catalog("2.13.0"), _run(base_log))
+    report = _report(base_log, FLIPS_LOGS / "torch-2.13.0" / "recompile_limit.recompile_limit64.log", flips, ("recompile_limit", "64"))
+    limited = next(c for c in report.causes if c.target.limit_hits)
+    o = next(o for o in limited.outcomes if o.flag == "recompile_limit")
+    assert o.effect == KEEPS_COMPILED and o.keeps_compiled and o.works
+    assert o.compiles_after > o.compiles_before and o.limit_hits_after == 0
+    said = outcome_sentence(o, times=False)
+    assert said.startswith("keeps it compiled (1 limit hit -> 0) at the price of") and "the recompiles stay" in said
+    assert "removes" not in said
+    (delta,) = [f for f in report.diffs[0].functions if f.name == "rollout"]
+    assert delta.status == "kept_compiled"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_per_cause_report_in_every_format(fmt):
+    base_log = LOGS / "torch-2.13.0" / "module_int_attribute.log"
+    flips = plan_flips(_catalog("2.13.0"), _run(base_log))
+    report = _report(base_log, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log", flips,
+                     ("allow_unspec_int_on_nn_module", "true"))
+    text = render_compare(report, fmt)
+    if fmt in ("json", "yaml"):
+        import yaml
+
+        doc = yaml.safe_load(text)
+        (cause,) = doc["causes"]
+        assert cause["recompiles"] == 5 and "nn_module" in cause["facts"]
+        assert [(o["flag"], o["removed"], o["works"]) for o in cause["outcomes"]] == [("allow_unspec_int_on_nn_module", 4, True)]
+        assert doc["flips"]["planned"][0] == {"flag": "allow_unspec_int_on_nn_module", "value": "true"}
+    else:
+        assert "removes 4 of 5 recompiles" in text
+        assert "apply: torch." in text and "allow_unspec_int_on_nn_module = True; cost: the int becomes a symbolic value" in text
+        assert "over --max-flips" not in text
+
+
+def test_flip_variants_are_one_configuration_per_flip():
+    flips = _plan("tensor_shape.log")
+    variants = flip_variants(flips, "py")
+    assert [v.flags for v in variants] == [(f,) for f in flips.flips]
+
+
+# --- verdicts kept for run and explain ----------------------------------------------------------------
+
+
+def _verdict_setup(tmp_path, variant_log):
+    script = str(ROOT / "scenarios" / "module_int_attribute.py")
+    base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script=script)
+    flips = plan_flips(_catalog("2.13.0"), base)
+    config = ("allow_unspec_int_on_nn_module", "true")
+    plan = ComparePlan(Variant("baseline", "py"), (Variant("x", "py", (config,)),))
+    variant = _run(variant_log, script=script)
+    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (variant,))]
+    report = build_report(plan, results, _catalog("2.13.0"), flips)
+    keep_verdicts(report, tmp_path)
+    return base
+
+
+def test_a_hint_compare_verified_says_so_in_the_run_report(tmp_path):
+    base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+    advice = run_advice(base, load_verdicts(base, tmp_path))
+    (cause,) = advice.functions[0].causes
+    assert cause.hint.hint == "allow_unspec_int_on_nn_module" and cause.check.status == VERIFIED
+    lines = advice_lines(cause)
+    assert lines[0].startswith("fix: set torch._dynamo.config.allow_unspec_int_on_nn_module = True")
+    assert lines[1] == "  verified by compare (allow_unspec_int_on_nn_module=true): removes 4 of 5 recompiles; output not compared"
+    # Another script, other arguments or another torch: nothing is known.
+    other = replace(base, argv=("--layers", "8"))
+    assert run_advice(other, load_verdicts(other, tmp_path)).functions[0].causes[0].check.status == NOT_VERIFIED
+
+
+def test_a_hint_a_compare_showed_to_do_nothing_is_not_shown_as_a_fix(tmp_path):
+    # The baseline's own log as the flip's: the flip "changed nothing", as it does for a dataclass's int.
+    base = _verdict_setup(tmp_path, LOGS / "torch-2.13.0" / "module_int_attribute.log")
+    (cause,) = run_advice(base, load_verdicts(base, tmp_path)).functions[0].causes
+    assert cause.check.status == NO_EFFECT
+    (line,) = advice_lines(cause)
+    assert line.startswith("not a fix here: compare measured allow_unspec_int_on_nn_module=true: removes none of 5 recompiles")
+    assert not any(text.startswith("fix:") for text in advice_lines(cause))
+
+
+def test_not_verified_names_the_exact_compare_that_verifies_it(tmp_path):
+    base = replace(_run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script="my model.py"), argv=("--steps", "3"))
+    (cause,) = run_advice(base, load_verdicts(base, tmp_path)).functions[0].causes
+    assert cause.check.status == NOT_VERIFIED
+    assert cause.check.command == "guarddiag compare 'my model.py' --flag allow_unspec_int_on_nn_module=true -- --steps 3"
+
+
+def test_a_verdict_file_of_another_version_is_ignored_and_said_to_be(tmp_path):
+    base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+    (path,) = tmp_path.glob("*.json")
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "guarddiag.verdicts/1" and doc["key"]["torch_version"] == "2.13.0+cpu"
+    path.write_text(json.dumps(doc | {"schema": "guarddiag.verdicts/99"}))
+    kept = load_verdicts(base, tmp_path)
+    assert kept.verdicts == () and kept.ignored == "guarddiag.verdicts/99"
+    from guarddiag.render.flips import advice_note
+
+    assert "written by another guarddiag (guarddiag.verdicts/99) and are not used" in advice_note(run_advice(base, kept))
+    # A later compare replaces it.
+    _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+    assert load_verdicts(base, tmp_path).verdicts
+
+
+def test_a_later_compare_adds_to_what_an_earlier_one_measured(tmp_path):
+    base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+    first = load_verdicts(base, tmp_path).verdicts
+    _verdict_setup(tmp_path, LOGS / "torch-2.13.0" / "module_int_attribute.log")  # the same flip measured again
+    again = load_verdicts(base, tmp_path).verdicts
+    assert len(first) == len(again) == 1 and again[0].outcome.removed == 0  # the newest measurement wins
