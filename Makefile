@@ -19,9 +19,9 @@ $(BIN)/guarddiag: pyproject.toml
 
 venv: $(BIN)/guarddiag  ## Create .venv with pinned torch and guarddiag installed (editable)
 
-demo: venv  ## Diagnose a bundled scenario, then show which flag flip fixes it
+demo: venv  ## Diagnose a bundled scenario, then let compare find the config flips that fix it and measure them
 	$(BIN)/guarddiag run scenarios/module_int_attribute.py
-	$(BIN)/guarddiag compare scenarios/module_int_attribute.py --flag allow_unspec_int_on_nn_module
+	$(BIN)/guarddiag compare scenarios/module_int_attribute.py
 
 # The tests are isolated (each in its own tmp_path, nothing written to the checkout or to fixed paths), so
 # pytest-xdist runs them on every core; --dist loadgroup keeps any marked xdist_group on one worker.

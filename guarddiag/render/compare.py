@@ -67,6 +67,7 @@ def compare_to_dict(report: CompareReport) -> dict[str, object]:
             for r in report.results
         ],
         "diffs": diffs_to_dict(report.diffs)["diffs"],
+        "parallel": report.parallel,
         "flips": None if report.flips is None else _flips_to_dict(report.flips),
         "causes": [_cause_to_dict(c) for c in report.causes],
     }

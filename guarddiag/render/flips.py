@@ -60,8 +60,7 @@ def _seconds_change(o: FlipOutcome) -> str:
     if o.compile_s_before is None or o.compile_s_after is None:
         return ""
     saved = o.compile_s_before - o.compile_s_after
-    way = f"{seconds(saved)} s saved" if saved >= 0 else f"{seconds(-saved)} s more"
-    return f"compile time {seconds(o.compile_s_before)} s -> {seconds(o.compile_s_after)} s ({way})"
+    return f"compile time {seconds(o.compile_s_before)} s -> {seconds(o.compile_s_after)} s (saves {seconds(saved)} s)"
 
 
 def outcome_sentence(o: FlipOutcome, times: bool = True) -> str:

@@ -36,6 +36,9 @@ def test_compile_times_do_not_make_a_block_stale():
     a = "compile time 2.25 s, 1.49 s (66%) of it in recompiles\n"
     b = "compile time 1.90 s, 1.02 s (54%) of it in recompiles\n"
     assert tool.timeless(a) == tool.timeless(b) != tool.timeless(a.replace("recompiles", "compiles"))
+    # compare's compile seconds saved by a flip: negative where the flip's run took longer.
+    saved, cost = "compile time 1.40 s -> 1.14 s (saves 0.26 s)", "compile time 1.40 s -> 1.55 s (saves -0.15 s)"
+    assert tool.timeless(saved) == tool.timeless(cost)
 
 
 def test_rewrite_replaces_only_the_stale_block():
