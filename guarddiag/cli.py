@@ -125,7 +125,7 @@ def compare(
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop each run after this many seconds.")] = None,
     max_flips: Annotated[
         int, typer.Option("--max-flips", min=1, help="Without --flag: run at most this many flips (the rest are listed, not run).")
-    ] = 6,
+    ] = 6,  # guarddiag.flips.MAX_FLIPS (not imported here: start-up)
     fmt: FormatOpt = "table",
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the compare report (JSON) here.")] = None,
     module: ModuleOpt = None,

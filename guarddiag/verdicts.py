@@ -193,19 +193,22 @@ NOT_VERIFIED = "not_verified"
 @dataclass(frozen=True)
 class HintCheck:
     """Where a config hint stands for this script: ``status``, the measurements behind it (one per cause
-    the hint is for), and the command that verifies it (``guarddiag compare SCRIPT --flag NAME=VALUE -- ARGS``)."""
+    the hint is for), and the command that verifies it (``guarddiag compare SCRIPT --flag NAME=VALUE -- ARGS``);
+    ``run_flags``: the run's own --flag options, which a compare's baseline does not have (its
+    measurements hold for torch's defaults, not for that run)."""
 
     status: str
     flag: str
     outcomes: tuple[FlipOutcome, ...]
     command: str
+    run_flags: tuple[str, ...] = ()
 
 
 def compare_command(run: Run | None, flip: tuple[str, str] | None = None) -> str:
     """``guarddiag compare model.py --flag NAME=VALUE -- ARGS`` for this run (``SCRIPT`` where none is
     known); without a flip, the compare that tries every flip the causes call for."""
-    flags = [*(run.flags.items() if run is not None else ()), *([flip] if flip is not None else [])]
-    options = [word for name, value in flags for word in ("--flag", f"{name}={value}")]
+    # compare's baseline runs with torch's defaults: a run's own --flag options are not its.
+    options = ["--flag", f"{flip[0]}={flip[1]}"] if flip is not None else []
     if run is not None and run.module:
         words = ["guarddiag", "compare", *options, "-m", run.module, *run.argv]
     else:
@@ -251,7 +254,8 @@ def hint_check(hint: str, causes: Iterable[tuple[str, str]], f: FunctionSummary,
         for v in verdicts.for_cause(f.key, k)
         if v.outcome.flag in flags
     )
-    return HintCheck(_status(outcomes), flags[0], outcomes, compare_command(run, (flags[0], HINT_VALUES[hint])))
+    run_flags = tuple(f"{k}={v}" for k, v in run.flags.items()) if run is not None else ()
+    return HintCheck(_status(outcomes), flags[0], outcomes, compare_command(run, (flags[0], HINT_VALUES[hint])), run_flags)
 
 
 def check_hints(hints: tuple[FixHint, ...], f: FunctionSummary, verdicts: Verdicts, run: Run | None) -> tuple[FixHint, ...]:

@@ -141,6 +141,9 @@ def check_sentence(check: HintCheck) -> str:
         return f"verified by compare ({flip_label(best)}): {outcome_sentence(best, times=False)}"
     if check.status == NO_EFFECT and best is not None:
         return f"not a fix here: compare measured {flip_label(best)}: {outcome_sentence(best, times=False)}"
+    if check.run_flags:
+        flags = ", ".join(f"--flag {f}" for f in check.run_flags)
+        return f"not verified for a run with {flags}: {check.command} measures it against torch's defaults"
     return f"not verified: {check.command} measures it"
 
 

@@ -272,3 +272,14 @@ def test_a_later_compare_adds_to_what_an_earlier_one_measured(tmp_path):
     _verdict_setup(tmp_path, LOGS / "torch-2.13.0" / "module_int_attribute.log")  # the same flip measured again
     again = load_verdicts(base, tmp_path).verdicts
     assert len(first) == len(again) == 1 and again[0].outcome.removed == 0  # the newest measurement wins
+
+
+def test_a_run_with_its_own_flags_is_told_that_compare_measures_against_torchs_defaults(tmp_path):
+    from guarddiag.render.flips import check_sentence
+
+    base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script="model.py", flags={"recompile_limit": "16"})
+    (cause,) = run_advice(base, load_verdicts(base, tmp_path)).functions[0].causes
+    assert check_sentence(cause.check) == (
+        "not verified for a run with --flag recompile_limit=16: guarddiag compare model.py --flag "
+        "allow_unspec_int_on_nn_module=true measures it against torch's defaults"
+    )
