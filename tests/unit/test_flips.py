@@ -283,3 +283,14 @@ def test_a_run_with_its_own_flags_is_told_that_compare_measures_against_torchs_d
         "not verified for a run with --flag recompile_limit=16: guarddiag compare model.py --flag "
         "allow_unspec_int_on_nn_module=true measures it against torch's defaults"
     )
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_hostile_script_name_in_a_hint_command_is_escaped_in_every_format(tmp_path, fmt):
+    from guarddiag.render import render
+
+    hostile = "evil\x1b]52;c;SGVsbG8=\x07\u202e\n::error::x.py"
+    base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script=hostile)
+    text = render(base, fmt, run_advice(base, load_verdicts(base, tmp_path)))
+    assert "\x1b" not in text and "\u202e" not in text and "\n::error::" not in text
+    assert "allow_unspec_int_on_nn_module=true" in text
