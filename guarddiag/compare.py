@@ -15,7 +15,7 @@ from guarddiag.diff import RunDiff, diff_runs
 from guarddiag.diff import cause_counts as diff_cause_counts
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, Flag, parse_value
-from guarddiag.flips import KEEPS_COMPILED, REMOVES, Candidate, FlipPlan, Target, plan_flips
+from guarddiag.flips import KEEPS_COMPILED, Candidate, FlipPlan, Target, flip_effect, plan_flips
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Run
 
@@ -302,7 +302,7 @@ def _outcome(target: Target, base: Run, result: VariantResult, candidate: Candid
     before_f = target.function
     after_f = _function(result.run, target.function_key)
     counts = diff_cause_counts(after_f)
-    effect, cost = (candidate.effect, candidate.cost) if candidate else (REMOVES, "")
+    effect, cost = (candidate.effect, candidate.cost) if candidate else flip_effect(config[0])
     after = counts.get(target.key, 0) if result.run.status == "ok" else None
     others_before = sum(n for k, n in diff_cause_counts(before_f).items() if k != target.key)
     others_after = sum(n for k, n in counts.items() if k != target.key)

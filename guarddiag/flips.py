@@ -176,6 +176,13 @@ class FlipPlan:
     max_flips: int = MAX_FLIPS
 
 
+def flip_effect(flag: str) -> tuple[str, str]:
+    """(effect, cost) of a flip of ``flag`` run for another cause: its first row in :data:`FLIPS`
+    (``cache_size_limit``, the recompile limit's older name, as ``recompile_limit``)."""
+    name = "recompile_limit" if flag in ("cache_size_limit", "compiler.recompile_limit") else flag
+    return next(((row.effect, row.cost) for row in FLIPS if row.flag == name), (REMOVES, ""))
+
+
 # --- facts of a cause ------------------------------------------------------------------------------
 
 _COMPARISON = re.compile(r"^(?P<src>.+?) (?:==|!=|is not|is) (?P<val>.+)$")

@@ -73,13 +73,21 @@ def compare_command(
 @dataclass(frozen=True)
 class CompareOptions:
     """How the runs are made: ``jobs`` at a time, each configuration ``repeat`` times, each stopped after
-    ``timeout``; ``progress`` lines on stderr; at most ``max_flips`` flips planned without ``--flag``."""
+    ``timeout``; ``progress`` lines on stderr; at most ``max_flips`` flips planned without ``--flag``;
+    ``env``: set in each run's environment."""
 
     jobs: int | None = None
     repeat: int = 1
     timeout: float | None = None
     progress: bool = False
     max_flips: int = MAX_FLIPS
+    env: tuple[tuple[str, str], ...] = ()
+
+
+# compare without --flag reports each flip's compile seconds beside the baseline's: every run compiles
+# without torch's compile caches (inductor's FX graph cache and the others), else a baseline that hits
+# the cache of an earlier run would look cheap beside flips that compile new graphs.
+COLD_COMPILES = (("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1"), ("TORCH_COMPILE_FORCE_DISABLE_CACHES", "1"))
 
 
 def run_compare(
@@ -99,10 +107,11 @@ def run_compare(
         return plan, _with_output_changes(_run(target, [plan.baseline, *plan.variants], options)), catalog, None
     if options.progress:
         message(f"running the baseline of {target} to find its causes ({options.repeat}x)")
-    (baseline,) = _run(target, [plan.baseline], options)
+    cold = replace(options, env=COLD_COMPILES)
+    (baseline,) = _run(target, [plan.baseline], cold)
     flips = plan_flips(catalog, baseline.run, options.max_flips) if baseline.run.status == "ok" else FlipPlan((), ())
     plan = replace(plan, variants=flip_variants(flips, plan.baseline.python))
-    results = [baseline, *_run(target, list(plan.variants), options)] if plan.variants else [baseline]
+    results = [baseline, *_run(target, list(plan.variants), cold)] if plan.variants else [baseline]
     return plan, _with_output_changes(results), catalog, flips
 
 
@@ -112,7 +121,7 @@ def _run(target: Target, variants: list[Variant], options: CompareOptions) -> li
     requests = [
         RunRequest(
             script=target.script, args=target.args, python=v.python, flags=v.flags, timeout=options.timeout, capture_output=True,
-            label=v.label, module=target.module,
+            label=v.label, module=target.module, env=options.env,
         )
         for v in variants
         for _ in range(repeat)

@@ -181,14 +181,15 @@ def plan_lines(report: CompareReport) -> list[str]:
     if not flips.targets:
         return ["the baseline recompiled nothing and hit no recompile limit: no cause to remove, no flip run"]
     n = len(flips.targets)
-    line = f"{n} cause{'s' if n != 1 else ''} in the baseline; {len(flips.flips)} config flip{'s' if len(flips.flips) != 1 else ''} run"
+    causes = f"{n} cause{'s' if n != 1 else ''} in the baseline"
+    if not flips.flips:
+        return [f"{causes}; no config flip answers {'them' if n != 1 else 'it'} in this torch: nothing run"]
+    line = f"{causes}; {len(flips.flips)} config flip{'s' if len(flips.flips) != 1 else ''} run"
     line += f" (one run each; {len(flips.capped)} more over --max-flips {flips.max_flips}, not run)" if flips.capped else " (one run each)"
+    times = "compile times are each run's own, compiled without torch's compile caches"
     if report.parallel > 1:
-        line += (
-            f"; compile times are each run's own: the baseline ran alone, the flips {report.parallel} at a time on shared cores "
-            "(--jobs 1 times each alone)"
-        )
-    return [line]
+        times += f": the baseline ran alone, the flips {report.parallel} at a time on shared cores (--jobs 1 times each alone)"
+    return [line, times]
 
 
 def _table(report: CompareReport) -> str:

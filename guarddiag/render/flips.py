@@ -128,8 +128,8 @@ def cause_lines(c: CauseResult, max_flips: int) -> list[str]:
     out += [f"not run: {skipped_sentence(s)}" for s in c.target.skipped]
     if not c.target.candidates and not c.outcomes:
         out.append("no config flip answers this cause: it needs a change of the code (`guarddiag explain` says which)")
-    elif not any(o.works for o in c.outcomes):
-        out.append("no flip run removed it")
+    elif not any(o.works and o.effect != KEEPS_COMPILED for o in c.outcomes) and c.target.recompiles:
+        out.append("no flip run removed its recompiles")
     return out
 
 
