@@ -20,7 +20,9 @@ from tests.fixtures.record_logs import NEUTRAL_BASE, NEUTRAL_LOGS, NEUTRAL_VENV,
 # An absolute POSIX path: a slash that does not continue a word, a URL ("https://") or a relative path.
 ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?:[\w.+-]+/)+[\w.+-]*")
 NEUTRAL = (NEUTRAL_PROJECT, NEUTRAL_VENV, NEUTRAL_BASE, NEUTRAL_LOGS)
-RECORDED = sorted([*(p for p in FIXTURES.glob("logs/torch-*/**/*") if p.is_file()), *FIXTURES.glob("flags/*.json"), *FIXTURES.glob("flips/torch-*/*.log")])
+RECORDED = sorted(
+    [*(p for p in FIXTURES.glob("logs/torch-*/**/*") if p.is_file()), *FIXTURES.glob("flags/*.json"), *FIXTURES.glob("flips/torch-*/*.log")]
+)
 
 
 def _machine_paths(text: str) -> list[str]:
