@@ -122,9 +122,10 @@ def test_flips_are_deduplicated_across_causes_and_capped_first_candidate_of_ever
 
 
 def test_every_row_of_the_table_names_a_cost_and_an_effect_the_words_know():
-    from guarddiag.render.flips import COSTS
+    from guarddiag.flips import SKIP_REASONS
+    from guarddiag.render.flips import _SKIPPED, COSTS
 
-    assert {row.cost for row in FLIPS} <= set(COSTS)
+    assert {row.cost for row in FLIPS} <= set(COSTS) and set(_SKIPPED) == set(SKIP_REASONS)
     assert apply_line("compiler.dynamic_sources", "L['x']:0") == "torch.compiler.config.dynamic_sources = \"L['x']:0\""
     assert apply_line("fx.backed_size_oblivious", "true") == "torch.fx.experimental._config.backed_size_oblivious = True"
     assert apply_line("recompile_limit", "64") == "torch._dynamo.config.recompile_limit = 64"
