@@ -179,7 +179,7 @@ def advice_note(advice: RunAdvice) -> str | None:
             f"and are not used; `{advice.command}` measures them again"
         )
     if advice.functions and not advice.compared and advice.command:
-        return f"fix hints are not verified for this script yet: `{advice.command}` measures the config flips its causes call for"
+        return f"fix hints are not verified for this script yet: `{advice.command}` tries the config flips that could remove its recompiles"
     return None
 
 
