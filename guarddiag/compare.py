@@ -179,10 +179,12 @@ class FlipOutcome:
 
     ``before``/``after``: the cause's recompiles in the baseline's first run and in the flip's (``after``
     None: the flip's run did not finish cleanly, ``status`` says how it ended); ``limit_hits_*``,
-    ``compiles_*``, ``compile_s_*``: the function's, in both runs (compile seconds None when torch's record
-    of times is not there); ``added``: recompiles of the function's other causes the flip added;
+    ``compiles_*``: the function's, in both runs; ``compile_s_*``: the whole run's compile seconds (None
+    when torch's record of times is not there); ``added``: recompiles of the function's other causes the flip added;
     ``stdout_changed``: the flip's run printed something else than the baseline's (None: not known);
-    ``unstable``: the function's compile count varied between repeats of the flip."""
+    ``unstable``: the function's compile count varied between repeats of the flip; ``run_*`` and
+    ``graph_breaks_*``: the whole run's recompiles, limit hits and graph breaks in both (a flip can move
+    recompiles to another function: a graph break it causes makes new ones)."""
 
     flag: str
     value: str
@@ -201,6 +203,18 @@ class FlipOutcome:
     stdout_changed: bool | None
     unstable: bool = False
     candidate: bool = True
+    run_recompiles_before: int = 0
+    run_recompiles_after: int = 0
+    run_limit_hits_before: int = 0
+    run_limit_hits_after: int = 0
+    graph_breaks_before: int = 0
+    graph_breaks_after: int = 0
+
+    @property
+    def fewer_in_run(self) -> bool:
+        """The whole run recompiled (or hit the limit) less with the flip than without."""
+        before = self.run_recompiles_before + self.run_limit_hits_before
+        return self.run_recompiles_after + self.run_limit_hits_after < before
 
     @property
     def removed(self) -> int:
@@ -214,11 +228,14 @@ class FlipOutcome:
 
     @property
     def works(self) -> bool:
-        """Whether the flip did what it is for: removed recompiles of the cause (or, a raised limit, kept
-        the refused calls compiled), in a run that finished and was the same each time."""
+        """Whether the flip did what it is for: removed recompiles of the cause with fewer in the whole run
+        (or, a raised limit, kept the refused calls compiled), in a run that finished and was the same each time."""
         if self.status != "ok" or self.unstable:
             return False
-        return self.keeps_compiled if self.effect == KEEPS_COMPILED else self.removed > 0 or self.keeps_compiled
+        if self.effect == KEEPS_COMPILED:
+            return self.keeps_compiled
+        # Recompiles moved elsewhere (another function, a graph break's resume function) are not removed.
+        return (self.removed > 0 or self.keeps_compiled) and self.fewer_in_run
 
 
 @dataclass(frozen=True)
@@ -317,11 +334,17 @@ def _outcome(target: Target, base: Run, result: VariantResult, candidate: Candid
         limit_hits_after=len(after_f.limit_hits) if after_f else 0,
         compiles_before=before_f.compiles,
         compiles_after=after_f.compiles if after_f else 0,
-        compile_s_before=before_f.compile_s,
-        compile_s_after=after_f.compile_s if after_f else (0.0 if result.run.status == "ok" else None),
+        compile_s_before=base.compile_s,
+        compile_s_after=result.run.compile_s,
         added=max(others_after - others_before, 0),
         status=result.run.status,
         stdout_changed=result.stdout_change is not None if result.stdout_compared else None,
         unstable=any(u.function.key == target.function_key for u in result.unstable),
         candidate=candidate is not None,
+        run_recompiles_before=base.recompiles,
+        run_recompiles_after=result.run.recompiles,
+        run_limit_hits_before=base.limit_hits,
+        run_limit_hits_after=result.run.limit_hits,
+        graph_breaks_before=base.graph_breaks,
+        graph_breaks_after=result.run.graph_breaks,
     )

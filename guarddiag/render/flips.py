@@ -60,7 +60,7 @@ def _seconds_change(o: FlipOutcome) -> str:
     if o.compile_s_before is None or o.compile_s_after is None:
         return ""
     saved = o.compile_s_before - o.compile_s_after
-    return f"compile time {seconds(o.compile_s_before)} s -> {seconds(o.compile_s_after)} s (saves {seconds(saved)} s)"
+    return f"compile time of the run {seconds(o.compile_s_before)} s -> {seconds(o.compile_s_after)} s (saves {seconds(saved)} s)"
 
 
 def outcome_sentence(o: FlipOutcome, times: bool = True) -> str:
@@ -81,9 +81,24 @@ def outcome_sentence(o: FlipOutcome, times: bool = True) -> str:
         hits = f"limit hits {o.limit_hits_before} -> {o.limit_hits_after}"
         parts = [f"keeps the refused calls compiled ({hits})" if o.keeps_compiled else f"leaves the refused calls ({hits})"]
     parts += [f"adds {o.added} recompile{'s' if o.added != 1 else ''} of other causes"] if o.added else []
+    parts += [_run_change(o)] if _moved(o) or o.graph_breaks_after != o.graph_breaks_before else []
     parts += [t for t in [_seconds_change(o)] if t and times]
     parts.append({True: "output differs from the baseline's", False: "output unchanged", None: "output not compared"}[o.stdout_changed])
     return "; ".join(parts)
+
+
+def _moved(o: FlipOutcome) -> bool:
+    """Recompiles the flip made in other functions (a graph break it caused, a function compiled anew)."""
+    return o.effect != KEEPS_COMPILED and o.run_recompiles_after > o.run_recompiles_before - o.removed + o.added
+
+
+def _run_change(o: FlipOutcome) -> str:
+    """``in the whole run: 4 recompiles -> 4, graph breaks 0 -> 1``: where the flip moved recompiles to."""
+    parts = [f"{o.run_recompiles_before} recompiles -> {o.run_recompiles_after}"]
+    if o.graph_breaks_after != o.graph_breaks_before:
+        parts.append(f"graph breaks {o.graph_breaks_before} -> {o.graph_breaks_after}")
+    verdict = "" if o.fewer_in_run or o.effect == KEEPS_COMPILED else ": not fewer, so no fix"
+    return f"in the whole run {', '.join(parts)}{verdict}"
 
 
 def _keeps_compiled(o: FlipOutcome) -> str:

@@ -295,3 +295,20 @@ def test_a_hostile_script_name_in_a_hint_command_is_escaped_in_every_format(tmp_
     text = render(base, fmt, run_advice(base, load_verdicts(base, tmp_path)))
     assert "\x1b" not in text and "\u202e" not in text and "\n::error::" not in text
     assert "allow_unspec_int_on_nn_module=true" in text
+
+
+def test_a_flip_that_moves_recompiles_to_another_function_is_no_fix():
+    """As compiler.unbacked_sources did on tests/corpus/kv_cache_decode.py (inductor): the outer forward
+    stopped recompiling, a graph break's inner function recompiled as often. Here: the flip's run is the
+    allow_unspec log with recompile_limit.log's 7-times recompiling function beside it (real logs both)."""
+    base_log = LOGS / "torch-2.13.0" / "module_int_attribute.log"
+    flips = plan_flips(_catalog("2.13.0"), _run(base_log))
+    report = _report(base_log, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log", flips,
+                     ("allow_unspec_int_on_nn_module", "true"))
+    moved = _run(LOGS / "torch-2.13.0" / "recompile_limit.log")
+    variant = report.results[1]
+    variant = replace(variant, runs=(replace(variant.run, functions=(*variant.run.functions, *moved.functions)),))
+    report = build_report(report.plan, [report.results[0], variant], _catalog("2.13.0"), flips)
+    (o,) = report.causes[0].outcomes
+    assert o.removed == 4 and not o.fewer_in_run and not o.works
+    assert "in the whole run 5 recompiles -> 8: not fewer, so no fix" in outcome_sentence(o, times=False)
