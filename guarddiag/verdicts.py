@@ -89,18 +89,21 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Verdicts:
-    """The verdicts kept for one key; ``ignored``: the schema of a file this guarddiag does not read (its
-    verdicts are not used), else ``""``."""
+    """The verdicts kept for one key; ``ignored``: why the file kept for it is not used (:data:`IGNORED`),
+    else ``""``; ``schema``: the schema that file names."""
 
     key: VerdictKey | None
     verdicts: tuple[Verdict, ...] = ()
     ignored: str = ""
+    schema: str = ""
 
     def for_cause(self, function: FunctionKey, cause: CauseKey) -> tuple[Verdict, ...]:
         return tuple(v for v in self.verdicts if v.function == function and v.cause == cause)
 
 
 NO_VERDICTS = Verdicts(None)
+# Why a verdict file is not used (Verdicts.ignored): another guarddiag's schema, not JSON, damaged fields.
+IGNORED = ("other_schema", "not_json", "damaged")
 
 
 def verdicts_of(report: CompareReport, now: str) -> tuple[Verdict, ...]:
@@ -123,17 +126,19 @@ def load_verdicts(run: Run, folder: Path = FOLDER) -> Verdicts:
         return NO_VERDICTS
     try:
         data = json.loads(_path(key, folder).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return Verdicts(key)  # none kept, or a file no reader could use: as if never compared
+    except OSError:
+        return Verdicts(key)  # none kept: never compared
+    except (ValueError, UnicodeDecodeError):
+        return Verdicts(key, (), "not_json")
     schema = data.get("schema") if isinstance(data, dict) else None
     if schema not in KNOWN_SCHEMAS:
-        return Verdicts(key, (), str(schema))
+        return Verdicts(key, (), "other_schema", str(schema))
     try:
         if _key_from(data["key"]) != key:
             return Verdicts(key)  # another key with the same digest prefix: not ours
         return Verdicts(key, tuple(_verdict_from(v) for v in data["verdicts"]))
     except (KeyError, TypeError, ValueError):
-        return Verdicts(key, (), f"{schema} (damaged)")
+        return Verdicts(key, (), "damaged", str(schema))
 
 
 def keep_verdicts(report: CompareReport, folder: Path = FOLDER) -> None:
@@ -292,13 +297,15 @@ class FunctionAdvice:
 @dataclass(frozen=True)
 class RunAdvice:
     """The advice of a run report: per function, per cause group; ``compared``: a compare of this script
-    was found (its verdicts are used); ``ignored``: the schema of a verdict file this guarddiag does not
-    read; ``command``: the compare (without --flag) that measures every flip the causes call for."""
+    was found (its verdicts are used); ``ignored`` (:data:`IGNORED`) and ``ignored_schema``: why the
+    verdict file kept for it is not used; ``command``: the compare (without --flag) that measures every
+    flip the causes call for."""
 
     functions: tuple[FunctionAdvice, ...]
     compared: bool
     ignored: str = ""
     command: str = ""
+    ignored_schema: str = ""
 
     def of(self, f: FunctionSummary) -> FunctionAdvice | None:
         return next((a for a in self.functions if a.function == f.key), None)
@@ -324,7 +331,7 @@ def run_advice(run: Run, verdicts: Verdicts) -> RunAdvice:
             )
             advice.append(CauseAdvice(category, subject, hint, check, found))
         functions.append(FunctionAdvice(f.key, tuple(advice)))
-    return RunAdvice(tuple(functions), bool(verdicts.verdicts), verdicts.ignored, compare_command(run))
+    return RunAdvice(tuple(functions), bool(verdicts.verdicts), verdicts.ignored, compare_command(run), verdicts.schema)
 
 
 def _is_hint_flip(v: Verdict, check: HintCheck | None) -> bool:

@@ -181,6 +181,13 @@ def advice_lines(a: CauseAdvice) -> list[str]:
     return out
 
 
+# Why a verdict file is not used (guarddiag.verdicts.IGNORED).
+_IGNORED = {
+    "other_schema": "written by another guarddiag: schema {schema}",
+    "not_json": "its file is not JSON",
+    "damaged": "its file is damaged ({schema})",
+}
+
 # A code-change hint: compare flips config, it cannot check a change of the user's code.
 _CODE_CHANGE = "not verified on this script: a change of the code, which compare cannot try"
 
@@ -189,10 +196,8 @@ def advice_note(advice: RunAdvice) -> str | None:
     """A note under the headline: the compare of this script that verifies its config hints, or why the
     verdicts kept for it were not used."""
     if advice.ignored:
-        return (
-            f"the verdicts of an earlier compare of this script were written by another guarddiag ({advice.ignored}) "
-            f"and are not used; `{advice.command}` measures them again"
-        )
+        why = _IGNORED[advice.ignored].format(schema=advice.ignored_schema)
+        return f"what an earlier compare of this script measured is not used ({why}); `{advice.command}` measures it again"
     if advice.functions and not advice.compared and advice.command:
         return f"fix hints are not verified for this script yet: `{advice.command}` tries the config flips that could remove its recompiles"
     return None
@@ -203,7 +208,7 @@ def advice_to_dict(advice: RunAdvice) -> dict[str, object]:
     where it stands (status, flag, command, the measurements) and the flips compare measured working."""
     return {
         "compared": advice.compared,
-        "ignored_verdicts": advice.ignored or None,
+        "ignored_verdicts": {"why": advice.ignored, "schema": advice.ignored_schema} if advice.ignored else None,
         "compare": advice.command,
         "functions": [
             {

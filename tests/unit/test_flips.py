@@ -123,9 +123,10 @@ def test_flips_are_deduplicated_across_causes_and_capped_first_candidate_of_ever
 
 def test_every_row_of_the_table_names_a_cost_and_an_effect_the_words_know():
     from guarddiag.flips import SKIP_REASONS
-    from guarddiag.render.flips import _SKIPPED, COSTS
+    from guarddiag.render.flips import _IGNORED, _SKIPPED, COSTS
+    from guarddiag.verdicts import IGNORED
 
-    assert {row.cost for row in FLIPS} <= set(COSTS) and set(_SKIPPED) == set(SKIP_REASONS)
+    assert {row.cost for row in FLIPS} <= set(COSTS) and set(_SKIPPED) == set(SKIP_REASONS) and set(_IGNORED) == set(IGNORED)
     assert apply_line("compiler.dynamic_sources", "L['x']:0") == "torch.compiler.config.dynamic_sources = \"L['x']:0\""
     assert apply_line("fx.backed_size_oblivious", "true") == "torch.fx.experimental._config.backed_size_oblivious = True"
     assert apply_line("recompile_limit", "64") == "torch._dynamo.config.recompile_limit = 64"
@@ -258,10 +259,12 @@ def test_a_verdict_file_of_another_version_is_ignored_and_said_to_be(tmp_path):
     assert doc["schema"] == "guarddiag.verdicts/1" and doc["key"]["torch_version"] == "2.13.0+cpu"
     path.write_text(json.dumps(doc | {"schema": "guarddiag.verdicts/99"}))
     kept = load_verdicts(base, tmp_path)
-    assert kept.verdicts == () and kept.ignored == "guarddiag.verdicts/99"
+    assert kept.verdicts == () and (kept.ignored, kept.schema) == ("other_schema", "guarddiag.verdicts/99")
     from guarddiag.render.flips import advice_note
 
-    assert "written by another guarddiag (guarddiag.verdicts/99) and are not used" in advice_note(run_advice(base, kept))
+    assert "is not used (written by another guarddiag: schema guarddiag.verdicts/99)" in advice_note(run_advice(base, kept))
+    path.write_text("{ torn")
+    assert load_verdicts(base, tmp_path).ignored == "not_json"
     # A later compare replaces it.
     _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
     assert load_verdicts(base, tmp_path).verdicts
