@@ -36,9 +36,12 @@ from guarddiag.model import (
     Guard,
     LimitHit,
     RecompileEvent,
+    Resume,
+    StackSlot,
 )
 from guarddiag.pins import Entry, changed, decisive, diff_listings, dynamic_dims, dynamic_scalars, hashed, hashed_pins, pinned
-from guarddiag.sourceinfo import local_roles
+from guarddiag.resume import resume_of, slot_index, slot_name
+from guarddiag.sourceinfo import Roles, local_roles
 from guarddiag.timing import with_compile_times
 from guarddiag.wrapped import library_frame, with_named_arguments, wrapped_callable
 
@@ -361,6 +364,9 @@ def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
         dynamic_dims=parts[-1].dynamic_dims,
         # A frame the log shows no compile of (a graph break, a limit hit alone) is no code object compiled.
         code_objects=sum(f.code_objects for f in parts if f.compiles) or 1,
+        resume=replace(first.resume, slots=tuple(dict.fromkeys(s for f in parts if f.resume for s in f.resume.slots)))
+        if first.resume is not None
+        else None,
     )
 
 
@@ -411,7 +417,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
             continue
         compile_id = f"{frame.frame_id}/{n}"
         if frame.announced.get(n):
-            causes = tuple(classify_failure(f.text, f.cache_entry, roles) for f in frame.announced[n])
+            causes = tuple(classify_failure(f.text, f.cache_entry, roles, f.stack) for f in frame.announced[n])
             events.append(decisive(RecompileEvent(compile_id, True, causes), frame.changed.get(n, {}), roles))
         else:
             # Not announced, or announced without its reasons (a log cut after the header): the cause
@@ -433,6 +439,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
             outcome = "raised"  # a frame torch runs eagerly for good is never offered to it again
         cause = classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
+    dims = _merged_dims(frame.dynamic)
     return FunctionSummary(
         name=frame.name,
         file=frame.file,
@@ -444,5 +451,18 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         graph_breaks=tuple(frame.graph_breaks.values()),
         failed_compiles=failed,
         compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
-        dynamic_dims=_merged_dims(frame.dynamic),
+        dynamic_dims=dims,
+        resume=_resume(frame, roles, [c.source for e in events for c in (*e.causes, *e.also)] + [h.cause.source for h in hits if h.cause]
+                       + [d.source for d in dims]),
     )
+
+
+def _resume(frame: _Frame, roles: Mapping[str, str], sources: Iterable[str]) -> Resume | None:
+    """A resume function's user function and line, and what the stack slots its causes name hold."""
+    resume = resume_of(frame.name, frame.line)
+    if resume is None:
+        return None
+    held = roles.held if isinstance(roles, Roles) else ()
+    indexes = sorted({i for s in sources if (i := slot_index(s)) is not None})
+    slots = tuple(StackSlot(slot_name(i), held[i] if i < len(held) else "") for i in indexes)
+    return replace(resume, slots=slots)
