@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
 from guarddiag.model import FunctionSummary, LateHook, Run, uncounted
+from guarddiag.places import location_file
 from guarddiag.render.words import (
     capture_gap,
     compile_time_sentence,
@@ -16,6 +17,7 @@ from guarddiag.render.words import (
     limit_sentence,
     near_limit_sentence,
     script_outcome,
+    short_path,
     source_label,
     unobserved_sentence,
     wrapper_label,
@@ -251,7 +253,11 @@ def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
 
 
 def _line(location: str, code: str) -> str:
-    """``model.py:21 in forward: return x / self.t``."""
+    """``model.py:21 in forward: return x / self.t``; a full path (torch's user stack prints them) shortened
+    as a function's label shortens it, a path torch shortened as it is."""
+    file = location_file(location)
+    if os.path.isabs(file) or file[1:3] in (":\\", ":/"):
+        location = short_path(file) + location[len(file) :]
     return f"{location}: {code}" if location and code else location
 
 
