@@ -242,6 +242,8 @@ def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
         where = _line(cause.location, cause.code)
         inner = _line(cause.inner_location, cause.inner_code)
         entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where, inner])
+        # The user's line when any recompile of the group shows it (torch 2.4 comments a later one in Dynamo's code).
+        entry[4] = entry[4] or where
         entry[0] += 1
         entry[1] += 0 if event.logged else 1
         entry[3].update(dict.fromkeys(f"{c.category}: {c.subject}" for c in event.also))

@@ -7,6 +7,7 @@ from guarddiag.guardexpr import readable_source
 from guarddiag.limits import LimitBudget
 from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Resume, Run, Unobserved, compile_gaps
 from guarddiag.resume import resume_of, slot_index, slot_name
+from guarddiag.wrapped import torch_wrapper
 
 _OUTCOMES = {
     "eager": "torch runs it without compiling from here on",
@@ -62,8 +63,11 @@ def source_label(f: FunctionSummary, source: str) -> str:
 
 
 def wrapper_label(f: FunctionSummary) -> str:
-    """The code object torch compiled for a wrapped callable, as torch names it: ``inner (_dynamo/external_utils.py:67)``."""
-    return place_label(f.name, f.file, f.line)
+    """The code object compiled for a wrapped callable, as torch names it: ``torch's wrapper `inner`
+    (_dynamo/external_utils.py:67)``, a library's ``the wrapper `wrapper` (utils/generic.py:940)``."""
+    whose = "torch's wrapper" if torch_wrapper(f.file) else "the wrapper"
+    where = f"{short_path(f.file)}:{f.line}" if f.line is not None else short_path(f.file)
+    return f"{whose} `{f.name}` ({where})"
 
 
 def compiled_for_name(c: CompiledFor) -> str:
