@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
@@ -302,9 +303,10 @@ class RunBuilder:
         self._pending.clear()
         kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
         ledger = LedgerIndex(self._ledger)
+        compiled = {(f.file, f.name) for f in kept}
         summaries = _join_same_function(
             # A run's ledger knows each attempt's outcome even when no compile left a listing.
-            [_summary(f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger) for f in kept]
+            [_summary(f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger, compiled) for f in kept]
         )
         summaries = with_named_arguments(with_compile_times(summaries, self._ledger))
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
@@ -409,7 +411,9 @@ def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
     return top + 1 - sum(1 for n in refused if n <= top)
 
 
-def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex) -> FunctionSummary:
+def _summary(
+    frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex, compiled: AbstractSet[tuple[str, str]] = frozenset()
+) -> FunctionSummary:
     numbers = sorted(n for n in frame.compiles if n not in frame.refused)
     events = []
     for n in numbers:
@@ -452,14 +456,20 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         failed_compiles=failed,
         compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
         dynamic_dims=dims,
-        resume=_resume(frame, roles, [c.source for e in events for c in (*e.causes, *e.also)] + [h.cause.source for h in hits if h.cause]
-                       + [d.source for d in dims]),
+        resume=_resume(
+            frame, roles, [c.source for e in events for c in (*e.causes, *e.also)] + [h.cause.source for h in hits if h.cause]
+            + [d.source for d in dims], compiled,
+        ),
     )
 
 
-def _resume(frame: _Frame, roles: Mapping[str, str], sources: Iterable[str]) -> Resume | None:
-    """A resume function's user function and line, and what the stack slots its causes name hold."""
+def _resume(frame: _Frame, roles: Mapping[str, str], sources: Iterable[str], compiled: AbstractSet[tuple[str, str]]) -> Resume | None:
+    """A resume function's user function and line, and what the stack slots its causes name hold.
+    torch 2.2's ``resume_in_f`` is one only when ``f`` of the same file was compiled too (``compiled``)."""
     resume = resume_of(frame.name, frame.line)
+    loose = resume_of(frame.name, frame.line, loose=True)
+    if resume is None and loose is not None and (frame.file, loose.function) in compiled:
+        resume = loose
     if resume is None:
         return None
     held = roles.held if isinstance(roles, Roles) else ()

@@ -78,8 +78,9 @@ def local_roles(file: str, name: str, line: int | None) -> Mapping[str, str]:
     """Each local name of the function at ``file:line`` with its role; empty when the source is not at hand.
     A resume function (``torch_dynamo_resume_in_f_at_19``) is read as its user function ``f``, with the
     expressions its stack slots hold (:class:`Roles`)."""
-    resume = resume_of(name, line)
-    if resume is not None:
+    resume = resume_of(name, line, loose=True)
+    # torch 2.2's `resume_in_f` is taken for one only where a `def f` holds its line.
+    if resume is not None and (resume_of(name, line) is not None or _enclosing(file, resume.function, resume.line)):
         return _resume_roles(file, resume.function, resume.line)
     return _roles(file, name, line)
 

@@ -212,3 +212,15 @@ def test_an_old_record_without_resume_facts_still_names_the_resume_function():
         f.pop("resume", None)  # a record written before issue 25
     again = run_from_dict(data)
     assert RESUME_LABEL in {function_label(replace(f)) for f in again.functions}
+
+
+def test_torch_2_2s_resume_spelling_is_read_where_its_function_compiled_too():
+    # torch 2.2 names the resume function `resume_in_forward` (resume_execution.py at v2.2.2), otherwise as
+    # 2.4 logs it: the 2.4.1 log with that one name changed.
+    text = (LOGS / "torch-2.4.1" / "graph_break.log").read_text().replace("torch_dynamo_resume_in_forward_at_31", "resume_in_forward")
+    functions, _ = build_from_lines(text.splitlines(), roles=lambda *_: {})
+    assert RESUME_LABEL in {function_label(f) for f in functions}
+    # A function of the user's that happens to be called so, with no `forward` compiled, is no resume function.
+    alone = "\n".join(line for line in text.splitlines() if "[0/" not in line)
+    functions, _ = build_from_lines(alone.splitlines(), roles=lambda *_: {})
+    assert [(f.name, f.resume) for f in functions] == [("resume_in_forward", None)]
