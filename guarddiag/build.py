@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
@@ -36,9 +37,12 @@ from guarddiag.model import (
     Guard,
     LimitHit,
     RecompileEvent,
+    Resume,
+    StackSlot,
 )
 from guarddiag.pins import Entry, changed, decisive, diff_listings, dynamic_dims, dynamic_scalars, hashed, hashed_pins, pinned
-from guarddiag.sourceinfo import local_roles
+from guarddiag.resume import resume_of, slot_index, slot_name
+from guarddiag.sourceinfo import Roles, local_roles
 from guarddiag.timing import with_compile_times
 from guarddiag.wrapped import library_frame, with_named_arguments, wrapped_callable
 
@@ -299,9 +303,10 @@ class RunBuilder:
         self._pending.clear()
         kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
         ledger = LedgerIndex(self._ledger)
+        compiled = {(f.file, f.name) for f in kept}
         summaries = _join_same_function(
             # A run's ledger knows each attempt's outcome even when no compile left a listing.
-            [_summary(f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger) for f in kept]
+            [_summary(f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger, compiled) for f in kept]
         )
         summaries = with_named_arguments(with_compile_times(summaries, self._ledger))
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
@@ -361,6 +366,9 @@ def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
         dynamic_dims=parts[-1].dynamic_dims,
         # A frame the log shows no compile of (a graph break, a limit hit alone) is no code object compiled.
         code_objects=sum(f.code_objects for f in parts if f.compiles) or 1,
+        resume=replace(first.resume, slots=tuple(dict.fromkeys(s for f in parts if f.resume for s in f.resume.slots)))
+        if first.resume is not None
+        else None,
     )
 
 
@@ -403,7 +411,9 @@ def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
     return top + 1 - sum(1 for n in refused if n <= top)
 
 
-def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex) -> FunctionSummary:
+def _summary(
+    frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex, compiled: AbstractSet[tuple[str, str]] = frozenset()
+) -> FunctionSummary:
     numbers = sorted(n for n in frame.compiles if n not in frame.refused)
     events = []
     for n in numbers:
@@ -411,7 +421,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
             continue
         compile_id = f"{frame.frame_id}/{n}"
         if frame.announced.get(n):
-            causes = tuple(classify_failure(f.text, f.cache_entry, roles) for f in frame.announced[n])
+            causes = tuple(classify_failure(f.text, f.cache_entry, roles, f.stack) for f in frame.announced[n])
             events.append(decisive(RecompileEvent(compile_id, True, causes), frame.changed.get(n, {}), roles))
         else:
             # Not announced, or announced without its reasons (a log cut after the header): the cause
@@ -433,6 +443,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
             outcome = "raised"  # a frame torch runs eagerly for good is never offered to it again
         cause = classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
+    dims = _merged_dims(frame.dynamic)
     return FunctionSummary(
         name=frame.name,
         file=frame.file,
@@ -444,5 +455,24 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         graph_breaks=tuple(frame.graph_breaks.values()),
         failed_compiles=failed,
         compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
-        dynamic_dims=_merged_dims(frame.dynamic),
+        dynamic_dims=dims,
+        resume=_resume(
+            frame, roles, [c.source for e in events for c in (*e.causes, *e.also)] + [h.cause.source for h in hits if h.cause]
+            + [d.source for d in dims], compiled,
+        ),
     )
+
+
+def _resume(frame: _Frame, roles: Mapping[str, str], sources: Iterable[str], compiled: AbstractSet[tuple[str, str]]) -> Resume | None:
+    """A resume function's user function and line, and what the stack slots its causes name hold.
+    torch 2.2's ``resume_in_f`` is one only when ``f`` of the same file was compiled too (``compiled``)."""
+    resume = resume_of(frame.name, frame.line)
+    loose = resume_of(frame.name, frame.line, loose=True)
+    if resume is None and loose is not None and (frame.file, loose.function) in compiled:
+        resume = loose
+    if resume is None:
+        return None
+    held = roles.held if isinstance(roles, Roles) else ()
+    indexes = sorted({i for s in sources if (i := slot_index(s)) is not None})
+    slots = tuple(StackSlot(slot_name(i), held[i] if i < len(held) else "") for i in indexes)
+    return replace(resume, slots=slots)

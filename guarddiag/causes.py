@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from guarddiag.guardexpr import as_source, named_source, normalize_guard, readable_source, sized_source, tensor_change, tensor_fields
 from guarddiag.guardkinds import Category, GuardKind, ambient_state, failure_kind, kind
 from guarddiag.ids import CACHE_ENTRY
+from guarddiag.logparse.events import StackFrame
 from guarddiag.logparse.guards import location_of
 from guarddiag.model import Cause, Guard
+from guarddiag.places import location_file, users_file
+from guarddiag.resume import slot_index, slot_name
+from guarddiag.sourceinfo import Roles
 
 __all__ = ["cause_from_changed_guard", "classify_failure", "classify_last_reason", "subject"]
 
@@ -35,11 +39,25 @@ def subject(src: str, roles: Mapping[str, str] | None = None) -> str:
     if head is None:
         return f"`{name}`"
     root = head.group(0)
+    index = None if root_global else slot_index(root)
+    if index is not None:
+        return _held(index, name[len(root) :], roles)
     where = "global" if root_global else (roles or {}).get(root, "local")
     rest = name[len(root) :]
     if not rest:
         return f"{where} `{root}`"
     return f"`{name}` on {where} `{root}`"
+
+
+def _held(index: int, rest: str, roles: Mapping[str, str] | None) -> str:
+    """A value a graph break left on the stack, by the user's code that computed it: ```self.block(x)```;
+    where the source does not tell, by torch's name and the line of the break."""
+    held = roles.held if isinstance(roles, Roles) else ()
+    if index < len(held) and held[index]:
+        return f"`{held[index]}{rest}`"
+    line = roles.line if isinstance(roles, Roles) else None
+    at = f" at line {line}" if line is not None else ""
+    return f"`{slot_name(index)}{rest}` (a value the graph break{at} left on the stack)"
 
 
 def _imported(name: str) -> str:
@@ -53,8 +71,11 @@ def _imported(name: str) -> str:
     return f"global `{rest}` of {where}" if rest else f"module `{module}`"
 
 
-def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[str, str] | None = None) -> Cause:
-    """One torch guard-failure reason (``- 0/0: m.layer_idx == 0  # ...``) as a Cause."""
+def classify_failure(
+    text: str, cache_entry: str | None = None, roles: Mapping[str, str] | None = None, stack: Sequence[StackFrame] = ()
+) -> Cause:
+    """One torch guard-failure reason (``- 0/0: m.layer_idx == 0  # ...``) as a Cause; ``stack``: the
+    ``User stack trace:`` torch printed under it (torch >= 2.11), which places it at the user's line."""
     lines = text.splitlines() if text else [""]
     # A reason that ends with a colon goes on below it (`Duplicate tensors found:` and the list on the next lines).
     first = " ".join(text.split()) if lines[0].rstrip().endswith(":") else lines[0]
@@ -65,6 +86,7 @@ def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[s
     # `code  # file:line in fn`; a flattened paste has single spaces around the second `#`.
     at = comment.rfind(location) if location else -1
     code = comment[:at].rstrip().removesuffix("#").strip() if at > 0 else ""
+    location, code, inner, inner_code = users_line(location, " ".join(code.split()) if location else "", stack)
     return Cause(
         category=category,
         source=src,
@@ -73,8 +95,30 @@ def classify_failure(text: str, cache_entry: str | None = None, roles: Mapping[s
         subject=about,
         cache_entry=cache_entry,
         location=location,
-        code=" ".join(code.split()) if location else "",
+        code=code,
+        inner_location=inner,
+        inner_code=inner_code,
     )
+
+
+def users_line(location: str, code: str, stack: Sequence[StackFrame] = ()) -> tuple[str, str, str, str]:
+    """Where a guard came from: ``(location, code)`` of the user's line and ``(inner_location, inner_code)``
+    of torch's innermost line when that is not the user's and the user's is not known. The user's line
+    is the innermost frame of ``stack`` in the user's code, else the guard's comment (``location``, the
+    innermost frame torch names) unless that is torch's or a library's."""
+    for frame in reversed(stack):
+        if users_file(frame.file):
+            if location.endswith(f":{frame.line} in {frame.function}") and frame.file.replace("\\", "/").endswith(location_file(location)):
+                return location, code, "", ""  # the comment names this frame too, its file shortened as torch does
+            return f"{frame.file}:{frame.line} in {frame.function}", " ".join(frame.code.split()), "", ""
+    if stack and not location:
+        last = stack[-1]
+        location, code = f"{last.file}:{last.line} in {last.function}", " ".join(last.code.split())
+    if not location:
+        return "", "", "", ""
+    if stack or not users_file(location_file(location), shortened=True):
+        return "", "", location, code
+    return location, code, "", ""
 
 
 def classify_last_reason(last_reason: str, roles: Mapping[str, str] | None = None) -> Cause | None:

@@ -228,7 +228,7 @@ def check(
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
 def explain(
     target: Annotated[
         Optional[str],
@@ -236,6 +236,7 @@ def explain(
             metavar="[TARGET]", help="A script (.py, run first), a torch log, or a run record (.json); or -m MODULE.", show_default=False
         ),
     ] = None,
+    args: Annotated[Optional[list[str]], typer.Argument(help="Arguments for the script (after --).")] = None,
     fmt: FormatOpt = "table",
     full: Annotated[bool, typer.Option("--full", help="Expand collapsed families and show every cache entry whole.")] = False,
     python: Annotated[str, typer.Option("--python", help="Interpreter to run a script with (needs torch only).")] = sys.executable,
@@ -247,7 +248,7 @@ def explain(
     from guarddiag.commands.explain import explain_main
     from guarddiag.commands.options import explain_input
 
-    explain_main(explain_input(target, module, module_args), fmt, full, python, timeout)
+    explain_main(explain_input(target, args, module, module_args), fmt, full, python, timeout)
 
 
 @app.command()

@@ -45,9 +45,15 @@ class Cause:
     text: str
     subject: str
     cache_entry: str | None = None
-    # The user's line behind the guard, as torch prints it after ``#``: ``model.py:21 in forward`` and its code.
+    # The user's line behind the guard: ``model.py:21 in forward`` and its code (the innermost frame of the
+    # user's code in torch's stack of the guard, else torch's ``#`` comment when that line is the user's);
+    # empty when the log does not show it.
     location: str = ""
     code: str = ""
+    # The innermost line torch names for the guard when it is not the user's (torch's own code, a library's,
+    # ``nn/modules/container.py:555 in __getitem__``) and the user's line is not in the log; else empty.
+    inner_location: str = ""
+    inner_code: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "category", category(self.category).value)
@@ -125,6 +131,27 @@ class CompiledFor:
 
 
 @dataclass(frozen=True)
+class StackSlot:
+    """A value a graph break left on the stack, which torch passes to the resume function as ``name``
+    (``___stack0``): ``expression`` is the user's code that computed it (``self.block(x)``), ``""`` when
+    the source does not tell (several operations on the line could have broken, a loop or ``with`` around)."""
+
+    name: str
+    expression: str = ""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A resume function torch made after a graph break (``torch_dynamo_resume_in_train_step_at_19``,
+    ``<resume in train_step>``): the user's ``function`` it continues, the ``line`` of the graph break,
+    and the stack slots its guards name."""
+
+    function: str
+    line: int | None
+    slots: tuple[StackSlot, ...] = ()
+
+
+@dataclass(frozen=True)
 class DynamicDims:
     """A tensor some compile of a function treats as dynamic in these dims (automatic dynamic after a
     size changed, or mark_dynamic): a new size there reuses that entry (sizes 0 and 1 excepted). No
@@ -163,6 +190,8 @@ class FunctionSummary:
     # generated methods): torch compiles and caches each on its own, so each one's first compile is
     # no recompile.
     code_objects: int = 1
+    # A resume function after a graph break: the user's function and line it continues from (None: not one).
+    resume: Resume | None = None
 
     @property
     def recompiles(self) -> int:

@@ -38,7 +38,9 @@ from guarddiag.model import (
     LimitHit,
     ParseStats,
     RecompileEvent,
+    Resume,
     Run,
+    StackSlot,
     Unobserved,
 )
 from guarddiag.render.escape import json_text
@@ -115,7 +117,13 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "recompile_limit": f.recompile_limit,
         # Only where several code objects share the name and line: a record of one is unchanged.
         **({"code_objects": f.code_objects} if f.code_objects != 1 else {}),
+        # Only a resume function after a graph break has it.
+        **({"resume": _resume_to_dict(f.resume)} if f.resume is not None else {}),
     }
+
+
+def _resume_to_dict(r: Resume) -> dict[str, object]:
+    return {"function": r.function, "line": r.line, "slots": [asdict(s) for s in r.slots]}
 
 
 def run_from_dict(data: dict, origin: str = "record") -> Run:
@@ -288,7 +296,16 @@ def _function(f: dict, where: str) -> FunctionSummary:
         recompile_s=_seconds(f.get("recompile_s"), f"{where}.recompile_s"),
         recompile_limit=_whole(f.get("recompile_limit"), f"{where}.recompile_limit", optional=True),
         code_objects=_code_objects(f, where, compiles),
+        resume=_resume(f["resume"], f"{where}.resume") if f.get("resume") is not None else None,
     )
+
+
+def _resume(raw: object, where: str) -> Resume:
+    """A resume function's user function, line and stack slots (records before issue 25 have none)."""
+    values = dict(_object(raw, where))
+    slots = _list(values.get("slots", []), f"{where}.slots")
+    values["slots"] = tuple(_typed(StackSlot, s, f"{where}.slots[{i}]") for i, s in enumerate(slots))
+    return _typed(Resume, values, where)
 
 
 def _code_objects(f: dict, where: str, compiles: int) -> int:

@@ -8,7 +8,6 @@ what to fix. :mod:`guarddiag.render.explain_words` writes every sentence.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
@@ -111,9 +110,6 @@ def _explain_function(
         # recompiled folds whole: compiled after a graph break in library code, nothing in it changed.
         package = "" if torch_wrapper(f.file) or f.compiles > 1 else frame_package(f.file)
         entries = [fold_entry(e, keep, library_frame(f.file), package) for e in entries]
-    # Named in the label only when every entry is that function's (the wrapper may serve others too).
-    if named.every and named.function is not None and named.function.name not in {c.name for c in f.compiled_for}:
-        f = dataclasses.replace(f, compiled_for=(*f.compiled_for, named.function))
     return FunctionExplanation(
         function_label(f),
         f.name,

@@ -14,6 +14,8 @@ from typing import NamedTuple, TypeVar
 from guarddiag.explain import facts as F
 from guarddiag.explain.facts import Fact
 from guarddiag.explain.model import ContentObject, GuardedObject, IdentityObject, TensorObject, TypeObject, ValueObject
+from guarddiag.resume import slot_index
+from guarddiag.sourceinfo import Roles
 
 # The value of an id()-checked bool on a torch that prints no type: True/False, told by the `.training` guards.
 BOOL_BY_ID = "True/False (checked by id)"
@@ -137,7 +139,7 @@ def row(node: Node, index: Index, roles: Mapping[str, str]) -> GuardedObject | N
     if node.of("shape") and not node.of("tensor"):
         return None  # folded into its tensor by objects.attach_shapes
     src = node.src
-    who = _Who(F.user_name(src), F.role(src, roles), F.root(src))
+    who = _who(src, roles)
     tensor = node.of("tensor")
     if tensor:
         return _tensor_row(who, src, tensor[0], node.of("shape"))
@@ -161,6 +163,23 @@ class _Who(NamedTuple):
     name: str
     role: str
     root: str
+
+
+# The role of a stack slot whose expression the source does not tell (see guarddiag.resume).
+STACK_VALUE = "stack value"
+
+
+def _who(src: str, roles: Mapping[str, str]) -> _Who:
+    """An object's name, its root's role and its root; a resume function's stack slot by the expression
+    it holds (``self.block(x)`` for ``___stack1``), where the source tells it."""
+    name, root = F.user_name(src), F.root(src)
+    index = slot_index(root)
+    if index is None or src.startswith("G["):
+        return _Who(name, F.role(src, roles), root)
+    held = roles.held if isinstance(roles, Roles) else ()
+    if index < len(held) and held[index]:
+        return _Who(held[index] + name[len(root) :], F.role(src, roles), root)
+    return _Who(name, STACK_VALUE, root)
 
 
 def _tensor_row(who: _Who, src: str, fact: Fact, shapes: list[Fact]) -> TensorObject:

@@ -17,6 +17,7 @@ from guarddiag.logparse.events import (
     GuardListing,
     LimitWarning,
     RecompileAnnounced,
+    StackFrame,
 )
 from guarddiag.logparse.guards import TreeReader
 
@@ -31,6 +32,8 @@ TUPLE_START = r"""\(['"]"""
 TRIGGERED_TEXT = "triggered by the following guard failure"  # "... failure:" or "... failure(s):"
 GUARD_COUNT = r"guard \d+ failures:"
 STACK_TEXT = "User stack trace:"
+# One frame of it, as traceback prints frames: ``File "task_heads.py", line 16, in forward``.
+STACK_FRAME = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)$')
 LIMIT_TEXT = "torch._dynamo hit config."
 LIMIT_SIZE = r"(?P<limit>\w+) \((?P<value>\d+)\)"
 LIMIT_FUNCTION_TEXT = "function: '"
@@ -123,6 +126,8 @@ class RecompileBlock(Block):
         self.name, self.file, self.line = m["name"], m["file"], int(m["line"])
         self.failures: list[GuardFailure] = []
         self.in_stack = False
+        # The frames of the last failure's "User stack trace:" (torch >= 2.11), as read so far.
+        self.stack: list[StackFrame] = []
 
     def feed(self, body: str) -> bool:
         if heads_reasons(body.strip()):
@@ -134,18 +139,38 @@ class RecompileBlock(Block):
         if _ADVICE.match(rest):
             return True  # torch's advice under the reasons (torch >= 2.8), not a guard that failed
         if rest.startswith(STACK_TEXT):
-            self.in_stack = True
+            self.in_stack = bool(self.failures)
             return True
         if rest[:1].isspace() or (self.in_stack and m["ce"] is None and rest.startswith("File ")):
+            if self.in_stack:
+                self._stack_line(rest.strip())
             return True
-        self.in_stack = False
+        self._end_stack()
         self.failures.append(GuardFailure(m["ce"], rest))
         return True
+
+    def _stack_line(self, text: str) -> None:
+        """``File "x.py", line 16, in forward`` opens a frame; the line under it is that frame's code."""
+        frame = STACK_FRAME.match(text)
+        if frame is not None:
+            self.stack.append(StackFrame(frame["file"], int(frame["line"]), frame["function"]))
+        elif self.stack and not self.stack[-1].code:
+            last = self.stack[-1]
+            self.stack[-1] = StackFrame(last.file, last.line, last.function, text)
+
+    def _end_stack(self) -> None:
+        """The stack read belongs to the failure above it."""
+        if self.in_stack and self.stack and self.failures:
+            last = self.failures[-1]
+            self.failures[-1] = GuardFailure(last.cache_entry, last.text, tuple(self.stack))
+        self.in_stack = False
+        self.stack = []
 
     def accepts_bare(self, body: str) -> bool:
         return body[:1].isspace()
 
     def close(self) -> list[Event]:
+        self._end_stack()
         return [RecompileAnnounced(self.cid, self.name, self.file, self.line, tuple(self.failures))]
 
 

@@ -25,11 +25,23 @@ class CompileSeen:
 
 
 @dataclass(frozen=True, slots=True)
+class StackFrame:
+    """One frame of the ``User stack trace:`` torch >= 2.11 prints under a guard failure: where the guard
+    was installed while tracing, outermost first (``file`` as torch names it, ``code`` its line)."""
+
+    file: str
+    line: int
+    function: str
+    code: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class GuardFailure:
-    """One reason a cache entry rejected a call, as torch printed it."""
+    """One reason a cache entry rejected a call, as torch printed it, and the user stack torch printed under it."""
 
     cache_entry: str | None
     text: str
+    stack: tuple[StackFrame, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

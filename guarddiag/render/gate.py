@@ -24,7 +24,7 @@ from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
 from guarddiag.render.job import logs_at
 from guarddiag.render.summary import cause_group_line, cause_groups
-from guarddiag.render.words import capture_gap, function_label, limit_sentence, script_outcome, unobserved_sentence
+from guarddiag.render.words import capture_gap, function_label, limit_sentence, place_label, script_outcome, unobserved_sentence
 
 CHECK_SCHEMA = "guarddiag.check/1"
 _HEADERS = ["script", "function", "baseline", "now", "allowed", "limit hits", "status"]
@@ -94,7 +94,7 @@ def finding_message(f: Finding) -> str:
         return f"{f.script}: {why}; not compared with the baseline{log}"
     if f.function is None:
         if f.kind == "gone" and f.name:
-            return f"{f.name} ({f.file}:{f.line}): in the baseline, not compiled in this run"
+            return f"{place_label(f.name, f.file, f.line)}: in the baseline, not compiled in this run"
         return f"{f.script}: not in the baseline; `--update` adds it"
     label, recompiles = function_label(f.function), f.function.recompiles
     if f.kind == "regression":

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from guarddiag.guardexpr import readable_source
 from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
 from guarddiag.model import FunctionSummary, LateHook, Run, uncounted
+from guarddiag.places import location_file
 from guarddiag.render.words import (
     capture_gap,
     compile_time_sentence,
@@ -17,7 +17,10 @@ from guarddiag.render.words import (
     limit_sentence,
     near_limit_sentence,
     script_outcome,
+    short_path,
+    source_label,
     unobserved_sentence,
+    wrapper_label,
 )
 
 __all__ = [
@@ -152,7 +155,7 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
     out = []
     if len(f.compiled_for) > 1:
         out.append(
-            f"  one code object ({f.name}) for {len(f.compiled_for)} callables: they share one cache and one recompile limit, "
+            f"  one code object for {len(f.compiled_for)} callables, {wrapper_label(f)}: they share one cache and one recompile limit, "
             "so each one's variants count against the others"
         )
     if f.code_objects > 1:
@@ -166,6 +169,8 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
         out.append(f"      e.g. {g.example[:160]}")
         if g.where:
             out.append(f"      at {g.where[:160]}")
+        elif g.inner:
+            out.append(f"      at {g.inner[:160]} {INNER_LINE}")
         if g.also:
             shown = "; ".join(g.also[:4]) + (f"; and {len(g.also) - 4} more" if len(g.also) > 4 else "")
             out.append(f"      also changed since that cache entry: {shown}")
@@ -191,7 +196,7 @@ def near_limit_lines(run: Run, f: FunctionSummary) -> list[str]:
 
 def dynamic_dims_sentence(f: FunctionSummary) -> str:
     """``dynamic after the run: `x` dim 0, `t` (its value) ...``: the recompiles on those sizes and values are over."""
-    shown = ", ".join(f"`{readable_source(d.source)}` {_dynamic_part(d.dims)}" for d in f.dynamic_dims[:6])
+    shown = ", ".join(f"`{source_label(f, d.source)}` {_dynamic_part(d.dims)}" for d in f.dynamic_dims[:6])
     more = f" and {len(f.dynamic_dims) - 6} more" if len(f.dynamic_dims) > 6 else ""
     kinds = {"sizes" if d.dims else "values" for d in f.dynamic_dims}
     specialized = "; sizes 0 and 1 are still specialized" if "sizes" in kinds else ""
@@ -224,6 +229,8 @@ class CauseGroup:
     also: tuple[str, ...] = ()
     # The user's line behind the example's guard: ``model.py:21 in forward: return x / self.t``.
     where: str = ""
+    # Where the user's line is not in the log: the innermost line torch names, torch's or a library's.
+    inner: str = ""
 
 
 def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
@@ -232,15 +239,32 @@ def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
     counts: dict[tuple[str, str], list] = {}
     for event in f.recompile_events:
         cause = event.causes[0]
-        where = f"{cause.location}: {cause.code}" if cause.location and cause.code else cause.location
-        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where])
+        where = _line(cause.location, cause.code)
+        inner = _line(cause.inner_location, cause.inner_code)
+        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where, inner])
+        # The user's line when any recompile of the group shows it (torch 2.4 comments a later one in Dynamo's code).
+        entry[4] = entry[4] or where
         entry[0] += 1
         entry[1] += 0 if event.logged else 1
         entry[3].update(dict.fromkeys(f"{c.category}: {c.subject}" for c in event.also))
     groups = [
-        CauseGroup(cat, subj, n, unlogged, ex, tuple(also), where) for (cat, subj), (n, unlogged, ex, also, where) in counts.items()
+        CauseGroup(cat, subj, n, unlogged, ex, tuple(also), where, inner)
+        for (cat, subj), (n, unlogged, ex, also, where, inner) in counts.items()
     ]
     return sorted(groups, key=lambda g: -g.count)
+
+
+def _line(location: str, code: str) -> str:
+    """``model.py:21 in forward: return x / self.t``; a full path (torch's user stack prints them) shortened
+    as a function's label shortens it, a path torch shortened as it is."""
+    file = location_file(location)
+    if os.path.isabs(file) or file[1:3] in (":\\", ":/"):
+        location = short_path(file) + location[len(file) :]
+    return f"{location}: {code}" if location and code else location
+
+
+# Said after a line that is torch's or a library's: the guard is real, the user's line is not known.
+INNER_LINE = "(torch's or a library's code: the log does not show the line of yours that led there)"
 
 
 def cause_group_line(g: CauseGroup) -> str:

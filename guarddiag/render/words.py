@@ -3,8 +3,11 @@ compile, a log that lost lines. The data layer holds the facts; these are the on
 
 from __future__ import annotations
 
+from guarddiag.guardexpr import readable_source
 from guarddiag.limits import LimitBudget
-from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Run, Unobserved, compile_gaps
+from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Resume, Run, Unobserved, compile_gaps
+from guarddiag.resume import resume_of, slot_index, slot_name
+from guarddiag.wrapped import torch_wrapper
 
 _OUTCOMES = {
     "eager": "torch runs it without compiling from here on",
@@ -20,19 +23,51 @@ _ENDED = {"timeout": "timed out", "killed": "was killed", "interrupted": "was in
 
 
 def function_label(f: FunctionSummary, process: bool = True) -> str:
-    """``forward (model.py:12) [rank1]``, or the frame id when the log never named the frame;
-    ``process=False`` leaves out the process (a sentence that names the ranks itself)."""
+    """The one name of a function in every report: ``forward (model.py:12) [rank1]``; a resume function
+    after a graph break by the user's function and the line (``train_step, after the graph break at line 19
+    (train.py)``); a wrapper torch compiles (its ``inner``) by what the user compiled through it
+    (``Sequential (module)``); the frame id when the log never named the frame. ``process=False`` leaves
+    out the process (a sentence that names the ranks itself)."""
     if not f.name:
         return f"<unidentified frame {', '.join(f.frame_ids)}>"
-    where = (f"{short_path(f.file)}:{f.line}" if f.line is not None else short_path(f.file)) if f.file else "?"
-    rank = f.rank
-    label = f"{f.name} ({where})"
-    if f.compiled_for:
-        # torch compiled a wrapper (its `inner`, a library's decorator): name what the user compiled first.
-        label = f"{', '.join(compiled_for_name(c) for c in f.compiled_for)} via {label}"
+    # torch compiled its wrapper (`inner`, a library's decorator): the user knows what they compiled.
+    compiled = ", ".join(compiled_for_name(c) for c in f.compiled_for)
+    label = compiled or place_label(f.name, f.file, f.line, f.resume)
     if f.code_objects > 1:
         label += f" [{f.code_objects} code objects]"
+    rank = f.rank
     return label + (f" [{rank}]" if rank and process else "")
+
+
+def place_label(name: str, file: str, line: int | None, resume: Resume | None = None) -> str:
+    """``forward (model.py:12)``, or for a resume function ``train_step, after the graph break at line 19
+    (train.py)``: a function by name, file and first line (a baseline's entry, which keeps no more)."""
+    resume = resume or resume_of(name, line)
+    if resume is not None:
+        at = f" at line {resume.line}" if resume.line is not None else ""
+        return f"{resume.function}, after the graph break{at} ({short_path(file) if file else '?'})"
+    where = (f"{short_path(file)}:{line}" if line is not None else short_path(file)) if file else "?"
+    return f"{name} ({where})"
+
+
+def source_label(f: FunctionSummary, source: str) -> str:
+    """A guarded object in the user's words: ``m.layer_idx`` for ``L['m'].layer_idx``; a resume function's
+    stack slot by the expression it holds (``self.head(x)`` for ``___stack0``) where the source told it."""
+    readable = readable_source(source)
+    index = slot_index(readable)
+    if index is None or f.resume is None:
+        return readable
+    name = slot_name(index)
+    held = next((s.expression for s in f.resume.slots if s.name == name and s.expression), "")
+    return held + readable[len(name) :] if held else readable
+
+
+def wrapper_label(f: FunctionSummary) -> str:
+    """The code object compiled for a wrapped callable, as torch names it: ``torch's wrapper `inner`
+    (_dynamo/external_utils.py:67)``, a library's ``the wrapper `wrapper` (utils/generic.py:940)``."""
+    whose = "torch's wrapper" if torch_wrapper(f.file) else "the wrapper"
+    where = f"{short_path(f.file)}:{f.line}" if f.line is not None else short_path(f.file)
+    return f"{whose} `{f.name}` ({where})"
 
 
 def compiled_for_name(c: CompiledFor) -> str:

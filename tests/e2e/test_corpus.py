@@ -124,11 +124,12 @@ def test_eval_under_no_grad_names_the_training_flags_too(tmp_path: Path):
     assert "also changed since that cache entry" in out
 
 
-# The name the table shows for what each script compiled: the user's function or module, not torch's wrapper.
+# The name the table shows for what each script compiled: the user's function or module, not torch's wrapper
+# (issue 25: the wrapper is no part of the name; a function's section names it when it serves several callables).
 NAMES = {
-    "optim_step.py": "sgd_momentum (corpus/optim_step.py) via inner (_dynamo/external_utils.py:67)",
-    "sequential.py": "Sequential (module) via inner (_dynamo/external_utils.py:67)",
-    "hf_gpt2_generate.py": "GPT2LMHeadModel.forward via wrapper (utils/generic.py:",
+    "optim_step.py": "sgd_momentum (corpus/optim_step.py)  ",
+    "sequential.py": "Sequential (module)  ",
+    "hf_gpt2_generate.py": "GPT2LMHeadModel.forward  ",
 }
 
 
@@ -140,7 +141,8 @@ CAUSE_NAMES = {"optim_step.py": "  1x value: value of argument `lr`"}
 def test_the_name_shown_is_the_users(script: str, tmp_path: Path):
     _needs(script)
     _, _, out = corpus_run(script, tmp_path)
-    assert NAMES[script] in out, out
+    assert any(line.startswith(NAMES[script]) for line in out.splitlines()), out
+    assert " via " not in out and "external_utils" not in out, out
     if script in CAUSE_NAMES:
         assert CAUSE_NAMES[script] in out.splitlines(), out
 
@@ -191,7 +193,7 @@ def test_explain_names_the_no_grad_functions_argument_as_its_parameter(tmp_path:
     run, _, _ = corpus_run("optim_step.py", tmp_path)
     text, short, _ = _explain_both(run["log_path"], tmp_path)
     assert "argument `lr`: value 0.05" in text and "`args[2]`" not in text
-    assert "sgd_momentum (corpus/optim_step.py) via inner (_dynamo/external_utils.py:67): 2 cache entries" in text
+    assert "sgd_momentum (corpus/optim_step.py): 2 cache entries" in text
     assert "`params[0..3]` (4 objects): id() each" in text
     assert "fix (value: value of argument `lr`): `lr` is a Python float" in text
     # torch's own optimizer frames that never recompiled fold whole.
