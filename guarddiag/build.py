@@ -37,7 +37,20 @@ from guarddiag.model import (
     LimitHit,
     RecompileEvent,
 )
-from guarddiag.pins import Entry, changed, decisive, diff_listings, dynamic_dims, dynamic_scalars, hashed, hashed_pins, pinned
+from guarddiag.pins import (
+    Changes,
+    Entry,
+    changed,
+    decisive,
+    diff_listings,
+    dynamic_dims,
+    dynamic_scalars,
+    entry_numbers,
+    hashed,
+    hashed_pins,
+    pinned,
+    refused_cause,
+)
 from guarddiag.sourceinfo import local_roles
 from guarddiag.timing import with_compile_times
 from guarddiag.wrapped import library_frame, with_named_arguments, wrapped_callable
@@ -65,6 +78,8 @@ class _Frame:
     limit_hits: list[LimitHit] = field(default_factory=list)
     # index in limit_hits -> the compile number torch refused there (when the log names it)
     limit_at: dict[int, int] = field(default_factory=dict)
+    # index in limit_hits -> the reasons torch announced for the refused call, where no compile number names them (old torch)
+    limit_failures: dict[int, tuple[GuardFailure, ...]] = field(default_factory=dict)
     graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
     last_listing: tuple[int, GuardListing] | None = None
     # Each compile's pinned values, hashed (compile number -> hash of what -> hash of value), kept once
@@ -73,7 +88,9 @@ class _Frame:
     # What any of those entries pins (their keys, together): kept as they come, so that a compile asks it
     # in constant time (a union over every earlier entry made a frame's 20,000 compiles quadratic).
     pinned_before: set[int] = field(default_factory=set)
-    changed: dict[int, dict[int, tuple[int, tuple[Guard, ...]]]] = field(default_factory=dict)
+    changed: dict[int, dict[int, Changes]] = field(default_factory=dict)
+    # per announced recompile, the entry each of torch's reasons is against (pins.entry_numbers)
+    against: dict[int, tuple[int | None, ...]] = field(default_factory=dict)
     # A wrapper frame (torch's ``inner``): what each compile was for (guarddiag/wrapped.py).
     compiled_for: dict[int, CompiledFor] = field(default_factory=dict)
     wrapper: bool | None = None
@@ -193,8 +210,9 @@ class RunBuilder:
             if cid.number not in frame.announced and last is not None and last[0] == cid.number - 1:
                 frame.inferred[cid.number] = diff_listings(pinned(last[1]), pinned(event))
             failures = frame.announced.get(cid.number, ())
-            entries = {e.number for f in failures if (e := CompileId.parse(f.cache_entry or "")) is not None}
-            frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in entries if n in frame.pins}
+            against = entry_numbers([f.cache_entry for f in failures], [n for n in frame.pins if n < cid.number])
+            frame.against[cid.number] = against
+            frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in against if n is not None and n in frame.pins}
             frame.pins[cid.number] = hashed(pins)
             frame.pinned_before.update(frame.pins[cid.number].values)
         frame.last_listing = (cid.number, event)
@@ -233,6 +251,7 @@ class RunBuilder:
             if pending:
                 refused = pending.pop()
                 reason = reason or (refused.failures[0].text if refused.failures else "")
+                frame.limit_failures[len(frame.limit_hits)] = refused.failures
         frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, reason))
 
     def _pending_for(self, name: str, file: str, line: int | None, process: str) -> deque[RecompileAnnounced]:
@@ -412,7 +431,8 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         compile_id = f"{frame.frame_id}/{n}"
         if frame.announced.get(n):
             causes = tuple(classify_failure(f.text, f.cache_entry, roles) for f in frame.announced[n])
-            events.append(decisive(RecompileEvent(compile_id, True, causes), frame.changed.get(n, {}), roles))
+            event = RecompileEvent(compile_id, True, causes)
+            events.append(decisive(event, frame.changed.get(n, {}), roles, frame.pins, n, frame.against.get(n)))
         else:
             # Not announced, or announced without its reasons (a log cut after the header): the cause
             # is inferred from the guard listings; ``logged`` says whether torch announced it.
@@ -431,7 +451,11 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
             outcome = "compiled_again"
         elif any(r > at for r in frame.refused):
             outcome = "raised"  # a frame torch runs eagerly for good is never offered to it again
-        cause = classify_last_reason(hit.last_reason, roles)
+        # The refused call is announced with every entry's reason, and has no listing: the cause that matters
+        # is found among those reasons as a recompile's is (torch's last reason is only the newest entry's).
+        failures = frame.announced.get(at, ()) if at is not None else frame.limit_failures.get(i, ())
+        refused = tuple(classify_failure(f.text, f.cache_entry, roles) for f in failures)
+        cause = (refused_cause(refused, frame.pins, roles) if refused else None) or classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
     return FunctionSummary(
         name=frame.name,

@@ -13,7 +13,9 @@ from typing import NamedTuple, TypeVar
 
 from guarddiag.explain import facts as F
 from guarddiag.explain.facts import Fact
-from guarddiag.explain.model import ContentObject, GuardedObject, IdentityObject, TensorObject, TypeObject, ValueObject
+from guarddiag.explain.model import ContentObject, GuardedObject, IdentityObject, SizeGuard, TensorObject, TypeObject, ValueObject
+from guarddiag.guardexpr import size_condition, size_terms
+from guarddiag.guardkinds import shape_form
 
 # The value of an id()-checked bool on a torch that prints no type: True/False, told by the `.training` guards.
 BOOL_BY_ID = "True/False (checked by id)"
@@ -178,29 +180,23 @@ def _tensor_row(who: _Who, src: str, fact: Fact, shapes: list[Fact]) -> TensorOb
         fact.extra["dtype"],
         sizes,
         rg,
-        tuple((d, *_range_of(d, shapes)) for d in dynamic),
-        _relations(shapes) if dynamic else (),
+        _size_guards(src, shapes) if dynamic else (),
     )
 
 
-def _range_of(dim: int, shapes: list[Fact]) -> tuple[str, str]:
-    """The lowest and highest size (``""``: none) the shape guards give ``dim``."""
-    lo, hi = "0", ""
+def _size_guards(src: str, shapes: list[Fact]) -> tuple[SizeGuard, ...]:
+    """The entry's symbolic-size guards that read this tensor's sizes (or strides), each once, as torch listed them."""
+    found: dict[str, SizeGuard] = {}
     for s in shapes:
-        for pattern, key in ((F.LOWER, "lo"), (F.UPPER, "hi")):
-            m = pattern.match(s.value)
-            if m and F.size_dim(m["term"]) == dim:
-                lo, hi = (m["lo"], hi) if key == "lo" else (lo, m["hi"])
-    return lo, hi
-
-
-def _relations(shapes: list[Fact]) -> tuple[tuple[str, str], ...]:
-    out = []
-    for s in shapes:
-        if " == " in s.value and len(F.SIZE_TERM.findall(s.value)) == 2:
-            left, right = s.value.split(" == ", 1)
-            out.append((F.term_text(left), F.term_text(right)))
-    return tuple(out)
+        terms = size_terms(s.value)
+        mine = [t for t in terms if t["src"] == src]
+        if not mine:
+            continue
+        condition = size_condition(s.value)
+        dims = tuple(sorted({int(t["dim"]) for t in mine if t["what"] == "size" and t["dim"] is not None}))
+        others = any(t["src"] != src for t in terms)
+        found.setdefault(condition, SizeGuard(shape_form(condition), condition, dims, others, s.extra.get("location", "")))
+    return tuple(found.values())
 
 
 def _value(who: _Who, src: str, value: str) -> ValueObject:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from guarddiag.guardexpr import first_source
+from guarddiag.guardkinds import FLAT_FALLBACK as SHAPE_GUARD_KIND
 from guarddiag.guardkinds import flat_kind
 from guarddiag.model import Guard
 
@@ -155,7 +156,11 @@ class TreeReader:
             return
         expr, location = split_comment(rest) if self._locations else (guard_expr(rest), "")
         parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
-        guard = Guard(label, parent or first_source(expr), expr, location)
+        # A shape environment's guard keeps its comment unread even so: a listing has few, and explain
+        # names the user's line behind each size guard.
+        sized = label == SHAPE_GUARD_KIND and not location and (".size()[" in expr or ".stride()[" in expr)
+        comment = rest[len(expr) :].lstrip().removeprefix("#").lstrip() if sized else ""
+        guard = Guard(label, parent or first_source(expr), expr, location, comment)
         if seen is not None:
             seen[(text, parent)] = guard
         self.guards.append(guard)

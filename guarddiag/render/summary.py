@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from guarddiag.guardexpr import readable_source
 from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
-from guarddiag.model import FunctionSummary, LateHook, Run, uncounted
+from guarddiag.model import Cause, DictKeys, FunctionSummary, LateHook, Run, uncounted
 from guarddiag.render.words import (
     capture_gap,
+    cause_words,
     compile_time_sentence,
     failed_sentence,
     function_label,
+    keys_sentence,
     limit_sentence,
     near_limit_sentence,
     script_outcome,
@@ -24,6 +26,7 @@ __all__ = [
     "CauseGroup",
     "budget_lines",
     "cause_group_line",
+    "cause_group_words",
     "cause_groups",
     "compiles_cell",
     "failed_sentence",
@@ -164,8 +167,11 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
         unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
         out.append(f"  {cause_group_line(g)}{unlogged}")
         out.append(f"      e.g. {g.example[:160]}")
+        out += [f"      keys: {keys_sentence(k)[:240]}" for k in g.keys[:4]]
         if g.where:
             out.append(f"      at {g.where[:160]}")
+        elif g.cause.shape:
+            out.append("      at a line torch does not name (the guard's comment names no user code)")
         if g.also:
             shown = "; ".join(g.also[:4]) + (f"; and {len(g.also) - 4} more" if len(g.also) > 4 else "")
             out.append(f"      also changed since that cache entry: {shown}")
@@ -213,7 +219,8 @@ def wants_details(f: FunctionSummary) -> bool:
 
 @dataclass(frozen=True)
 class CauseGroup:
-    """Recompiles of one function that share a category and subject."""
+    """Recompiles of one function that share a category and subject (a symbolic-size guard's subject is its
+    condition: each distinct one is its own group)."""
 
     category: str
     subject: str
@@ -224,6 +231,9 @@ class CauseGroup:
     also: tuple[str, ...] = ()
     # The user's line behind the example's guard: ``model.py:21 in forward: return x / self.t``.
     where: str = ""
+    # The first recompile's decisive cause (its shape form and condition), and each distinct change of a dict's keys.
+    cause: Cause = Cause("other", "", "", "", "")
+    keys: tuple[DictKeys, ...] = ()
 
 
 def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
@@ -233,16 +243,24 @@ def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
     for event in f.recompile_events:
         cause = event.causes[0]
         where = f"{cause.location}: {cause.code}" if cause.location and cause.code else cause.location
-        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where])
+        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where, cause, {}])
         entry[0] += 1
         entry[1] += 0 if event.logged else 1
         entry[3].update(dict.fromkeys(f"{c.category}: {c.subject}" for c in event.also))
+        if cause.keys is not None:
+            entry[6][cause.keys] = None
     groups = [
-        CauseGroup(cat, subj, n, unlogged, ex, tuple(also), where) for (cat, subj), (n, unlogged, ex, also, where) in counts.items()
+        CauseGroup(cat, subj, n, unlogged, ex, tuple(also), where, first, tuple(keys))
+        for (cat, subj), (n, unlogged, ex, also, where, first, keys) in counts.items()
     ]
     return sorted(groups, key=lambda g: -g.count)
 
 
+def cause_group_words(g: CauseGroup) -> str:
+    """What a group's recompiles are about (:func:`guarddiag.render.words.cause_words` of its cause)."""
+    return cause_words(g.cause) if g.cause.shape else g.subject
+
+
 def cause_group_line(g: CauseGroup) -> str:
     """``5x value: value of `self.layer_idx` on argument `self```."""
-    return f"{g.count}x {g.category}: {g.subject}"
+    return f"{g.count}x {g.category}: {cause_group_words(g)}"
