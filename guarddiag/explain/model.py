@@ -18,13 +18,15 @@ class SizeGuard:
     """A symbolic-size guard of an entry that reads a tensor's sizes (torch's shape environment): its form
     (a name of guardkinds.SHAPE_FORMS), its condition as the user would write it (``x.size(1) % 8 == 0``),
     the tensor's dims it reads (a stride or storage offset: none), whether it reads another object's sizes
-    too, and the user's line behind it as torch names it (``""``: it names none)."""
+    too, and the user's line behind it as torch names it (``""``: it names none; ``origin`` then holds torch's
+    own line that added it, where torch names that: ``_inductor/codegen/cpp.py:2273 in need_use_acc_helper``)."""
 
     form: str
     condition: str
     dims: tuple[int, ...]
     others: bool = False
     location: str = ""
+    origin: str = ""
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,10 @@ def _size_guards(src: str, shapes: list[Fact]) -> tuple[SizeGuard, ...]:
         condition = size_condition(s.value)
         dims = tuple(sorted({int(t["dim"]) for t in mine if t["what"] == "size" and t["dim"] is not None}))
         others = any(t["src"] != src for t in terms)
-        found.setdefault(condition, SizeGuard(shape_form(condition), condition, dims, others, s.extra.get("location", "")))
+        where = s.extra.get("location", "")
+        # `(_inductor/codegen/cpp.py:2273 in need_use_acc_helper)` alone: torch's own line, no user code.
+        origin = where[1:-1] if where.startswith("(") and where.endswith(")") else ""
+        found.setdefault(condition, SizeGuard(shape_form(condition), condition, dims, others, "" if origin else where, origin))
     return tuple(found.values())
 
 

@@ -212,8 +212,10 @@ def _tensor(o: TensorObject) -> ObjectWords:
     elif not sizes:
         recompile.append(f"a `{name}` with dimensions (not 0-d) recompiles")
     ok = [f"new values in `{name}`: no recompile, only its metadata is checked"]
+    layout = any(g.form == "layout" for g in o.size_guards)
     for d in dynamic:
-        ok.append(_dynamic_dim(name, d, [g for g in o.size_guards if d in g.dims and g.form != "layout"]))
+        said = _dynamic_dim(name, d, [g for g in o.size_guards if d in g.dims and g.form != "layout"])
+        ok.append(said + (", with the same memory layout (its stride guards below)" if layout else ""))
     # Every guard that a size could break, once: a remainder, a bound, a relation with another input.
     recompile += [_breaking(g) for g in o.size_guards if g.form != "size_0_1"]
     return ObjectWords(_label(o), o.how, detail, tuple(recompile), tuple(ok), sources=o.sources, pinned=o.pinned)
@@ -236,7 +238,7 @@ _BREAKING = {
     "upper_bound": "an upper bound",
     "specialized": "a size specialized to one value",
     "excluded": "a size value left out",
-    "layout": "the memory layout (a transposed or sliced view breaks it)",
+    "layout": "the memory layout: a transposed or sliced view breaks it",
     "relation": "a relation between sizes",
     "expression": "a size expression",
 }
@@ -244,7 +246,7 @@ _BREAKING = {
 
 def _breaking(g: SizeGuard) -> str:
     """``breaking `x.size(1) % 8 == 0` recompiles (a branch on a remainder, at model.py:5 in pad)``."""
-    where = f", at {g.location}" if g.location else ", at a line torch does not name"
+    where = f", at {g.location}" if g.location else f", added by torch at {g.origin}" if g.origin else ", at a line torch does not name"
     return f"breaking `{g.condition}` recompiles ({_BREAKING.get(g.form, g.form)}{where})"
 
 

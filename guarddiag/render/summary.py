@@ -196,14 +196,15 @@ def near_limit_lines(run: Run, f: FunctionSummary) -> list[str]:
 
 
 def dynamic_dims_sentence(f: FunctionSummary) -> str:
-    """``dynamic after the run: `x` dim 0, `t` (its value) ...``: the recompiles on those sizes and values are over."""
+    """``dynamic after the run: `x` dim 0, `t` (its value) ...``: other sizes and values there reuse an entry while its guards hold."""
     shown = ", ".join(f"`{readable_source(d.source)}` {_dynamic_part(d.dims)}" for d in f.dynamic_dims[:6])
     more = f" and {len(f.dynamic_dims) - 6} more" if len(f.dynamic_dims) > 6 else ""
     kinds = {"sizes" if d.dims else "values" for d in f.dynamic_dims}
     specialized = "; sizes 0 and 1 are still specialized" if "sizes" in kinds else ""
+    # Not "no more recompiles": a dynamic entry holds only while its size guards do (a remainder, a bound, a relation).
     return (
         f"dynamic after the run: {shown}{more} (a compile in the cache is dynamic there: other {' and '.join(sorted(kinds))} "
-        f"reuse it, so no more recompiles are expected on them{specialized})"
+        f"reuse it while its guards hold, which `guarddiag explain` lists{specialized})"
     )
 
 
