@@ -40,6 +40,7 @@ from guarddiag.model import (
 from guarddiag.pins import (
     Changes,
     Entry,
+    Variety,
     changed,
     decisive,
     diff_listings,
@@ -425,6 +426,7 @@ def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
 def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex) -> FunctionSummary:
     numbers = sorted(n for n in frame.compiles if n not in frame.refused)
     events = []
+    variety = Variety(frame.pins)
     for n in numbers:
         if n == 0:
             continue
@@ -432,7 +434,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         if frame.announced.get(n):
             causes = tuple(classify_failure(f.text, f.cache_entry, roles) for f in frame.announced[n])
             event = RecompileEvent(compile_id, True, causes)
-            events.append(decisive(event, frame.changed.get(n, {}), roles, frame.pins, n, frame.against.get(n)))
+            events.append(decisive(event, frame.changed.get(n, {}), roles, frame.pins, n, frame.against.get(n), variety))
         else:
             # Not announced, or announced without its reasons (a log cut after the header): the cause
             # is inferred from the guard listings; ``logged`` says whether torch announced it.
@@ -455,7 +457,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         # is found among those reasons as a recompile's is (torch's last reason is only the newest entry's).
         failures = frame.announced.get(at, ()) if at is not None else frame.limit_failures.get(i, ())
         refused = tuple(classify_failure(f.text, f.cache_entry, roles) for f in failures)
-        cause = (refused_cause(refused, frame.pins, roles) if refused else None) or classify_last_reason(hit.last_reason, roles)
+        cause = (refused_cause(refused, frame.pins, roles, variety) if refused else None) or classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
     return FunctionSummary(
         name=frame.name,

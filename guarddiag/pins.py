@@ -199,10 +199,20 @@ def diff_listings(before: Pins, after: Pins) -> tuple[tuple[Guard, Guard], ...]:
     return tuple(kept[:MAX_INFERRED_CAUSES])
 
 
-def variety(entries: Mapping[int, Entry], what: int) -> int:
-    """How many distinct values the frame's entries pinned for one thing: a thing that takes many values
-    (a float hyperparameter set each epoch) explains more compiles than one that takes two (grad mode)."""
-    return len({v for e in entries.values() if (v := e.values.get(what)) is not None})
+class Variety:
+    """How many distinct values a frame's entries pinned for one thing, each thing counted once: a thing that
+    takes many values (a float hyperparameter set each epoch) explains more compiles than one that takes two
+    (grad mode). Counted over every entry of the frame, later ones too, when the run is read whole."""
+
+    def __init__(self, entries: Mapping[int, Entry]) -> None:
+        self._entries = entries
+        self._known: dict[int, int] = {}
+
+    def __call__(self, what: int) -> int:
+        known = self._known.get(what)
+        if known is None:
+            known = self._known[what] = len({v for e in self._entries.values() if (v := e.values.get(what)) is not None})
+        return known
 
 
 def entry_numbers(cache_entries: Sequence[str | None], earlier: Sequence[int]) -> tuple[int | None, ...]:
@@ -223,25 +233,33 @@ def decisive(
     entries: Mapping[int, Entry] | None = None,
     number: int | None = None,
     against: Sequence[int | None] | None = None,
+    variety: Variety | None = None,
 ) -> RecompileEvent:
     """The cause against the entry that would otherwise have matched first, and what else changed
     against that entry: the entry with the fewest pinned values changed; among equals, the one whose
     changed value is the frame's most varied (``entries``: each compile's :class:`Entry`; a tie between an
     eval entry that differs in grad mode and a train entry that differs in a per-epoch float is the float's);
     then torch's order (newest first). ``number``: the new compile's, whose listing says the dict keys now;
-    ``against``: the entry of each cause (:func:`entry_numbers`), else the one each names."""
+    ``against``: the entry of each cause (:func:`entry_numbers`), else the one each names; ``variety``: the
+    frame's, shared by its recompiles."""
     if not changed:
         return event
     entries = entries or {}
+    variety = variety or Variety(entries)
     against = tuple(against) if against is not None else entry_numbers([c.cache_entry for c in event.causes], ())
 
-    def rank(i: int) -> tuple[int, int, int]:
+    def changes(i: int) -> int:
         found = changed.get(against[i]) if against[i] is not None else None  # type: ignore[arg-type]
-        if found is None:
-            return 1 << 30, 0, i
-        return found.count, -max((variety(entries, w) for w in found.whats), default=0), i
+        return found.count if found is not None else 1 << 30
 
-    order = sorted(range(len(event.causes)), key=rank)
+    def varied(i: int) -> int:
+        found = changed.get(against[i]) if against[i] is not None else None  # type: ignore[arg-type]
+        return max((variety(w) for w in found.whats), default=0) if found is not None else 0
+
+    # Variety is asked only of the entries that tie for the fewest changes.
+    counts = [changes(i) for i in range(len(event.causes))]
+    fewest = min(counts)
+    order = sorted(range(len(event.causes)), key=lambda i: (counts[i], -varied(i) if counts[i] == fewest else 0, i))
     causes = tuple(event.causes[i] for i in order)
     at = against[order[0]]
     guards = changed[at].first if at is not None and at in changed else ()
@@ -282,25 +300,36 @@ def _with_keys(cause: Cause, entry: Entry | None, now: Entry | None, roles: Mapp
     return keys_cause(cause, keys, roles)
 
 
-def refused_cause(causes: tuple[Cause, ...], entries: Mapping[int, Entry], roles: Mapping[str, str]) -> Cause | None:
+def refused_cause(
+    causes: tuple[Cause, ...], entries: Mapping[int, Entry], roles: Mapping[str, str], variety: Variety | None = None
+) -> Cause | None:
     """:func:`decisive_refused`, a dict's keys said as for a recompile (those of the entry; the call's are not
     listed). The refused call comes after every entry: reasons that name none are matched by position."""
     against = entry_numbers([c.cache_entry for c in causes], sorted(entries))
-    found = decisive_refused(causes, entries, against)
+    found = decisive_refused(causes, entries, against, variety or Variety(entries))
     if found is None:
         return None
     at = against[causes.index(found)]
     return _with_keys(found, entries.get(at) if at is not None else None, None, roles)
 
 
-def decisive_refused(causes: tuple[Cause, ...], entries: Mapping[int, Entry], against: Sequence[int | None]) -> Cause | None:
+# A refused call's reasons weighed against each other, at most (each against every other: a frame whose limit
+# was raised to thousands falls back to torch's last reason rather than take quadratic time).
+MAX_REFUSED_REASONS = 256
+
+
+def decisive_refused(
+    causes: tuple[Cause, ...], entries: Mapping[int, Entry], against: Sequence[int | None], variety: Variety
+) -> Cause | None:
     """The cause that matters for a call refused at the recompile limit: it has no listing of its own, so
     which entry it differs from least is read from torch's reasons. Each reason says what the call changed
     against one entry; supposing the call were that entry with only that changed, every other entry's
     reason must name something in which that entry differs from it (else the supposition is refuted).
     Among the suppositions that stand, the same order as for a recompile: no pinned value changed
     (a size guard) before one, the most varied thing, torch's order. None when none stands or the
-    entries are not known: the caller keeps torch's last reason."""
+    entries are not known (or there are more than :data:`MAX_REFUSED_REASONS`): the caller keeps torch's last reason."""
+    if len(causes) > MAX_REFUSED_REASONS:
+        return None
     suppose = [(c, entries.get(n) if n is not None else None, _whats_of(c)) for c, n in zip(causes, against, strict=True)]
     standing = []
     for i, (c, entry, whats) in enumerate(suppose):
@@ -308,7 +337,7 @@ def decisive_refused(causes: tuple[Cause, ...], entries: Mapping[int, Entry], ag
         if entry is None or what == _UNKNOWN:
             continue
         if not any(_refutes(entry, what, other, other_whats) for j, (_, other, other_whats) in enumerate(suppose) if j != i):
-            rank = (0, 0) if what is None else (1, -variety(entries, what))
+            rank = (0, 0) if what is None else (1, -variety(what))
             standing.append(((*rank, i), c))
     return min(standing, key=lambda s: s[0])[1] if standing else None
 
