@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
+from guarddiag.guardexpr import condition_key, symbolic_condition
 from guarddiag.ids import CompileId, generation_of, process_of, with_process
 from guarddiag.ledger import CompileRecord, LedgerIndex
 from guarddiag.logparse.events import (
@@ -25,6 +26,8 @@ from guarddiag.logparse.events import (
     GuardListing,
     LimitWarning,
     RecompileAnnounced,
+    SizeGuardAdded,
+    SymbolCreated,
 )
 from guarddiag.model import (
     UNKNOWN_SUBJECT,
@@ -97,6 +100,10 @@ class _Frame:
     wrapper: bool | None = None
     # Tensors some compile of a recompiling frame treats as dynamic (insertion-ordered set).
     dynamic: dict[DynamicDims, None] = field(default_factory=dict)
+    # Per compile number: its shape environment's symbols (``s27`` -> ``L['x'].size()[1]``), and the user's line
+    # (location, code) behind each size guard it added, by the guard's condition (guardexpr.condition_key).
+    symbols: dict[int, dict[str, str]] = field(default_factory=dict)
+    size_guard_lines: dict[int, dict[tuple[str, ...], tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def refused(self) -> set[int]:
@@ -142,6 +149,12 @@ class RunBuilder:
             self._on_listing(event)
         elif isinstance(event, LimitWarning):
             self._on_limit(event)
+        elif isinstance(event, SymbolCreated):
+            cid = CompileId.parse(event.compile_id)
+            if cid is not None:
+                self._frame(cid.frame_id).symbols.setdefault(cid.number, {})[event.symbol] = event.source
+        elif isinstance(event, SizeGuardAdded):
+            self._on_size_guard(event)
         elif isinstance(event, GraphBreakSeen):
             cid = CompileId.parse(event.compile_id)
             frame = self._frame(cid.frame_id if cid else "?")
@@ -225,6 +238,16 @@ class RunBuilder:
             frame.wrapper = wrapped is not None
             if wrapped is not None:
                 frame.compiled_for[cid.number] = wrapped
+
+    def _on_size_guard(self, event: SizeGuardAdded) -> None:
+        """The user's line behind a size guard, kept by its condition: torch's listing names none for a relation
+        it rewrote (``# (unknown var s23, please file a bug)``)."""
+        cid = CompileId.parse(event.compile_id)
+        if cid is None or not event.location:
+            return
+        frame = self._frame(cid.frame_id)
+        condition = symbolic_condition(event.expr, frame.symbols.get(cid.number, {}))
+        frame.size_guard_lines.setdefault(cid.number, {}).setdefault(condition_key(condition), (event.location, event.code))
 
     def _on_limit(self, event: LimitWarning) -> None:
         cid = CompileId.parse(event.compile_id)
@@ -423,6 +446,15 @@ def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
     return top + 1 - sum(1 for n in refused if n <= top)
 
 
+def _located(frame: _Frame, c: Cause) -> Cause:
+    """A size guard whose text names no line of the user's, with the line the compile that added it logged."""
+    if not c.shape or c.location:
+        return c
+    cid = CompileId.parse(c.cache_entry or "")
+    found = frame.size_guard_lines.get(cid.number, {}).get(condition_key(c.condition)) if cid is not None else None
+    return replace(c, location=found[0], code=found[1]) if found is not None else c
+
+
 def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex) -> FunctionSummary:
     numbers = sorted(n for n in frame.compiles if n not in frame.refused)
     events = []
@@ -432,7 +464,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
             continue
         compile_id = f"{frame.frame_id}/{n}"
         if frame.announced.get(n):
-            causes = tuple(classify_failure(f.text, f.cache_entry, roles) for f in frame.announced[n])
+            causes = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles)) for f in frame.announced[n])
             event = RecompileEvent(compile_id, True, causes)
             events.append(decisive(event, frame.changed.get(n, {}), roles, frame.pins, n, frame.against.get(n), variety))
         else:
@@ -456,7 +488,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         # The refused call is announced with every entry's reason, and has no listing: the cause that matters
         # is found among those reasons as a recompile's is (torch's last reason is only the newest entry's).
         failures = frame.announced.get(at, ()) if at is not None else frame.limit_failures.get(i, ())
-        refused = tuple(classify_failure(f.text, f.cache_entry, roles) for f in failures)
+        refused = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles)) for f in failures)
         cause = (refused_cause(refused, frame.pins, roles, variety) if refused else None) or classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
     return FunctionSummary(

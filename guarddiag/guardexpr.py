@@ -257,3 +257,23 @@ def _key_list(text: str) -> tuple[str, ...]:
             start = i + 1
     last = text[start:].strip()
     return tuple(keys + [last] if last else keys)
+
+
+_RELATION = re.compile(r"^(?P<a>[^=!<>]+?) (?P<op>==|!=) (?P<b>[^=!<>]+)$")
+
+
+def condition_key(condition: str) -> tuple[str, ...]:
+    """A condition as a key that does not depend on which side torch printed first: ``y.size(0) == x.size(1)``
+    and ``x.size(1) == y.size(0)`` are one guard."""
+    m = _RELATION.match(condition)
+    return (m["op"], *sorted((m["a"].strip(), m["b"].strip()))) if m else (condition,)
+
+
+# A symbol of torch's shape environment in a guard it added: a size (s27), an unbacked size (u0), a float (zf20).
+_SYMBOL = re.compile(r"\b[a-z]{1,2}\d+\b")
+
+
+def symbolic_condition(expr: str, symbols: dict[str, str]) -> str:
+    """A guard the shape environment added over its symbols (``Eq(s27, s23)``), as the condition of the listed
+    guard it became (``x.size(1) == bias.size(0)``), ``symbols`` naming each symbol's source."""
+    return size_condition(_SYMBOL.sub(lambda m: symbols.get(m[0], m[0]), expr))

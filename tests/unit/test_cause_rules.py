@@ -145,7 +145,9 @@ SIZE_CAUSES = {
     "first_tokens": ("lower_bound", "5 <= x.size(1)", "size_guards.py:31 in first_tokens"),
     "clip_batch": ("range", "2 <= x.size(0) <= 64", "size_guards.py:36 in clip_batch"),
     "normalize": ("size_0_1", "2 <= x.size(0)", "size_guards.py:43 in normalize"),
-    "add_bias": ("relation", "bias.size(0) == x.size(1)", ""),
+    # torch's listing and failure text name no line for it (`# (unknown var s23, please file a bug)`): the line is
+    # the one its shape environment logged when it added the guard (`eval Eq(s27, s23) [guard added] ...`).
+    "add_bias": ("relation", "bias.size(0) == x.size(1)", "size_guards.py:48 in add_bias"),
     "split_heads": ("relation", "heads.size(0) != x.size(1)", "size_guards.py:53 in split_heads"),
 }
 # Inductor bounds the reduction's size itself (_inductor/codegen/cpp.py, need_use_acc_helper).
@@ -177,7 +179,23 @@ def test_two_size_guards_are_two_groups_with_their_own_words():
         "1x dynamic_shape: a lower bound on a size: the entry holds only while `5 <= x.size(1)`",
     ]
     relation = next(f for f in run.functions if f.name == "add_bias")
-    assert "      at a line torch does not name (the guard's comment names no user code)" in function_detail_lines(relation)
+    assert "      at tests/fixtures/causes/size_guards.py:48 in add_bias: return (x + bias).relu()" in function_detail_lines(relation)
+
+
+def test_the_line_behind_a_relation_comes_from_the_shape_environment():
+    """The premise (torch's text names no line) and the events that tell it: a symbol per source, a guard over symbols."""
+    from guarddiag.logparse.events import SizeGuardAdded, SymbolCreated
+
+    text = (V213 / "size_guards.log").read_text(encoding="utf-8")
+    assert "- 4/1: bias.size()[0] == x.size()[1]  # (unknown var s23, please file a bug)" in text
+    events = [e for e in LogParser().parse(text.splitlines()) if isinstance(e, (SizeGuardAdded, SymbolCreated))]
+    assert SymbolCreated("4/1", "s23", "L['bias'].size()[0]") in events
+    assert SizeGuardAdded("4/1", "Eq(s27, s23)", "tests/fixtures/causes/size_guards.py:48 in add_bias", "return (x + bias).relu()") in events
+    # A guard torch suppressed is none; one torch's own code added (inductor's bound) names no user line.
+    inductor = [e for e in LogParser().parse((V213 / "size_guards.inductor.log").read_text(encoding="utf-8").splitlines())]
+    added = [e for e in inductor if isinstance(e, SizeGuardAdded)]
+    assert not [e for e in added if "suppressed" in e.expr]
+    assert SizeGuardAdded("3/1", "s77 <= 4096", "", "") in added
 
 
 # (torch's spelling, the condition, its form): torch 2.13's from the recordings; torch <= 2.2 prints guards with
