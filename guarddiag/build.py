@@ -489,7 +489,8 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         # is found among those reasons as a recompile's is (torch's last reason is only the newest entry's).
         failures = frame.announced.get(at, ()) if at is not None else frame.limit_failures.get(i, ())
         refused = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles)) for f in failures)
-        cause = (refused_cause(refused, frame.pins, roles, variety) if refused else None) or classify_last_reason(hit.last_reason, roles)
+        cause = refused_cause(refused, frame.pins, roles, variety, at) if refused else None
+        cause = cause or classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
     return FunctionSummary(
         name=frame.name,

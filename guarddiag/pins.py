@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
@@ -301,16 +301,21 @@ def _with_keys(cause: Cause, entry: Entry | None, now: Entry | None, roles: Mapp
 
 
 def refused_cause(
-    causes: tuple[Cause, ...], entries: Mapping[int, Entry], roles: Mapping[str, str], variety: Variety | None = None
+    causes: tuple[Cause, ...],
+    entries: Mapping[int, Entry],
+    roles: Mapping[str, str],
+    variety: Variety | None = None,
+    number: int | None = None,
 ) -> Cause | None:
     """:func:`decisive_refused`, a dict's keys said as for a recompile (those of the entry; the call's are not
-    listed). The refused call comes after every entry: reasons that name none are matched by position."""
-    against = entry_numbers([c.cache_entry for c in causes], sorted(entries))
+    listed). The refused call (``number``, where the log names it) comes after the entries before it: reasons
+    that name no entry are matched to those by position."""
+    against = entry_numbers([c.cache_entry for c in causes], sorted(n for n in entries if number is None or n < number))
     found = decisive_refused(causes, entries, against, variety or Variety(entries))
     if found is None:
         return None
-    at = against[causes.index(found)]
-    return _with_keys(found, entries.get(at) if at is not None else None, None, roles)
+    at = against[found]
+    return _with_keys(causes[found], entries.get(at) if at is not None else None, None, roles)
 
 
 # A refused call's reasons weighed against each other, at most (each against every other: a frame whose limit
@@ -319,10 +324,10 @@ MAX_REFUSED_REASONS = 256
 
 
 def decisive_refused(
-    causes: tuple[Cause, ...], entries: Mapping[int, Entry], against: Sequence[int | None], variety: Variety
-) -> Cause | None:
-    """The cause that matters for a call refused at the recompile limit: it has no listing of its own, so
-    which entry it differs from least is read from torch's reasons. Each reason says what the call changed
+    causes: tuple[Cause, ...], entries: Mapping[int, Entry], against: Sequence[int | None], variety: Callable[[int], int]
+) -> int | None:
+    """Which reason (its index) is the cause that matters for a call refused at the recompile limit: the call
+    has no listing of its own, so which entry it differs from least is read from torch's reasons. Each reason says what the call changed
     against one entry; supposing the call were that entry with only that changed, every other entry's
     reason must name something in which that entry differs from it (else the supposition is refuted).
     Among the suppositions that stand, the same order as for a recompile: no pinned value changed
@@ -330,16 +335,16 @@ def decisive_refused(
     entries are not known (or there are more than :data:`MAX_REFUSED_REASONS`): the caller keeps torch's last reason."""
     if len(causes) > MAX_REFUSED_REASONS:
         return None
-    suppose = [(c, entries.get(n) if n is not None else None, _whats_of(c)) for c, n in zip(causes, against, strict=True)]
+    suppose = [(entries.get(n) if n is not None else None, _whats_of(c)) for c, n in zip(causes, against, strict=True)]
     standing = []
-    for i, (c, entry, whats) in enumerate(suppose):
+    for i, (entry, whats) in enumerate(suppose):
         what = None if whats is None or entry is None else next((w for w in whats if w in entry.values), _UNKNOWN)
         if entry is None or what == _UNKNOWN:
             continue
-        if not any(_refutes(entry, what, other, other_whats) for j, (_, other, other_whats) in enumerate(suppose) if j != i):
+        if not any(_refutes(entry, what, other, other_whats) for j, (other, other_whats) in enumerate(suppose) if j != i):
             rank = (0, 0) if what is None else (1, -variety(what))
-            standing.append(((*rank, i), c))
-    return min(standing, key=lambda s: s[0])[1] if standing else None
+            standing.append((*rank, i))
+    return min(standing)[2] if standing else None
 
 
 def _refutes(entry: Entry, what: int | None, other: Entry | None, other_whats: tuple[int, ...] | None) -> bool:

@@ -190,7 +190,8 @@ def test_the_line_behind_a_relation_comes_from_the_shape_environment():
     assert "- 4/1: bias.size()[0] == x.size()[1]  # (unknown var s23, please file a bug)" in text
     events = [e for e in LogParser().parse(text.splitlines()) if isinstance(e, (SizeGuardAdded, SymbolCreated))]
     assert SymbolCreated("4/1", "s23", "L['bias'].size()[0]") in events
-    assert SizeGuardAdded("4/1", "Eq(s27, s23)", "tests/fixtures/causes/size_guards.py:48 in add_bias", "return (x + bias).relu()") in events
+    where = "tests/fixtures/causes/size_guards.py:48 in add_bias"
+    assert SizeGuardAdded("4/1", "Eq(s27, s23)", where, "return (x + bias).relu()") in events
     # A guard torch suppressed is none; one torch's own code added (inductor's bound) names no user line.
     inductor = [e for e in LogParser().parse((V213 / "size_guards.inductor.log").read_text(encoding="utf-8").splitlines())]
     added = [e for e in inductor if isinstance(e, SizeGuardAdded)]
@@ -258,3 +259,22 @@ def test_every_condition_explain_says_is_a_guard_torch_installed():
                     dynamic = [s for s in o.no_recompile if s.startswith("another size") and "% 8" in o.detail]
                     assert all("that keeps" in s for s in dynamic), dynamic
         assert said > 20
+
+
+def test_a_refused_calls_suppositions_that_another_reason_refutes_fall():
+    """Without variety to break ties, the refused call of label_smoothing still goes to the smoothing: supposing it were
+    an eval entry with only grad mode changed is refuted by the train entry of the same epoch, whose reason is the
+    smoothing (the call had that entry's grad mode, so its smoothing differed). torch's order alone says grad mode."""
+    from guarddiag.build import RunBuilder
+    from guarddiag.causes import classify_failure
+    from guarddiag.pins import decisive_refused, entry_numbers
+
+    builder = RunBuilder()
+    for event in LogParser().parse(SMOOTHING.open(encoding="utf-8")):
+        builder.add(event)
+    (frame,) = [f for f in builder._frames.values() if f.limit_hits]
+    reasons = tuple(classify_failure(f.text, f.cache_entry) for f in frame.announced[8])
+    against = entry_numbers([c.cache_entry for c in reasons], sorted(frame.pins))
+    assert reasons[0].subject == "grad mode"
+    chosen = decisive_refused(reasons, frame.pins, against, lambda what: 0)
+    assert chosen is not None and reasons[chosen].source == SMOOTHING_SOURCE
