@@ -85,8 +85,8 @@ def _explain(log_path: str, cwd: Path) -> dict:
 
 
 # What the report says about each script's recompiling function beyond its cause (#13 items 6 and 7): the dims
-# and numbers automatic dynamic made dynamic (no more recompiles on them), the user's line behind the guard,
-# and how much of the compile time went to recompiles.
+# and numbers automatic dynamic made dynamic (other sizes and values reuse an entry while its guards hold), the
+# user's line behind the guard, and how much of the compile time went to recompiles.
 REPORT_LINES = {
     "gpt_generate.py": ["  dynamic after the run: `idx` dim 1 ("],
     "lr_schedule.py": [
