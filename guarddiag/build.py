@@ -15,6 +15,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
+from guarddiag.guardexpr import condition_key, symbolic_condition
 from guarddiag.ids import CompileId, generation_of, process_of, with_process
 from guarddiag.ledger import CompileRecord, LedgerIndex
 from guarddiag.logparse.events import (
@@ -26,6 +27,8 @@ from guarddiag.logparse.events import (
     GuardListing,
     LimitWarning,
     RecompileAnnounced,
+    SizeGuardAdded,
+    SymbolCreated,
 )
 from guarddiag.model import (
     UNKNOWN_SUBJECT,
@@ -40,7 +43,21 @@ from guarddiag.model import (
     Resume,
     StackSlot,
 )
-from guarddiag.pins import Entry, changed, decisive, diff_listings, dynamic_dims, dynamic_scalars, hashed, hashed_pins, pinned
+from guarddiag.pins import (
+    Changes,
+    Entry,
+    Variety,
+    changed,
+    decisive,
+    diff_listings,
+    dynamic_dims,
+    dynamic_scalars,
+    entry_numbers,
+    hashed,
+    hashed_pins,
+    pinned,
+    refused_cause,
+)
 from guarddiag.resume import resume_of, slot_index, slot_name
 from guarddiag.sourceinfo import Roles, local_roles
 from guarddiag.timing import with_compile_times
@@ -69,6 +86,8 @@ class _Frame:
     limit_hits: list[LimitHit] = field(default_factory=list)
     # index in limit_hits -> the compile number torch refused there (when the log names it)
     limit_at: dict[int, int] = field(default_factory=dict)
+    # index in limit_hits -> the reasons torch announced for the refused call, where no compile number names them (old torch)
+    limit_failures: dict[int, tuple[GuardFailure, ...]] = field(default_factory=dict)
     graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
     last_listing: tuple[int, GuardListing] | None = None
     # Each compile's pinned values, hashed (compile number -> hash of what -> hash of value), kept once
@@ -77,12 +96,18 @@ class _Frame:
     # What any of those entries pins (their keys, together): kept as they come, so that a compile asks it
     # in constant time (a union over every earlier entry made a frame's 20,000 compiles quadratic).
     pinned_before: set[int] = field(default_factory=set)
-    changed: dict[int, dict[int, tuple[int, tuple[Guard, ...]]]] = field(default_factory=dict)
+    changed: dict[int, dict[int, Changes]] = field(default_factory=dict)
+    # per announced recompile, the entry each of torch's reasons is against (pins.entry_numbers)
+    against: dict[int, tuple[int | None, ...]] = field(default_factory=dict)
     # A wrapper frame (torch's ``inner``): what each compile was for (guarddiag/wrapped.py).
     compiled_for: dict[int, CompiledFor] = field(default_factory=dict)
     wrapper: bool | None = None
     # Tensors some compile of a recompiling frame treats as dynamic (insertion-ordered set).
     dynamic: dict[DynamicDims, None] = field(default_factory=dict)
+    # Per compile number: its shape environment's symbols (``s27`` -> ``L['x'].size()[1]``), and the user's line
+    # (location, code) behind each size guard it added, by the guard's condition (guardexpr.condition_key).
+    symbols: dict[int, dict[str, str]] = field(default_factory=dict)
+    size_guard_lines: dict[int, dict[tuple[str, ...], tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def refused(self) -> set[int]:
@@ -128,6 +153,12 @@ class RunBuilder:
             self._on_listing(event)
         elif isinstance(event, LimitWarning):
             self._on_limit(event)
+        elif isinstance(event, SymbolCreated):
+            cid = CompileId.parse(event.compile_id)
+            if cid is not None:
+                self._frame(cid.frame_id).symbols.setdefault(cid.number, {})[event.symbol] = event.source
+        elif isinstance(event, SizeGuardAdded):
+            self._on_size_guard(event)
         elif isinstance(event, GraphBreakSeen):
             cid = CompileId.parse(event.compile_id)
             frame = self._frame(cid.frame_id if cid else "?")
@@ -197,8 +228,9 @@ class RunBuilder:
             if cid.number not in frame.announced and last is not None and last[0] == cid.number - 1:
                 frame.inferred[cid.number] = diff_listings(pinned(last[1]), pinned(event))
             failures = frame.announced.get(cid.number, ())
-            entries = {e.number for f in failures if (e := CompileId.parse(f.cache_entry or "")) is not None}
-            frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in entries if n in frame.pins}
+            against = entry_numbers([f.cache_entry for f in failures], [n for n in frame.pins if n < cid.number])
+            frame.against[cid.number] = against
+            frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in against if n is not None and n in frame.pins}
             frame.pins[cid.number] = hashed(pins)
             frame.pinned_before.update(frame.pins[cid.number].values)
         frame.last_listing = (cid.number, event)
@@ -210,6 +242,16 @@ class RunBuilder:
             frame.wrapper = wrapped is not None
             if wrapped is not None:
                 frame.compiled_for[cid.number] = wrapped
+
+    def _on_size_guard(self, event: SizeGuardAdded) -> None:
+        """The user's line behind a size guard, kept by its condition: torch's listing names none for a relation
+        it rewrote (``# (unknown var s23, please file a bug)``)."""
+        cid = CompileId.parse(event.compile_id)
+        if cid is None or not event.location:
+            return
+        frame = self._frame(cid.frame_id)
+        condition = symbolic_condition(event.expr, frame.symbols.get(cid.number, {}))
+        frame.size_guard_lines.setdefault(cid.number, {}).setdefault(condition_key(condition), (event.location, event.code))
 
     def _on_limit(self, event: LimitWarning) -> None:
         cid = CompileId.parse(event.compile_id)
@@ -237,6 +279,7 @@ class RunBuilder:
             if pending:
                 refused = pending.pop()
                 reason = reason or (refused.failures[0].text if refused.failures else "")
+                frame.limit_failures[len(frame.limit_hits)] = refused.failures
         frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, reason))
 
     def _pending_for(self, name: str, file: str, line: int | None, process: str) -> deque[RecompileAnnounced]:
@@ -411,18 +454,29 @@ def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
     return top + 1 - sum(1 for n in refused if n <= top)
 
 
+def _located(frame: _Frame, c: Cause) -> Cause:
+    """A size guard whose text names no line of the user's, with the line the compile that added it logged."""
+    if not c.shape or c.location:
+        return c
+    cid = CompileId.parse(c.cache_entry or "")
+    found = frame.size_guard_lines.get(cid.number, {}).get(condition_key(c.condition)) if cid is not None else None
+    return replace(c, location=found[0], code=found[1]) if found is not None else c
+
+
 def _summary(
     frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex, compiled: AbstractSet[tuple[str, str]] = frozenset()
 ) -> FunctionSummary:
     numbers = sorted(n for n in frame.compiles if n not in frame.refused)
     events = []
+    variety = Variety(frame.pins)
     for n in numbers:
         if n == 0:
             continue
         compile_id = f"{frame.frame_id}/{n}"
         if frame.announced.get(n):
-            causes = tuple(classify_failure(f.text, f.cache_entry, roles, f.stack) for f in frame.announced[n])
-            events.append(decisive(RecompileEvent(compile_id, True, causes), frame.changed.get(n, {}), roles))
+            causes = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles, f.stack)) for f in frame.announced[n])
+            event = RecompileEvent(compile_id, True, causes)
+            events.append(decisive(event, frame.changed.get(n, {}), roles, frame.pins, n, frame.against.get(n), variety))
         else:
             # Not announced, or announced without its reasons (a log cut after the header): the cause
             # is inferred from the guard listings; ``logged`` says whether torch announced it.
@@ -441,7 +495,12 @@ def _summary(
             outcome = "compiled_again"
         elif any(r > at for r in frame.refused):
             outcome = "raised"  # a frame torch runs eagerly for good is never offered to it again
-        cause = classify_last_reason(hit.last_reason, roles)
+        # The refused call is announced with every entry's reason, and has no listing: the cause that matters
+        # is found among those reasons as a recompile's is (torch's last reason is only the newest entry's).
+        failures = frame.announced.get(at, ()) if at is not None else frame.limit_failures.get(i, ())
+        refused = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles, f.stack)) for f in failures)
+        cause = refused_cause(refused, frame.pins, roles, variety, at) if refused else None
+        cause = cause or classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
     dims = _merged_dims(frame.dynamic)
     return FunctionSummary(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from guarddiag.guardkinds import category
+from guarddiag.guardkinds import SHAPE_FORM_NAMES, category
 from guarddiag.ids import FunctionKey, process_of
 
 SCHEMA = "guarddiag.run/1"
@@ -26,6 +26,18 @@ class Guard:
     location: str = ""
     # A counting parser's guard keeps its comment unread (``code  # file:line in fn``) instead of a location.
     comment: str = ""
+
+
+@dataclass(frozen=True)
+class DictKeys:
+    """The keys of a dict whose keys a cause is about, each as torch prints it (``'aux'``), in order, as the
+    guard listings show them: in the cache entry (``before``) and in the call that missed it (``after``).
+    None where no listing tells: a call refused at the recompile limit has none, nor has a compile whose
+    listing was not in the log. ``ordered`` is False where torch guarded the key set only (torch < 2.2)."""
+
+    before: tuple[str, ...] | None = None
+    after: tuple[str, ...] | None = None
+    ordered: bool = True
 
 
 # The subject of a cause the log does not show (a recompile without its reasons, a record without causes).
@@ -54,9 +66,18 @@ class Cause:
     # ``nn/modules/container.py:555 in __getitem__``) and the user's line is not in the log; else empty.
     inner_location: str = ""
     inner_code: str = ""
+    # A symbolic-size guard (category dynamic_shape): its form, a name of guardkinds.SHAPE_FORMS
+    # (``divisibility``, ``size_0_1``, ``relation``...), and its condition as the user would write it
+    # (``x.size(1) % 8 == 0``); ``""`` for every other cause.
+    shape: str = ""
+    condition: str = ""
+    # A change of a dict's keys (category container): what they were in the entry and in the call.
+    keys: DictKeys | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "category", category(self.category).value)
+        if self.shape and self.shape not in SHAPE_FORM_NAMES:
+            raise ValueError(f"shape {self.shape!r} is not one of {', '.join(SHAPE_FORM_NAMES)}"[:200])
 
 
 @dataclass(frozen=True)

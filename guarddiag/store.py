@@ -27,6 +27,7 @@ from guarddiag.model import (
     SCHEMA,
     Cause,
     CompiledFor,
+    DictKeys,
     DynamicDims,
     FailedCompile,
     FunctionSummary,
@@ -104,10 +105,15 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "recompiles": f.recompiles,
         "limit_hit": f.limit_hit,
         "recompile_events": [
-            {"compile_id": e.compile_id, "logged": e.logged, "causes": [asdict(c) for c in e.causes], "also": [asdict(c) for c in e.also]}
+            {
+                "compile_id": e.compile_id,
+                "logged": e.logged,
+                "causes": [_cause_dict(c) for c in e.causes],
+                "also": [_cause_dict(c) for c in e.also],
+            }
             for e in f.recompile_events
         ],
-        "limit_hits": [asdict(h) for h in f.limit_hits],
+        "limit_hits": [{**asdict(h), "cause": None if h.cause is None else _cause_dict(h.cause)} for h in f.limit_hits],
         "graph_breaks": [asdict(g) for g in f.graph_breaks],
         "failed_compiles": [asdict(c) for c in f.failed_compiles],
         "compiled_for": [asdict(c) for c in f.compiled_for],
@@ -341,7 +347,7 @@ def _limit_hit(raw: object, where: str) -> LimitHit:
     hit = _typed(LimitHit, values, where)
     if hit.outcome not in LIMIT_OUTCOMES:
         raise ValueError(f"{where}.outcome: expected one of {', '.join(LIMIT_OUTCOMES)}, got {hit.outcome!r}"[:200])
-    return replace(hit, cause=None if cause is None else _typed(Cause, cause, f"{where}.cause"))
+    return replace(hit, cause=None if cause is None else _cause(cause, f"{where}.cause"))
 
 
 def late_hook_from_dict(raw: object, where: str) -> LateHook:
@@ -372,6 +378,36 @@ def _typed(cls: type[_T], raw: object, where: str) -> _T:
     return cls(**values)
 
 
+# A cause's fields written only when set: most causes are no size guard and no dict's keys.
+_CAUSE_OPTIONAL = ("shape", "condition", "keys")
+
+
+def _cause_dict(c: Cause) -> dict:
+    return {k: v for k, v in asdict(c).items() if k not in _CAUSE_OPTIONAL or v}
+
+
+def _cause(raw: object, where: str) -> Cause:
+    """A cause from its JSON form; ``keys`` (a dict's keys before and after, each a list of keys or null) typed."""
+    values = dict(_object(raw, where))
+    keys = values.pop("keys", None)
+    cause = _typed(Cause, values, where)
+    return cause if keys is None else replace(cause, keys=_dict_keys(keys, f"{where}.keys"))
+
+
+def _dict_keys(raw: object, where: str) -> DictKeys:
+    values = _object(raw, where)
+    ordered = values.get("ordered", True)
+    if not isinstance(ordered, bool):
+        raise TypeError(f"{where}.ordered: expected true or false, got {ordered!r}"[:200])
+    sides = []
+    for side in ("before", "after"):
+        keys = values.get(side)
+        if keys is not None and not all(isinstance(k, str) for k in _list(keys, f"{where}.{side}")):
+            raise TypeError(f"{where}.{side}: expected a list of keys or null, got {keys!r}"[:200])
+        sides.append(None if keys is None else tuple(keys))
+    return DictKeys(sides[0], sides[1], ordered)
+
+
 def _error(data: dict) -> dict:
     error = data.get("error") or {}
     if not isinstance(error, dict):
@@ -380,14 +416,14 @@ def _error(data: dict) -> dict:
 
 
 def _event_from_dict(e: dict, where: str) -> RecompileEvent:
-    causes = tuple(_typed(Cause, c, f"{where}.causes[{i}]") for i, c in enumerate(_list(e["causes"], f"{where}.causes")))
+    causes = tuple(_cause(c, f"{where}.causes[{i}]") for i, c in enumerate(_list(e["causes"], f"{where}.causes")))
     if not causes:
         # Every event the parser makes has a cause (unknown, at worst); an empty list is a hand edit.
         raise ValueError(f"{where}: recompile event {e['compile_id']!r} has no causes")
     logged = e["logged"]
     if not isinstance(logged, bool):
         raise TypeError(f"{where}.logged: expected true or false, got {logged!r}"[:200])
-    also = tuple(_typed(Cause, c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
+    also = tuple(_cause(c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
     return RecompileEvent(str(_str(e["compile_id"], f"{where}.compile_id")), logged, causes, also)
 
 

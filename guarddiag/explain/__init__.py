@@ -8,6 +8,7 @@ what to fix. :mod:`guarddiag.render.explain_words` writes every sentence.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
@@ -25,7 +26,10 @@ from guarddiag.explain.model import (
     GuardedObject,
 )
 from guarddiag.explain.objects import Memo, objects_of
-from guarddiag.logparse.events import Event, GuardListing
+from guarddiag.guardexpr import condition_key, size_condition, symbolic_condition
+from guarddiag.guardkinds import FLAT_FALLBACK as SHAPE_GUARD_KIND
+from guarddiag.logparse.events import Event, GuardListing, SizeGuardAdded, SymbolCreated
+from guarddiag.logparse.guards import location_of
 from guarddiag.model import FunctionSummary, Guard
 from guarddiag.pipeline import LogReader
 from guarddiag.render.words import function_label
@@ -52,20 +56,43 @@ __all__ = [
 
 
 class GuardListings:
-    """Each frame's guard listings by compile number, taken from the events (``LogReader(on_event=...)``)."""
+    """Each frame's guard listings by compile number, taken from the events (``LogReader(on_event=...)``). A size
+    guard listed without the user's line (torch rewrote a relation: ``# (unknown var s23, ...)``) gets the line
+    its compile's shape environment logged when it added the guard."""
 
     def __init__(self) -> None:
         self.by_frame: dict[str, dict[int, tuple[Guard, ...]]] = {}
+        self._symbols: dict[str, dict[str, str]] = {}
+        self._lines: dict[str, dict[tuple[str, ...], str]] = {}
 
     def add(self, event: Event) -> None:
-        if isinstance(event, GuardListing) and event.compile_id:
+        if isinstance(event, SymbolCreated) and event.compile_id:
+            self._symbols.setdefault(event.compile_id, {})[event.symbol] = event.source
+        elif isinstance(event, SizeGuardAdded) and event.compile_id and event.location:
+            condition = symbolic_condition(event.expr, self._symbols.get(event.compile_id, {}))
+            self._lines.setdefault(event.compile_id, {}).setdefault(condition_key(condition), event.location)
+        elif isinstance(event, GuardListing) and event.compile_id:
             frame, number = frame_of(event.compile_id)
             if frame is not None:
                 # A compile id listed twice (retries) keeps its last listing.
-                self.by_frame.setdefault(frame, {})[number] = event.guards
+                self.by_frame.setdefault(frame, {})[number] = self._located(event.compile_id, event.guards)
+            self._symbols.pop(event.compile_id, None)
+
+    def _located(self, compile_id: str, guards: tuple[Guard, ...]) -> tuple[Guard, ...]:
+        lines = self._lines.pop(compile_id, None)
+        if not lines:
+            return guards
+        return tuple(_with_line(g, lines) for g in guards)
 
     def guards(self) -> Iterable[Guard]:
         return (g for per in self.by_frame.values() for gs in per.values() for g in gs)
+
+
+def _with_line(g: Guard, lines: Mapping[tuple[str, ...], str]) -> Guard:
+    if g.kind != SHAPE_GUARD_KIND or g.location or (g.comment and location_of(g.comment)):
+        return g
+    found = lines.get(condition_key(size_condition(g.expr)))
+    return dataclasses.replace(g, location=found) if found else g
 
 
 def explain_events(events: Iterable[Event], torch_version: str | None = None, full: bool = False) -> Explanation:

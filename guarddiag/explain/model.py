@@ -14,6 +14,22 @@ SCHEMA = "guarddiag.explain/1"
 
 
 @dataclass(frozen=True)
+class SizeGuard:
+    """A symbolic-size guard of an entry that reads a tensor's sizes (torch's shape environment): its form
+    (a name of guardkinds.SHAPE_FORMS), its condition as the user would write it (``x.size(1) % 8 == 0``),
+    the tensor's dims it reads (a stride or storage offset: none), whether it reads another object's sizes
+    too, and the user's line behind it as torch names it (``""``: it names none; ``origin`` then holds torch's
+    own line that added it, where torch names that: ``_inductor/codegen/cpp.py:2273 in need_use_acc_helper``)."""
+
+    form: str
+    condition: str
+    dims: tuple[int, ...]
+    others: bool = False
+    location: str = ""
+    origin: str = ""
+
+
+@dataclass(frozen=True)
 class TensorObject:
     """A tensor checked by metadata: dtype, sizes (``None``: a dynamic dim), requires_grad."""
 
@@ -26,10 +42,8 @@ class TensorObject:
     dtype: str
     sizes: tuple[str, ...]
     requires_grad: str
-    # Per dynamic dim: (dim, lowest size, highest size or "").
-    ranges: tuple[tuple[int, str, str], ...] = ()
-    # Size relations with other tensors, as ``(left, right)`` in user terms: ``("y.size(0)", "x.size(0)")``.
-    relations: tuple[tuple[str, str], ...] = ()
+    # The entry's symbolic-size guards on its sizes (ranges, remainders, 0/1 specialization, relations).
+    size_guards: tuple[SizeGuard, ...] = ()
     count: int = 1
 
 

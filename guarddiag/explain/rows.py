@@ -13,7 +13,9 @@ from typing import NamedTuple, TypeVar
 
 from guarddiag.explain import facts as F
 from guarddiag.explain.facts import Fact
-from guarddiag.explain.model import ContentObject, GuardedObject, IdentityObject, TensorObject, TypeObject, ValueObject
+from guarddiag.explain.model import ContentObject, GuardedObject, IdentityObject, SizeGuard, TensorObject, TypeObject, ValueObject
+from guarddiag.guardexpr import size_condition, size_terms
+from guarddiag.guardkinds import shape_form
 from guarddiag.resume import slot_index
 from guarddiag.sourceinfo import Roles
 
@@ -197,29 +199,26 @@ def _tensor_row(who: _Who, src: str, fact: Fact, shapes: list[Fact]) -> TensorOb
         fact.extra["dtype"],
         sizes,
         rg,
-        tuple((d, *_range_of(d, shapes)) for d in dynamic),
-        _relations(shapes) if dynamic else (),
+        _size_guards(src, shapes) if dynamic else (),
     )
 
 
-def _range_of(dim: int, shapes: list[Fact]) -> tuple[str, str]:
-    """The lowest and highest size (``""``: none) the shape guards give ``dim``."""
-    lo, hi = "0", ""
+def _size_guards(src: str, shapes: list[Fact]) -> tuple[SizeGuard, ...]:
+    """The entry's symbolic-size guards that read this tensor's sizes (or strides), each once, as torch listed them."""
+    found: dict[str, SizeGuard] = {}
     for s in shapes:
-        for pattern, key in ((F.LOWER, "lo"), (F.UPPER, "hi")):
-            m = pattern.match(s.value)
-            if m and F.size_dim(m["term"]) == dim:
-                lo, hi = (m["lo"], hi) if key == "lo" else (lo, m["hi"])
-    return lo, hi
-
-
-def _relations(shapes: list[Fact]) -> tuple[tuple[str, str], ...]:
-    out = []
-    for s in shapes:
-        if " == " in s.value and len(F.SIZE_TERM.findall(s.value)) == 2:
-            left, right = s.value.split(" == ", 1)
-            out.append((F.term_text(left), F.term_text(right)))
-    return tuple(out)
+        terms = size_terms(s.value)
+        mine = [t for t in terms if t["src"] == src]
+        if not mine:
+            continue
+        condition = size_condition(s.value)
+        dims = tuple(sorted({int(t["dim"]) for t in mine if t["what"] == "size" and t["dim"] is not None}))
+        others = any(t["src"] != src for t in terms)
+        where = s.extra.get("location", "")
+        # `(_inductor/codegen/cpp.py:2273 in need_use_acc_helper)` alone: torch's own line, no user code.
+        origin = where[1:-1] if where.startswith("(") and where.endswith(")") else ""
+        found.setdefault(condition, SizeGuard(shape_form(condition), condition, dims, others, "" if origin else where, origin))
+    return tuple(found.values())
 
 
 def _value(who: _Who, src: str, value: str) -> ValueObject:

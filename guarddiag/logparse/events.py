@@ -95,4 +95,24 @@ class GraphBreakSeen:
     reason: str
 
 
-Event = FrameNamed | CompileSeen | RecompileAnnounced | GuardListing | LimitWarning | GraphBreakSeen
+@dataclass(frozen=True, slots=True)
+class SymbolCreated:
+    """``create_symbol s27 = 12 for L['x'].size()[1] ...``: a size (or number) of the compile made symbolic."""
+
+    compile_id: str | None
+    symbol: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class SizeGuardAdded:
+    """``eval Eq(s27, s23) [guard added] return x + b  # model.py:5 in f (...)``: a symbolic-size guard the compile
+    added, over its symbols, with the user's line that added it (where torch names one)."""
+
+    compile_id: str | None
+    expr: str
+    location: str
+    code: str
+
+
+Event = FrameNamed | CompileSeen | RecompileAnnounced | GuardListing | LimitWarning | GraphBreakSeen | SymbolCreated | SizeGuardAdded

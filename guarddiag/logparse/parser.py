@@ -27,8 +27,9 @@ from guarddiag.logparse.blocks import (
     ShapeFnBlock,
     recompile_from_tuple,
 )
-from guarddiag.logparse.events import CompileSeen, Event, FrameNamed, GuardListing
+from guarddiag.logparse.events import CompileSeen, Event, FrameNamed, GuardListing, SizeGuardAdded, SymbolCreated
 from guarddiag.logparse.framing import Framed, frame, strip_rank
+from guarddiag.logparse.guards import location_of
 
 # Artifacts whose every line guarddiag is expected to understand (--strict counts these).
 OWN_ARTIFACTS = frozenset({"__guards", "__recompiles", "__recompiles_verbose", "__graph_breaks"})
@@ -280,6 +281,9 @@ class LogParser:
             m = start_tracing(body)
             if m is not None:
                 return [FrameNamed(cid, m["name"], m["file"] or "", int(m["line"]) if m["line"] else None)]
+            if f.artifact is None and cid is not None and ("[guard added]" in body or "create_symbol " in body):
+                shape = shape_env_event(cid, body)
+                return [shape] if shape is not None else []
             if f.artifact in OWN_ARTIFACTS:
                 self.counters.unknown(line)
             return []
@@ -287,6 +291,25 @@ class LogParser:
         self._open_of_rank[key[0]] = key
         self._last = block
         return []
+
+
+# torch's shape environment (symbolic_shapes.py, dynamo channel): a symbol made for a source, a guard added over symbols.
+_CREATE_SYMBOL = re.compile(r"create_symbol (?P<sym>[a-z]+\d+) = \S+ for (?P<src>\S+) \[")
+_GUARD_ADDED = re.compile(r"\beval (?P<expr>.+?) \[guard added\] ?(?P<rest>.*)$")
+
+
+def shape_env_event(cid: str, body: str) -> SymbolCreated | SizeGuardAdded | None:
+    """A shape environment's line: a symbol it created for a source, or a guard it added (not one it suppressed)."""
+    m = _CREATE_SYMBOL.search(body)
+    if m is not None:
+        return SymbolCreated(cid, m["sym"], m["src"])
+    m = _GUARD_ADDED.search(body)
+    if m is None or m["expr"].startswith("[guard suppressed]"):
+        return None
+    rest = m["rest"].partition(", for more info")[0]
+    code, _, comment = rest.partition("  # ")
+    location = location_of(comment) if comment else ""
+    return SizeGuardAdded(cid, m["expr"].strip(), location, " ".join(code.split()) if location else "")
 
 
 def start_tracing(body: str) -> re.Match[str] | None:

@@ -23,6 +23,7 @@ from guarddiag.explain.model import (
     FunctionExplanation,
     GuardedObject,
     IdentityObject,
+    SizeGuard,
     TensorObject,
     TypeObject,
     ValueObject,
@@ -199,10 +200,10 @@ def _tensor(o: TensorObject) -> ObjectWords:
     name, sizes = o.name, o.sizes
     shown = "[" + ", ".join("*" if s == "None" else s for s in sizes) + "]"
     detail = f"tensor {o.dtype} {shown} requires_grad={o.requires_grad}"
-    ranges = [_range(lo, hi) for _, lo, hi in o.ranges]
-    dynamic = [d for d, _, _ in o.ranges]
+    dynamic = [i for i, s in enumerate(sizes) if s == "None"]
     if dynamic:
-        detail += "; dynamic dim " + ", ".join(f"{d} ({r})" for d, r in zip(dynamic, ranges, strict=True))
+        guards = ", ".join(f"`{g.condition}`" for g in o.size_guards)
+        detail += f"; dynamic dim {', '.join(map(str, dynamic))}" + (f" (size guards: {guards})" if guards else "")
     recompile = [f"another dtype, device or requires_grad for `{name}` recompiles"]
     static = [str(i) for i, s in enumerate(sizes) if s != "None"]
     if static:
@@ -211,14 +212,42 @@ def _tensor(o: TensorObject) -> ObjectWords:
     elif not sizes:
         recompile.append(f"a `{name}` with dimensions (not 0-d) recompiles")
     ok = [f"new values in `{name}`: no recompile, only its metadata is checked"]
-    if dynamic:
-        ok.append(f"another size of `{name}` at dim {', '.join(map(str, dynamic))}: no recompile, dynamic ({'; '.join(ranges)})")
-        recompile.extend(f"breaking `{left} == {right}` recompiles" for left, right in o.relations)
+    layout = any(g.form == "layout" for g in o.size_guards)
+    for d in dynamic:
+        said = _dynamic_dim(name, d, [g for g in o.size_guards if d in g.dims and g.form != "layout"])
+        ok.append(said + (", with the same memory layout (its stride guards below)" if layout else ""))
+    # Every guard that a size could break, once: a remainder, a bound, a relation with another input.
+    recompile += [_breaking(g) for g in o.size_guards if g.form != "size_0_1"]
     return ObjectWords(_label(o), o.how, detail, tuple(recompile), tuple(ok), sources=o.sources, pinned=o.pinned)
 
 
-def _range(lo: str, hi: str) -> str:
-    return f"size >= {lo}" + (f" and <= {hi}" if hi else "") + (", sizes 0 and 1 get their own entry" if lo == "2" else "")
+def _dynamic_dim(name: str, dim: int, guards: list[SizeGuard]) -> str:
+    """Which other sizes at a dynamic dim reuse the entry: those that keep every size guard on it (torch checks
+    each); with none but 0/1 specialization's, any size from 2 up."""
+    kept = [g for g in guards if g.form != "size_0_1"]
+    if not kept:
+        return f"another size of `{name}` at dim {dim}: no recompile, dynamic (size >= 2, sizes 0 and 1 get their own entry)"
+    conditions = " and ".join(f"`{g.condition}`" for g in guards)
+    return f"another size of `{name}` at dim {dim} that keeps {conditions}: no recompile (a size that breaks one recompiles)"
+
+
+_BREAKING = {
+    "divisibility": "a branch on a remainder",
+    "range": "a size range",
+    "lower_bound": "a lower bound",
+    "upper_bound": "an upper bound",
+    "specialized": "a size specialized to one value",
+    "excluded": "a size value left out",
+    "layout": "the memory layout: a transposed or sliced view breaks it",
+    "relation": "a relation between sizes",
+    "expression": "a size expression",
+}
+
+
+def _breaking(g: SizeGuard) -> str:
+    """``breaking `x.size(1) % 8 == 0` recompiles (a branch on a remainder, at model.py:5 in pad)``."""
+    where = f", at {g.location}" if g.location else f", added by torch at {g.origin}" if g.origin else ", at a line torch does not name"
+    return f"breaking `{g.condition}` recompiles ({_BREAKING.get(g.form, g.form)}{where})"
 
 
 def _value(o: ValueObject) -> ObjectWords:

@@ -10,6 +10,7 @@ from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.job import job_notes, process_headers, process_rows
 from guarddiag.render.summary import (
     budget_lines,
+    cause_group_words,
     cause_groups,
     compiles_cell,
     failed_sentence,
@@ -47,7 +48,7 @@ def render(run: Run) -> str:
         f = s.function
         if wants_details(f):
             out += ["", f"### {markdown_code(s.label)}" + (" (each)" if s.folded else ""), ""]
-            out += [f"- {g.count}x **{markdown_text(g.category)}**: {markdown_text(g.subject)}" for g in cause_groups(f)]
+            out += [f"- {g.count}x **{markdown_text(g.category)}**: {markdown_text(cause_group_words(g))}" for g in cause_groups(f)]
             out += [f"- {markdown_text(failed_sentence(c))}" for c in f.failed_compiles]
             out += [f"- {markdown_text(limit_sentence(hit))}" for hit in f.limit_hits]
             out += [f"- {markdown_text(line)}" for line in (near_limit_lines(run, f) if s.folded else budget_lines(run, f))]

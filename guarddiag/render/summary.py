@@ -7,13 +7,15 @@ from dataclasses import dataclass
 
 from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
-from guarddiag.model import FunctionSummary, LateHook, Run, uncounted
+from guarddiag.model import Cause, DictKeys, FunctionSummary, LateHook, Run, uncounted
 from guarddiag.places import location_file
 from guarddiag.render.words import (
     capture_gap,
+    cause_words,
     compile_time_sentence,
     failed_sentence,
     function_label,
+    keys_sentence,
     limit_sentence,
     near_limit_sentence,
     script_outcome,
@@ -27,6 +29,7 @@ __all__ = [
     "CauseGroup",
     "budget_lines",
     "cause_group_line",
+    "cause_group_words",
     "cause_groups",
     "compiles_cell",
     "failed_sentence",
@@ -167,10 +170,13 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
         unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
         out.append(f"  {cause_group_line(g)}{unlogged}")
         out.append(f"      e.g. {g.example[:160]}")
+        out += [f"      keys: {keys_sentence(k)[:240]}" for k in g.keys[:4]]
         if g.where:
             out.append(f"      at {g.where[:160]}")
         elif g.inner:
             out.append(f"      at {g.inner[:160]} {INNER_LINE}")
+        elif g.cause.shape:
+            out.append("      at a line torch does not name (the guard's comment names no user code)")
         if g.also:
             shown = "; ".join(g.also[:4]) + (f"; and {len(g.also) - 4} more" if len(g.also) > 4 else "")
             out.append(f"      also changed since that cache entry: {shown}")
@@ -195,14 +201,15 @@ def near_limit_lines(run: Run, f: FunctionSummary) -> list[str]:
 
 
 def dynamic_dims_sentence(f: FunctionSummary) -> str:
-    """``dynamic after the run: `x` dim 0, `t` (its value) ...``: the recompiles on those sizes and values are over."""
+    """``dynamic after the run: `x` dim 0, `t` (its value) ...``: other sizes and values there reuse an entry while its guards hold."""
     shown = ", ".join(f"`{source_label(f, d.source)}` {_dynamic_part(d.dims)}" for d in f.dynamic_dims[:6])
     more = f" and {len(f.dynamic_dims) - 6} more" if len(f.dynamic_dims) > 6 else ""
     kinds = {"sizes" if d.dims else "values" for d in f.dynamic_dims}
     specialized = "; sizes 0 and 1 are still specialized" if "sizes" in kinds else ""
+    # Not "no more recompiles": a dynamic entry holds only while its size guards do (a remainder, a bound, a relation).
     return (
         f"dynamic after the run: {shown}{more} (a compile in the cache is dynamic there: other {' and '.join(sorted(kinds))} "
-        f"reuse it, so no more recompiles are expected on them{specialized})"
+        f"reuse it while its guards hold, which `guarddiag explain` lists{specialized})"
     )
 
 
@@ -218,7 +225,8 @@ def wants_details(f: FunctionSummary) -> bool:
 
 @dataclass(frozen=True)
 class CauseGroup:
-    """Recompiles of one function that share a category and subject."""
+    """Recompiles of one function that share a category and subject (a symbolic-size guard's subject is its
+    condition: each distinct one is its own group)."""
 
     category: str
     subject: str
@@ -231,6 +239,9 @@ class CauseGroup:
     where: str = ""
     # Where the user's line is not in the log: the innermost line torch names, torch's or a library's.
     inner: str = ""
+    # The first recompile's decisive cause (its shape form and condition), and each distinct change of a dict's keys.
+    cause: Cause = Cause("other", "", "", "", "")
+    keys: tuple[DictKeys, ...] = ()
 
 
 def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
@@ -241,15 +252,17 @@ def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
         cause = event.causes[0]
         where = _line(cause.location, cause.code)
         inner = _line(cause.inner_location, cause.inner_code)
-        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where, inner])
+        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where, inner, cause, {}])
         # The user's line when any recompile of the group shows it (torch 2.4 comments a later one in Dynamo's code).
         entry[4] = entry[4] or where
         entry[0] += 1
         entry[1] += 0 if event.logged else 1
         entry[3].update(dict.fromkeys(f"{c.category}: {c.subject}" for c in event.also))
+        if cause.keys is not None:
+            entry[7][cause.keys] = None
     groups = [
-        CauseGroup(cat, subj, n, unlogged, ex, tuple(also), where, inner)
-        for (cat, subj), (n, unlogged, ex, also, where, inner) in counts.items()
+        CauseGroup(cat, subj, n, unlogged, ex, tuple(also), where, inner, first, tuple(keys))
+        for (cat, subj), (n, unlogged, ex, also, where, inner, first, keys) in counts.items()
     ]
     return sorted(groups, key=lambda g: -g.count)
 
@@ -267,6 +280,11 @@ def _line(location: str, code: str) -> str:
 INNER_LINE = "(torch's or a library's code: the log does not show the line of yours that led there)"
 
 
+def cause_group_words(g: CauseGroup) -> str:
+    """What a group's recompiles are about (:func:`guarddiag.render.words.cause_words` of its cause)."""
+    return cause_words(g.cause) if g.cause.shape else g.subject
+
+
 def cause_group_line(g: CauseGroup) -> str:
     """``5x value: value of `self.layer_idx` on argument `self```."""
-    return f"{g.count}x {g.category}: {g.subject}"
+    return f"{g.count}x {g.category}: {cause_group_words(g)}"

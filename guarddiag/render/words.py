@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from guarddiag.guardexpr import readable_source
 from guarddiag.limits import LimitBudget
-from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Resume, Run, Unobserved, compile_gaps
+from guarddiag.model import Cause, CompiledFor, DictKeys, FailedCompile, FunctionSummary, LimitHit, Resume, Run, Unobserved, compile_gaps
 from guarddiag.resume import resume_of, slot_index, slot_name
 from guarddiag.wrapped import torch_wrapper
 
@@ -130,11 +130,54 @@ def _process_words(process: str) -> str:
     return "the script's process" if not process else f"process {process}"
 
 
+# What each form of symbolic-size guard (guardkinds.SHAPE_FORMS) keeps, said before its condition.
+_SHAPE_FORMS = {
+    "divisibility": "a branch on a size's remainder",
+    "size_0_1": "size 0/1 specialization (torch compiles sizes 0 and 1 on their own)",
+    "range": "a size range",
+    "lower_bound": "a lower bound on a size",
+    "upper_bound": "an upper bound on a size",
+    "specialized": "a size specialized to one value",
+    "excluded": "a size value left out",
+    "layout": "a stride (memory layout) guard",
+    "relation": "a relation between sizes",
+    "expression": "a size expression",
+}
+
+
+def cause_words(c: Cause) -> str:
+    """What a cause is about: its subject, or for a symbolic-size guard its form and the condition the
+    entry needs (``a branch on a size's remainder: the entry holds only while `x.size(1) % 8 == 0```)."""
+    if c.shape:
+        return f"{_SHAPE_FORMS.get(c.shape, c.shape)}: the entry holds only while `{c.condition}`"
+    return c.subject
+
+
+def keys_sentence(keys: DictKeys) -> str:
+    """Which keys of a dict came, went or moved, as far as the guard listings tell."""
+    if keys.before is None:
+        return "which keys changed: the guard listings in the log do not say"
+    before = ", ".join(keys.before) or "none"
+    if keys.after is None:
+        return f"the entry's keys were {before}; the call's keys are not in the log (it has no guard listing of its own)"
+    added = [k for k in keys.after if k not in keys.before]
+    removed = [k for k in keys.before if k not in keys.after]
+    parts = [f"{', '.join(added)} added"] if added else []
+    parts += [f"{', '.join(removed)} removed"] if removed else []
+    if not parts and keys.ordered and keys.before != keys.after:
+        parts.append("the same keys in another order")
+    if not parts:
+        parts.append("the listings show the same keys" + ("" if keys.ordered else " (torch guarded the key set: the order is not known)"))
+    return f"{'; '.join(parts)} (keys were {before}, now {', '.join(keys.after) or 'none'})"
+
+
 def limit_sentence(hit: LimitHit) -> str:
     """``hit recompile_limit (8) at 0/8 on value of argument `n`: torch runs it without compiling from here on``."""
     # A paste's hit may name its process alone (``rank7:``): no compile number.
     where = "" if not hit.compile_id else f" in {hit.compile_id[:-1]}" if hit.compile_id.endswith(":") else f" at {hit.compile_id}"
-    why = f" on {hit.cause.subject}" if hit.cause is not None else ""
+    why = f" on {cause_words(hit.cause)}" if hit.cause is not None else ""
+    if hit.cause is not None and hit.cause.keys is not None:
+        why += f" ({keys_sentence(hit.cause.keys)})"
     limit = f"{hit.limit} ({hit.value})" if hit.limit else "the recompile limit (the log begins below the warning's line that names it)"
     return f"hit {limit}{where}{why}: {_OUTCOMES.get(hit.outcome, hit.outcome)}"
 

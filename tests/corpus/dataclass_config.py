@@ -1,7 +1,7 @@
 """A sampler whose settings live in a dataclass config that the script sweeps."""
-import _truth
 from dataclasses import dataclass
 
+import _truth
 import torch
 
 torch.manual_seed(0)

@@ -1,8 +1,8 @@
 """Label-smoothing schedule: the loss is a functools.partial whose label_smoothing changes every epoch;
 each epoch also evaluates under no_grad."""
-import _truth
 import functools
 
+import _truth
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

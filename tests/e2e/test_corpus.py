@@ -85,8 +85,8 @@ def _explain(log_path: str, cwd: Path) -> dict:
 
 
 # What the report says about each script's recompiling function beyond its cause (#13 items 6 and 7): the dims
-# and numbers automatic dynamic made dynamic (no more recompiles on them), the user's line behind the guard,
-# and how much of the compile time went to recompiles.
+# and numbers automatic dynamic made dynamic (other sizes and values reuse an entry while its guards hold), the
+# user's line behind the guard, and how much of the compile time went to recompiles.
 REPORT_LINES = {
     "gpt_generate.py": ["  dynamic after the run: `idx` dim 1 ("],
     "lr_schedule.py": [
@@ -122,6 +122,20 @@ def test_eval_under_no_grad_names_the_training_flags_too(tmp_path: Path):
         "L['self']._modules['body']._modules['3'].training",
     ]
     assert "also changed since that cache entry" in out
+
+
+def test_a_partial_loss_recompiles_on_its_smoothing_not_on_grad_mode(tmp_path: Path):
+    """partial_loss.py (#25): torch's first reason is grad mode for every call (train and eval alternate, the newest
+    entry is the other mode's) and so is its limit warning's last reason; 6 of the 7 recompiles come from the
+    smoothing (held constant, torch recompiles once: tests/e2e/test_causes.py measures it on the eager twin)."""
+    run, truth, out = corpus_run("partial_loss.py", tmp_path)
+    (f,) = run["functions"]
+    decisive = [e["causes"][0]["subject"] for e in f["recompile_events"]]
+    smoothing = "value of `loss_fn.keywords['label_smoothing']` on argument `loss_fn`"
+    assert (decisive.count(smoothing), decisive.count("grad mode"), len(decisive)) == (6, 1, 7), decisive
+    (hit,) = f["limit_hits"]
+    assert "grad_mode" in hit["last_reason"] and hit["cause"]["subject"] == smoothing
+    assert f"  6x value: {smoothing}" in out.splitlines() and f"on {smoothing}:" in out
 
 
 # The name the table shows for what each script compiled: the user's function or module, not torch's wrapper
