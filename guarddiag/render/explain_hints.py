@@ -76,8 +76,7 @@ _CHOICES: dict[str, Callable[[str, str], str]] = {
         "torch must specialize a size; shapes static by default are made dynamic there)"
     ),
     "dynamic_sources": lambda src, _: (
-        f"name `{src}` in the dynamic-sources setting: it is dynamic from the first compile (with every tensor it "
-        "lists, at the dims listed), with no code change"
+        f"name `{src}` in the dynamic-sources setting (no code change): what it lists is dynamic from the first compile"
     ),
     "pad_to_buckets": lambda src, _: (
         f"if the code needs the size, or static shapes are wanted: pad `{src}` to a few fixed sizes (buckets), one entry each"
