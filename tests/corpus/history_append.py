@@ -25,7 +25,7 @@ def train_step(xb, yb, history):
 
 
 history = []
-for step in range(12):
+for _ in range(12):
     idx = torch.randint(0, 256, (32,))
     opt.zero_grad()
     loss = train_step(X[idx], Y[idx], history)

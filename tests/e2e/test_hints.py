@@ -43,6 +43,7 @@ CASES = [
     ("padded_batches.py", "forward", "maybe_mark_dynamic", None, "ids"),
     ("stance_server.py", "inner", "static_sizes", "dynamic_sources", "args"),
     ("last_batch_one.py", "score", "size_one", None, "xb"),
+    ("kv_cache_decode.py", "forward", "size_one", None, "ids"),
     ("history_append.py", "train_step", "mutated_argument", None, "history"),
     ("train_logging.py", "train_step", "move_out_of_compiled", None, "step"),
 ]
