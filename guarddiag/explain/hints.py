@@ -65,6 +65,7 @@ UNKNOWNS = (
     "why_static",  # whether a size stayed static because of dynamic=False (or a config) or because the code needs it
     "tensor_lifetime",  # whether a tensor that is no argument is one object kept across calls or made anew
     "moved_values",  # a statement to move out reads values the function computes and does not return
+    "no_source",  # the compiled function's source is not at hand: whether it changes the object itself
 )
 # Config hints: the setting, the torch that added it, and the command that verifies it on the script.
 SETTINGS = {
@@ -582,30 +583,33 @@ def _size_one_answer(x: CauseFacts, to_mark: list[tuple[str, tuple[int, ...]]]) 
 
 
 def _sizes(x: CauseFacts) -> Answer | None:
-    """A size that changed: make the dims that vary dynamic (every tensor automatic dynamic took with it), or
-    pad to a few sizes. ``maybe_mark_dynamic`` on each new tensor (``mark_dynamic`` raises where torch must
-    specialize, and marks one tensor object only)."""
+    """A size that changed: make the dims that vary dynamic (every tensor whose size changed with it), or pad
+    to a few sizes. ``maybe_mark_dynamic`` on each new tensor a caller passes (``mark_dynamic`` raises where
+    torch must specialize, and marks one tensor object only); the dynamic-sources setting reaches any source."""
     if x.groups.get("what") != "size" or x.dim is None:
         return None
     dim = x.dim
     tensors = _together(x, dim)
-    markings = tuple(_marking(x, "maybe_mark_dynamic", s, d) for s, ds in tensors for d in ds)
-    config = (_dynamic_sources(x, tensors),) if x.has("dynamic_sources") is not False else ()
+    config = (Choice("dynamic_sources", (_dynamic_sources(x, tensors),)),) if x.has("dynamic_sources") is not False else ()
     pad = Choice("pad_to_buckets")
+    # A line before each call reaches what the caller passes; a module's parameter or buffer only the setting does.
+    passed = x.role == "argument" and all(F.root(s) != "self" and not any(p in s for p in _MODULE_INTERNALS) for s, _ in tensors)
+    markings = tuple(_marking(x, "maybe_mark_dynamic", s, d) for s, ds in tensors for d in ds)
+    marks = (Choice("maybe_mark_dynamic", markings),) if passed else ()
+    plain = passed and all(_PLAIN_ARGUMENT.match(s) for s, _ in tensors)
     if x.static_after:
-        plain = x.role == "argument" and all(_PLAIN_ARGUMENT.match(s) for s, _ in tensors)
-        marks = (Choice("maybe_mark_dynamic", markings),) if plain or not config else ()
-        choices = (*marks, *((Choice("dynamic_sources", config),) if config else ()), pad)
+        choices = (*(marks if plain or not config else ()), *config, pad)
         return Answer("static_sizes", x.name, str(dim), choices=choices, unknown="why_static")
     if x.role != "argument":
         lives = Choice("mark_dynamic", tuple(_marking(x, "mark_dynamic", s, d) for s, ds in tensors for d in ds))
         if config:
-            return Answer("dynamic_sources", x.name, str(dim), config, (lives, pad), "tensor_lifetime")
+            return Answer("dynamic_sources", x.name, str(dim), config[0].lines, (lives, pad), "tensor_lifetime")
         return Answer("mark_dynamic", x.name, str(dim), lives.lines, (pad,), "tensor_lifetime")
-    plain = x.role == "argument" and all(_PLAIN_ARGUMENT.match(s) for s, _ in tensors)
-    if plain or not config:
-        return Answer("maybe_mark_dynamic", x.name, str(dim), markings, (*((Choice("dynamic_sources", config),) if config else ()), pad))
-    return Answer("dynamic_sources", x.name, str(dim), config, (Choice("maybe_mark_dynamic", markings), pad))
+    if marks and (plain or not config):
+        return Answer("maybe_mark_dynamic", x.name, str(dim), markings, (*config, pad))
+    if config:
+        return Answer("dynamic_sources", x.name, str(dim), config[0].lines, (*marks, pad))
+    return Answer("pad_to_buckets", x.name, str(dim))
 
 
 def _below_range(x: CauseFacts) -> Answer | None:
@@ -636,6 +640,15 @@ def _mutated(x: CauseFacts) -> Answer | None:
     return Answer("mutated_argument", x.name, mutation.how, lines, unknown="" if lines else "moved_values")
 
 
+def _no_source(x: CauseFacts) -> Answer | None:
+    """Without the function's source, whether it changes the container itself cannot be told: the advice to
+    pass the same content holds only if it does not."""
+    if x.function is not None:
+        return None
+    same = "stable_keys" if x.row in ("DICT_KEYS", "DICT_KEYS_MATCH") else "same_content"
+    return Answer(same, x.name, choices=(Choice(same), Choice("mutated_argument")), unknown="no_source")
+
+
 def _keys(x: CauseFacts) -> Answer | None:
     return Answer("stable_keys", x.name) if x.row in ("DICT_KEYS", "DICT_KEYS_MATCH") else None
 
@@ -660,7 +673,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "value": (_at_graph_break, _code_path, _module_int, _became_dynamic, _owner_unknown, _global_value, _steers_python),
     "tensor": (_library_input, _size_one, _sizes),
     "dynamic_shape": (_below_range, _dynamic_range),
-    "container": (_at_graph_break, _mutated, _keys, _content),
+    "container": (_at_graph_break, _mutated, _no_source, _keys, _content),
     "aliasing": (_aliasing,),
     "global_state": (_ambient,),
 }

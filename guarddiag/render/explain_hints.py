@@ -63,6 +63,9 @@ _UNKNOWN: dict[str, Callable[[str], str]] = {
     "tensor_lifetime": lambda src: (
         f"guarddiag cannot tell whether `{src}` is one tensor kept across calls (changed in place) or a new one each time"
     ),
+    "no_source": lambda src: (
+        f"the compiled function's source is not at hand: guarddiag cannot tell whether the function itself changes `{src}`"
+    ),
     "moved_values": lambda src: (
         "the line reads values the compiled function computes and does not return: return them too, "
         "then move the line out"
@@ -87,6 +90,11 @@ _CHOICES: dict[str, Callable[[str, str], str]] = {
     "allow_unspec_int_on_nn_module": lambda src, _: (
         "if it is an nn.Module: torch keeps its int attributes specialized; "
         "set torch._dynamo.config.allow_unspec_int_on_nn_module = True (torch >= 2.7)"
+    ),
+    "same_content": lambda src, _: f"if only the caller changes `{src}`: pass the same keys/length every time",
+    "stable_keys": lambda src, _: f"if only the caller changes `{src}`: pass the same keys every time",
+    "mutated_argument": lambda src, _: (
+        f"if the compiled function itself changes `{src}` (appends, sets items): move that change out of it, after each call"
     ),
     "steers_python": lambda src, _: (
         "if it is not: torch needs its Python value (a loop count, a shape, a number a torch function takes), so "

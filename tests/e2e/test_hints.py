@@ -103,9 +103,10 @@ def _function(truth: dict, name: str) -> tuple[int, list[str]]:
 
 
 def _about(reasons: list[str], name: str) -> list[str]:
-    """The reasons that name the object: ``cfg.top_k == 3``, ``tensor 'xb' size mismatch ...``."""
+    """The reasons whose failing guard names the object: ``cfg.top_k == 3``, ``tensor 'xb' size mismatch ...``
+    (not the user's line torch quotes after ``#``, which may name anything)."""
     pattern = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w])")
-    return [r for r in reasons if pattern.search(r)]
+    return [r for r in reasons if pattern.search(r.partition("\n")[0].partition("  #")[0])]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

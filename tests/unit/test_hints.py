@@ -168,3 +168,11 @@ def test_function_at_reads_what_a_function_changes_returns_and_binds():
     # A resume function's first line is inside the user's function: the same function.
     logging_fn = function_at(str(ROOT / "tests" / "corpus" / "train_logging.py"), 28)
     assert logging_fn is not None and logging_fn.name == "train_step" and logging_fn.mutations == ()
+
+
+def test_without_the_source_a_container_hint_says_it_cannot_tell_who_changes_it():
+    (h,) = _hints("list_length", "fuse_pyramid", source=False)
+    assert (h.hint, h.unknown) == ("same_content", "no_source")
+    assert [c.hint for c in h.choices] == ["same_content", "mutated_argument"]
+    (known,) = _hints("list_length", "fuse_pyramid")
+    assert (known.hint, known.unknown, known.choices) == ("same_content", "", ())
