@@ -444,7 +444,8 @@ def _setting(hint: str, value: str) -> CodeLine:
 
 def _dynamic_sources(x: CauseFacts, tensors: Iterable[tuple[str, tuple[int, ...]]]) -> CodeLine:
     """The dynamic-sources setting naming each source (and dim, where the torch reads per-dim entries)."""
-    per_dim = _has_flag(x.torch_version, x.era, _DIM_ENTRIES) is not False
+    # Unknown torch: whole tensors, which every torch with the setting reads (a per-dim entry another torch ignores).
+    per_dim = _has_flag(x.torch_version, x.era, _DIM_ENTRIES) is True
     entries: list[str] = []
     for source, dims in tensors:
         entries += [f"{source}:{d}" for d in dims] if dims and per_dim else [source]

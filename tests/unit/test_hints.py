@@ -18,10 +18,11 @@ from guarddiag.sourceinfo import DATACLASS, NN_MODULE, PLAIN_OBJECT, class_kind,
 from tests.conftest import LOGS, ROOT, in_checkout
 
 
-def _hints(log: str, function: str, source: bool = True) -> tuple[FixHint, ...]:
-    """The hints of one function; ``source``: the scripts at hand, as in a user's run."""
+def _hints(log: str, function: str, source: bool = True, version: str | None = "2.13.0+cpu") -> tuple[FixHint, ...]:
+    """The hints of one function; ``source``: the scripts at hand, ``version``: the torch the run record names,
+    as in a user's run."""
     with (LOGS / "torch-2.13.0" / f"{log}.log").open(encoding="utf-8") as fh:
-        facts = explain_lines(map(in_checkout, fh) if source else fh)
+        facts = explain_lines(map(in_checkout, fh) if source else fh, torch_version=version)
     (f,) = [f for f in facts.functions if f.name == function]
     return f.hints
 
@@ -64,6 +65,9 @@ def test_new_tensors_of_varying_size_are_marked_before_each_call_every_one_that_
     assert all(line.function == "train_step" for line in h.lines)
     assert [c.hint for c in h.choices] == ["dynamic_sources", "pad_to_buckets"]
     assert h.choices[0].lines[0].code == "torch.compiler.config.dynamic_sources = \"L['xb']:0,L['yb']:0\""
+    # A log alone does not name its torch: whole tensors, which every torch with the setting reads.
+    (bare,) = _hints("ragged_dataloader", "train_step", version=None)
+    assert bare.choices[0].lines[0].code == "torch.compiler.config.dynamic_sources = \"L['xb'],L['yb']\""
     (padded,) = _hints("padded_batches", "forward")
     assert [line.code for line in padded.lines] == [
         "torch._dynamo.maybe_mark_dynamic(ids, 1)",
