@@ -104,7 +104,8 @@ class GuardKind:
     names the guarded object. ``failure``: patterns of a failure text, searched; groups ``src`` (the
     object) and ``what`` (the property that changed). ``about``: the object in plain words,
     ``{who}`` the object, ``{what}`` the property (a cause's ``subject``). ``ambient``: the state
-    the kind checks (guard model of explain). ``hint``: the fix-hint family that answers it ("": none)."""
+    the kind checks (guard model of explain). ``hint``: the family of fix hints that answers it ("": none):
+    :data:`guarddiag.explain.hints.RULES` holds each family's rules, tried in order (docs/hints.md)."""
 
     name: str
     category: Category
@@ -145,6 +146,8 @@ KINDS: tuple[GuardKind, ...] = (
             rf"^{TENSOR_FAILURE_START}(?P<src>.+?)' "
             r"(?P<what>size|stride|dtype|device|requires_grad|dispatch key set|rank|storage offset|layout)"
             rf"[ \w]*{MISMATCH}(?: at index (?P<dim>\d+))?"
+            # The sizes before and after (``expected 32, actual 1``): a fix hint tells a size of 0 or 1 by them.
+            r"(?:\. expected (?P<expected>\d+), actual (?P<actual>\d+))?"
         ),
         pins=True,
         hint="tensor",

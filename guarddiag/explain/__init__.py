@@ -30,7 +30,7 @@ from guarddiag.guardexpr import condition_key, size_condition, symbolic_conditio
 from guarddiag.guardkinds import FLAT_FALLBACK as SHAPE_GUARD_KIND
 from guarddiag.logparse.events import Event, GuardListing, SizeGuardAdded, SymbolCreated
 from guarddiag.logparse.guards import location_of
-from guarddiag.model import FunctionSummary, Guard
+from guarddiag.model import FunctionSummary, GraphBreak, Guard
 from guarddiag.pipeline import LogReader
 from guarddiag.render.words import function_label
 from guarddiag.sourceinfo import local_roles
@@ -112,14 +112,23 @@ def explain_functions(
     era = torch_era(torch_version, listings.guards())
     functions = tuple(functions)
     files = tuple(f.file for f in functions)
+    breaks = tuple(b for f in functions for b in f.graph_breaks)
     explained = tuple(
-        _explain_function(f, listings.by_frame.get(f.frame_ids[0], {}), torch_version, era, full, files) for f in functions if f.compiles
+        _explain_function(f, listings.by_frame.get(f.frame_ids[0], {}), torch_version, era, full, files, breaks)
+        for f in functions
+        if f.compiles
     )
     return Explanation(explained, torch_version, era, full)
 
 
 def _explain_function(
-    f: FunctionSummary, listings: Mapping[int, tuple[Guard, ...]], torch_version: str | None, era: str, full: bool, files: tuple[str, ...]
+    f: FunctionSummary,
+    listings: Mapping[int, tuple[Guard, ...]],
+    torch_version: str | None,
+    era: str,
+    full: bool,
+    files: tuple[str, ...],
+    breaks: tuple[GraphBreak, ...],
 ) -> FunctionExplanation:
     roles = local_roles(f.file, f.name, f.line)
     memo = Memo()
@@ -130,7 +139,7 @@ def _explain_function(
     named = named_arguments(f, entries, files)
     entries = [named.entry(e) for e in entries]
     causes = Counter((e.causes[0].category, named.subject(e.causes[0])) for e in f.recompile_events)
-    hints = tuple(named.hint(h) for h in fix_hints(f, torch_version, era))
+    hints = tuple(named.hint(h) for h in fix_hints(f, torch_version, era, listings, breaks))
     keep = matters(f, entries)
     if not full:
         # torch's or a library's own frame (not torch's `inner`, which calls the user's code) that never

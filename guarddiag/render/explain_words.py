@@ -16,9 +16,11 @@ from guarddiag.explain.model import (
     SCHEMA,
     CacheEntry,
     CallablesObject,
+    CodeLine,
     ContentObject,
     Explanation,
     FamilyObject,
+    FixHint,
     FoldedObject,
     FunctionExplanation,
     GuardedObject,
@@ -28,7 +30,7 @@ from guarddiag.explain.model import (
     TypeObject,
     ValueObject,
 )
-from guarddiag.render.explain_hints import hint_cause, hint_text
+from guarddiag.render.explain_hints import choice_text, hint_cause, hint_text, line_where, unknown_text
 from guarddiag.render.explain_rows import ObjectWords, folded_words
 
 NOT_LISTED = (
@@ -50,14 +52,47 @@ class EntryWords:
 
 
 @dataclass(frozen=True)
+class LineWords:
+    """A line to write: its code, where it goes (an id of explain.model.WHERE, and what to do in words), the
+    user's function whose calls it goes at, the parameter it acts on, the user's line a moved statement
+    comes from, and the config setting and value it sets."""
+
+    code: str
+    where: str
+    place: str
+    function: str = ""
+    target: str = ""
+    at: str = ""
+    setting: str = ""
+    value: str = ""
+
+
+@dataclass(frozen=True)
+class ChoiceWords:
+    """Another answer to the same causes: its hint id, its advice and its lines."""
+
+    id: str
+    hint: str
+    lines: tuple[LineWords, ...] = ()
+
+
+@dataclass(frozen=True)
 class HintWords:
-    """A fix hint: the causes it is for, the advice, the command that checks it, "fix" or "note"."""
+    """A fix hint: the causes it is for, the advice, the command that checks it, "fix" or "note"; as values,
+    its id, its object, the lines to write, the choices, and what guarddiag cannot tell (``unknown``: an id
+    of explain.hints.UNKNOWNS, ``cannot_tell`` its words)."""
 
     cause: str
     count: int
     hint: str
     check: str = ""
     kind: str = "fix"
+    id: str = ""
+    subject: str = ""
+    lines: tuple[LineWords, ...] = ()
+    choices: tuple[ChoiceWords, ...] = ()
+    unknown: str = ""
+    cannot_tell: str = ""
 
 
 @dataclass(frozen=True)
@@ -105,8 +140,22 @@ def _function(f: FunctionExplanation, said: dict[int, ObjectWords]) -> FunctionW
             words = EntryWords(words.compile_id, words.objects, words.ambient, differs, words.folded)
         entries.append(words)
     causes = tuple(f"{c.count}x {c.category}: {c.subject}" for c in f.causes)
-    hints = tuple(HintWords(hint_cause(h), h.count, hint_text(h), h.check, h.kind) for h in f.hints)
+    hints = tuple(hint_words(h, f.name) for h in f.hints)
     return FunctionWords(f.label, f.name, f.file, f.line, f.compiles, f.recompiles, tuple(entries), causes, hints, f.no_code)
+
+
+def hint_words(h: FixHint, function: str) -> HintWords:
+    """A hint's facts and their words; ``function``: the compiled function its per-call lines are about."""
+
+    def lines(found: tuple[CodeLine, ...]) -> tuple[LineWords, ...]:
+        return tuple(
+            LineWords(x.code, x.where, line_where(x, function), x.function or function, x.target, x.at, x.setting, x.value) for x in found
+        )
+
+    choices = tuple(ChoiceWords(c.hint, choice_text(c, h.subject, h.literal), lines(c.lines)) for c in h.choices)
+    return HintWords(
+        hint_cause(h), h.count, hint_text(h), h.check, h.kind, h.hint, h.subject, lines(h.lines), choices, h.unknown, unknown_text(h)
+    )
 
 
 def _entry(entry: CacheEntry, said: dict[int, ObjectWords], matters: frozenset[str]) -> EntryWords:

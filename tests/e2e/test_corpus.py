@@ -69,11 +69,12 @@ def test_the_fix_removes_the_recompile(script: str, tmp_path: Path):
 
 
 # --- the answers: the first cause, its fix, and the names (#13) -------------------------------------------------
-# Per script: the first cause the report gives for its recompiling function, and the fix explain names for it.
-# Each fix is the one the script applies under CORPUS_FIX=1 (test_the_fix_removes_the_recompile).
+# Per script: the first cause the report gives for its recompiling function, and the fix explain names for it
+# (in its advice or in a line it says to write). The fix is what the script applies under CORPUS_FIX=1
+# (test_the_fix_removes_the_recompile); tests/e2e/test_hints.py applies the lines themselves.
 FIRST_CAUSES = {
-    "gpt_generate.py": ("tensor", "size of tensor argument `idx` at dim 1", "torch._dynamo.mark_dynamic(idx, 1)"),
-    "lr_schedule.py": ("value", "value of argument `lr`", "pass it as a tensor"),
+    "gpt_generate.py": ("tensor", "size of tensor argument `idx` at dim 1", "torch._dynamo.maybe_mark_dynamic(idx, 1)"),
+    "lr_schedule.py": ("value", "value of argument `lr`", "torch.tensor(lr)"),
     "containers.py": ("container", "length of argument `feats`", "pass the same keys/length every time"),
 }
 
@@ -109,7 +110,7 @@ def test_the_first_cause_is_the_one_the_fix_removes(script: str, tmp_path: Path)
     first = f["recompile_events"][0]["causes"][0]
     assert (first["category"], first["subject"]) == (category, subject)
     hints = [h for fn in _explain(run["log_path"], tmp_path)["functions"] for h in fn["hints"]]
-    assert hints and fix in hints[0]["hint"], hints
+    assert hints and fix in " ".join([hints[0]["hint"], *(line["code"] for line in hints[0]["lines"])]), hints
 
 
 def test_eval_under_no_grad_names_the_training_flags_too(tmp_path: Path):
