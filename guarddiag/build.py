@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.ids import CompileId, generation_of, process_of, with_process
-from guarddiag.ledger import CompileRecord, LedgerIndex
+from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord
 from guarddiag.logparse.events import (
     CompileSeen,
     Event,
@@ -36,6 +36,7 @@ from guarddiag.model import (
     Guard,
     LimitHit,
     RecompileEvent,
+    Refusal,
 )
 from guarddiag.pins import Entry, changed, decisive, diff_listings, dynamic_dims, dynamic_scalars, hashed, hashed_pins, pinned
 from guarddiag.sourceinfo import local_roles
@@ -446,3 +447,30 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
         dynamic_dims=_merged_dims(frame.dynamic),
     )
+
+
+def with_refusals(
+    functions: Sequence[FunctionSummary], records: Sequence[RefusalRecord], roles: RolesLookup = local_roles
+) -> tuple[FunctionSummary, ...]:
+    """The functions of one process with the calls a compiler stance refused them (its ledger's stance
+    records), each refusal's cause classified like a recompile's. A function the log shows no compile
+    of (its lines were lost) gets a summary of its own: its refusals are not dropped."""
+    by_key: dict[tuple[str, str, int | None], list[Refusal]] = {}
+    for r in records:
+        by_key.setdefault((r.name, r.file, r.line), []).append(_refusal(r, roles(r.file, r.name, r.line)))
+    out = []
+    for f in functions:
+        found = by_key.pop((f.name, f.file, f.line), None)
+        out.append(replace(f, refusals=f.refusals + tuple(found)) if found else f)
+    for (name, file, line), refusals in by_key.items():
+        # Named as a frame the log names without a compile id is (_frame_named): a process label can tag it.
+        out.append(FunctionSummary(name, file, line, (f"?{name}@{file}:{line}",), 0, (), refusals=tuple(refusals)))
+    return tuple(out)
+
+
+def _refusal(record: RefusalRecord, roles: Mapping[str, str]) -> Refusal:
+    """A refusal record as the model's. The cause is torch's reason against the newest entry: the call
+    matched no entry, and which one it would otherwise have matched needs guard listings a refusal has
+    none of (recompiles use them); torch puts its newest entry first, and a recompile's cause too."""
+    causes = [c for c in (classify_last_reason(r, roles) for r in reversed(record.reasons or ())) if c is not None]
+    return Refusal(record.stance, record.calls, record.entries, record.reasons or (), causes[0] if causes else None)

@@ -29,6 +29,7 @@ MODULE = "torch._dynamo.utils"
 # limit, which torch records without a code object), fail_type, reason (first line, capped),
 # compile_s (seconds Dynamo spent on the attempt, backend included; None when torch did not time
 # it) and recompile_limit (torch._dynamo.config's value when the record was made; None: unknown).
+# Records without a compile_id are guarddiag's own (emit): a sink that wants compiles skips them.
 Sink = Callable[[dict], None]
 _SINKS: list[Sink] = []
 _REASON_CHARS = 300
@@ -44,6 +45,13 @@ def add_sink(sink: Sink) -> bool:
             sys.meta_path.insert(0, AfterImport(MODULE, _install))
         return True
     return _install(utils)
+
+
+def emit(record: dict) -> None:
+    """Hand a record of guarddiag's own (not a compile: ``_guarddiag_stance``'s refused calls) to the sinks."""
+    for sink in list(_SINKS):
+        with contextlib.suppress(Exception):  # a diagnostic never breaks the user's script
+            sink(record)
 
 
 def remove_sink(sink: Sink) -> None:
