@@ -66,7 +66,10 @@ class _Frame:
     limit_hits: list[LimitHit] = field(default_factory=list)
     # index in limit_hits -> the compile number torch refused there (when the log names it)
     limit_at: dict[int, int] = field(default_factory=dict)
+    # Graph breaks by (compile number, location): torch's records of them on the graph_breaks channel,
+    # and those only a warning names (a log without the channel, torch 2.0, shows no other).
     graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
+    warned_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
     last_listing: tuple[int, GuardListing] | None = None
     # Each compile's pinned values, hashed (compile number -> hash of what -> hash of value), kept once
     # the frame recompiles; and per announced recompile, what changed against each entry torch printed.
@@ -107,6 +110,9 @@ class RunBuilder:
         self._named_in: dict[tuple[str, str], list[_Frame]] = {}
         # Whether the log has guard listings at all: only then does a compile without one mean no code.
         self._listings = False
+        # Whether the log has torch's graph_breaks channel: then a warning naming a graph break is no
+        # graph break of its own (`Tensor.item()` warns, then torch records the same break).
+        self._break_channel = False
         # Messages without a compile id (old torch) are matched to frames by rank and function name.
         # A deque each: the oldest is taken first, in constant time however many wait.
         self._pending: dict[tuple[str, str, str, int | None], deque[RecompileAnnounced]] = {}
@@ -126,11 +132,18 @@ class RunBuilder:
         elif isinstance(event, LimitWarning):
             self._on_limit(event)
         elif isinstance(event, GraphBreakSeen):
-            cid = CompileId.parse(event.compile_id)
-            frame = self._frame(cid.frame_id if cid else "?")
-            frame.graph_breaks.setdefault(
-                (cid.number if cid else None, event.location), GraphBreak(event.compile_id, event.location, event.reason)
-            )
+            self._on_graph_break(event)
+
+    def _on_graph_break(self, event: GraphBreakSeen) -> None:
+        """One graph break per compile and place, as torch counts them: a restart attempt (``0/0_1``)
+        traces the same break again, and is the same compile."""
+        cid = CompileId.parse(event.compile_id)
+        frame = self._frame(cid.frame_id if cid else "?")
+        self._break_channel = self._break_channel or event.channel
+        breaks = frame.graph_breaks if event.channel else frame.warned_breaks
+        key = (cid.number if cid else None, event.location)
+        if key not in breaks or not breaks[key].reason:
+            breaks[key] = GraphBreak(event.compile_id, event.location, event.reason)
 
     def _frame(self, frame_id: str) -> _Frame:
         frame = self._frames.get(frame_id)
@@ -298,6 +311,10 @@ class RunBuilder:
                 frame.compiles.add(number)
                 frame.announced[number] = ev.failures
         self._pending.clear()
+        for f in self._frames.values():
+            if not self._break_channel:
+                f.graph_breaks = f.warned_breaks
+            f.warned_breaks = {}
         kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
         ledger = LedgerIndex(self._ledger)
         summaries = _join_same_function(

@@ -76,11 +76,13 @@ class LimitWarning:
 
 @dataclass(frozen=True, slots=True)
 class GraphBreakSeen:
-    """A graph break message."""
+    """A graph break message; ``channel``: torch's record of it on the ``graph_breaks`` log channel
+    (torch 2.1+), not a warning that names a graph break elsewhere (``Tensor.item()``'s)."""
 
     compile_id: str | None
     location: str
     reason: str
+    channel: bool = False
 
 
 Event = FrameNamed | CompileSeen | RecompileAnnounced | GuardListing | LimitWarning | GraphBreakSeen

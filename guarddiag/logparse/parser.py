@@ -268,7 +268,7 @@ class LogParser:
                 self.counters.unknown(line)
             return events or []
         if block is None and GRAPH_BREAK.match(body) and f.artifact in ("__graph_breaks", None):
-            block = GraphBreakBlock(cid, body)
+            block = GraphBreakBlock(cid, body, f.artifact == "__graph_breaks")
         if block is None:
             m = LIMIT.search(body)
             if m is not None:

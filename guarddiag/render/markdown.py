@@ -13,6 +13,7 @@ from guarddiag.render.summary import (
     cause_groups,
     compiles_cell,
     failed_sentence,
+    graph_break_lines,
     headline,
     limit_sentence,
     near_limit_lines,
@@ -53,6 +54,7 @@ def render(run: Run) -> str:
             out += [f"- {g.count}x **{markdown_text(g.category)}**: {markdown_text(g.subject)}" for g in cause_groups(f)]
             out += [f"- {markdown_text(failed_sentence(c))}" for c in f.failed_compiles]
             out += [f"- {markdown_text(limit_sentence(hit))}" for hit in f.limit_hits]
+            out += [f"- {markdown_text(line)}" for line in graph_break_lines(f)]
             out += [f"- {markdown_text(refusal_group_line(r))}" for r in refusal_groups(f)]
             out += [f"- {markdown_text(line)}" for line in (near_limit_lines(run, f) if s.folded else budget_lines(run, f))]
     divergence = [markdown_text(line) for line in headline_lines(run)]

@@ -18,6 +18,7 @@ from guarddiag.render.words import (
     near_limit_sentence,
     refused_words,
     script_outcome,
+    short_path,
     uncounted_stance_sentence,
     unobserved_sentence,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "failed_sentence",
     "function_detail_lines",
     "function_label",
+    "graph_break_lines",
     "headline",
     "late_hook_sentence",
     "limit_sentence",
@@ -181,12 +183,28 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
         out.append(f"  {dynamic_dims_sentence(f)}")
     out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
     out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
+    out += [f"  {line}" for line in graph_break_lines(f)]
     for r in refusal_groups(f):
         out.append(f"  {refusal_group_line(r)}")
         out.append(f"      e.g. {r.example[:160]}")
         if r.where:
             out.append(f"      at {r.where[:160]}")
     out += [f"  {line}" for line in budget_lines(run, f)] if run is not None else []
+    return out
+
+
+def graph_break_lines(f: FunctionSummary) -> list[str]:
+    """``graph break at model.py:31 in 2 compiles: Failed to trace builtin operator: ...``: each place a
+    function broke its graph, with torch's reason and how many of its compiles broke there (torch
+    counts one graph break per compile that breaks)."""
+    places: dict[tuple[str, str], int] = {}
+    for g in f.graph_breaks:
+        places[g.location, g.reason] = places.get((g.location, g.reason), 0) + 1
+    out = []
+    for (location, reason), n in places.items():
+        where = f" at {short_path(location)}" if location else ""
+        why = f": {reason[:200]}" if reason else " (torch's reason is not in the log)"
+        out.append(f"graph break{where} in {n} compile{'s' if n != 1 else ''}{why}")
     return out
 
 
@@ -221,7 +239,7 @@ def _dynamic_part(dims: tuple[int, ...]) -> str:
 
 def wants_details(f: FunctionSummary) -> bool:
     """Whether a function gets a section of its own under the table."""
-    return bool(f.recompiles or f.limit_hit or f.failed_compiles or f.refusals)
+    return bool(f.recompiles or f.limit_hit or f.failed_compiles or f.refusals or f.graph_breaks)
 
 
 @dataclass(frozen=True)
