@@ -62,6 +62,7 @@ def headline(run: Run) -> str:
     where += f" ({len(ranks)} ranks{f', {quiet} showing no compile' if quiet else ''})" if len(ranks) > 1 else ""
     # Only a run whose script used a stance that refuses to recompile counts the calls it refused.
     refused = f", {run.refused_calls} calls refused by a compiler stance" if run.stances else ""
+    refused += " (not all countable: see the warning)" if uncounted_stances(run) else ""
     return (
         f"{len(run.functions)} compiled functions{where}, {run.compiles} compiles, {run.recompiles} recompiles, "
         f"{run.limit_hits} recompile-limit hits{refused}, {run.graph_breaks} graph breaks ({torch})"

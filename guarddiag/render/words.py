@@ -172,8 +172,9 @@ def uncounted_stance_sentence(use: StanceUse, torch_version: str | None) -> str:
     if use.stance == "skip_guard_eval_unsafe":
         return (
             f"compiled code ran with skip_guard_eval_unsafe=True{where}: torch then checks only the guards that tell "
-            "cache entries apart, so a call that would have recompiled ran another entry's code (its results may be "
-            "wrong) or raised RuntimeError, and neither can be seen or counted; run without it to count them"
+            "cache entries apart, so a call that would have recompiled may have run another entry's code (its results "
+            "may be wrong) or raised RuntimeError; guarddiag can see neither, so such calls are not counted; run "
+            "without it to count them"
         )
     torch = f"torch {torch_version}" if torch_version else "this torch"
     return (

@@ -40,6 +40,9 @@ FAIL_TEXT = "Detected recompile when torch.compile stance is 'fail_on_recompile'
 _REASON_CHARS = 1000
 _FLUSH_S = 1.0
 
+# Reasons kept by what failed against each entry (_failure_key), at most this many.
+_REASONS: dict[tuple, tuple[str, ...] | None] = {}
+_REASONS_KEPT = 4096
 # (stance, name, file, line, reasons) -> [calls, calls written, when written, record]
 _COUNTS: dict[tuple, list] = {}
 # The stances this process noted (name, counted): each once per process.
@@ -107,6 +110,7 @@ def _note(stance: str, counted: bool) -> None:
 
 def _forget() -> None:
     _COUNTS.clear()
+    _REASONS.clear()
     _NOTED.clear()
 
 
@@ -187,7 +191,41 @@ def _count(stance: str, frame, callback) -> None:  # noqa: ANN001
 
 def _reasons(entries: list, frame, callback) -> tuple[str, ...] | None:  # noqa: ANN001
     """torch's reason for each cache entry, as its recompile message gives them; None on a torch that
-    cannot give them without logging a recompile that did not happen."""
+    cannot give them without logging a recompile that did not happen.
+
+    torch's reason against an entry whose failing guard names one code part (``check_verbose``) is that
+    part, as its reason function says (every version with guard managers): such reasons are kept by
+    entry and part, and a later call that fails alike reuses them instead of formatting them again
+    (most of what counting a refused call would cost). Any other failure asks torch every time."""
+    key = _failure_key(entries, frame)
+    found = _REASONS.get(key) if key is not None else None
+    if found is None:
+        found = _torch_reasons(entries, frame, callback)
+        if key is not None:
+            if len(_REASONS) >= _REASONS_KEPT:
+                _REASONS.clear()
+            _REASONS[key] = found
+    return found
+
+
+def _failure_key(entries: list, frame) -> tuple | None:  # noqa: ANN001
+    """What failed against each entry, as torch's guard managers tell it cheaply: (entry, failing code
+    part) each; None when a failure is not one code part (a shape guard's list, aliasing)."""
+    f_locals = frame.f_locals
+    key = [frame.f_code]
+    for entry in entries:
+        check = getattr(entry.guard_manager, "check_verbose", None)
+        if check is None:
+            return None
+        info = check(f_locals)
+        parts = info.verbose_code_parts
+        if info.result or len(parts) != 1 or "Duplicate tensor found" in parts[0]:
+            return None
+        key.append((str(entry.compile_id), parts[0]))
+    return tuple(key)
+
+
+def _torch_reasons(entries: list, frame, callback) -> tuple[str, ...] | None:  # noqa: ANN001
     from torch._dynamo import eval_frame, guards
 
     reasons_of = getattr(guards, "get_and_maybe_log_recompilation_reasons", None)
