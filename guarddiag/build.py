@@ -25,6 +25,7 @@ from guarddiag.logparse.events import (
     GuardListing,
     LimitWarning,
     RecompileAnnounced,
+    StanceRefusalSeen,
 )
 from guarddiag.model import (
     UNKNOWN_SUBJECT,
@@ -83,6 +84,8 @@ class _Frame:
     wrapper: bool | None = None
     # Tensors some compile of a recompiling frame treats as dynamic (insertion-ordered set).
     dynamic: dict[DynamicDims, None] = field(default_factory=dict)
+    # The reasons of each call fail_on_recompile refused, as the script printed the error into the log.
+    printed_refusals: list[tuple[str, ...]] = field(default_factory=list)
 
     @property
     def refused(self) -> set[int]:
@@ -133,6 +136,8 @@ class RunBuilder:
             self._on_limit(event)
         elif isinstance(event, GraphBreakSeen):
             self._on_graph_break(event)
+        elif isinstance(event, StanceRefusalSeen):
+            self._on_printed_refusal(event)
 
     def _on_graph_break(self, event: GraphBreakSeen) -> None:
         """One graph break per compile and place, as torch counts them: a restart attempt (``0/0_1``)
@@ -144,6 +149,13 @@ class RunBuilder:
         key = (cid.number if cid else None, event.location)
         if key not in breaks or not breaks[key].reason:
             breaks[key] = GraphBreak(event.compile_id, event.location, event.reason)
+
+    def _on_printed_refusal(self, event: StanceRefusalSeen) -> None:
+        """A call fail_on_recompile refused, printed by the script: the frame of that name and file
+        (torch names the line the call was at, not the function's first line)."""
+        named = [f for f in self._named.get(event.name, ()) if not f.file or f.file == event.file]
+        frame = min(named, key=lambda f: f.seq) if named else self._frame_named(event.name, event.file, None)
+        frame.printed_refusals.append(event.reasons)
 
     def _frame(self, frame_id: str) -> _Frame:
         frame = self._frames.get(frame_id)
@@ -315,7 +327,7 @@ class RunBuilder:
             if not self._break_channel:
                 f.graph_breaks = f.warned_breaks
             f.warned_breaks = {}
-        kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
+        kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks or f.printed_refusals]
         ledger = LedgerIndex(self._ledger)
         summaries = _join_same_function(
             # A run's ledger knows each attempt's outcome even when no compile left a listing.
@@ -377,6 +389,7 @@ def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
         failed_compiles=tuple(c for f in parts for c in f.failed_compiles),
         compiled_for=tuple(dict.fromkeys(c for f in parts for c in f.compiled_for)),
         dynamic_dims=parts[-1].dynamic_dims,
+        refusals=tuple(r for f in parts for r in f.refusals),
         # A frame the log shows no compile of (a graph break, a limit hit alone) is no code object compiled.
         code_objects=sum(f.code_objects for f in parts if f.compiles) or 1,
     )
@@ -451,6 +464,13 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
             outcome = "raised"  # a frame torch runs eagerly for good is never offered to it again
         cause = classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
+    printed: dict[tuple[str, ...], int] = {}
+    for reasons in frame.printed_refusals:
+        printed[reasons] = printed.get(reasons, 0) + 1
+    refusals = tuple(
+        _refusal(RefusalRecord("fail_on_recompile", frame.name, frame.file, frame.line, len(r), r or None, n), roles)
+        for r, n in printed.items()
+    )
     return FunctionSummary(
         name=frame.name,
         file=frame.file,
@@ -463,6 +483,7 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         failed_compiles=failed,
         compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
         dynamic_dims=_merged_dims(frame.dynamic),
+        refusals=refusals,
     )
 
 

@@ -85,4 +85,14 @@ class GraphBreakSeen:
     channel: bool = False
 
 
-Event = FrameNamed | CompileSeen | RecompileAnnounced | GuardListing | LimitWarning | GraphBreakSeen
+@dataclass(frozen=True, slots=True)
+class StanceRefusalSeen:
+    """The RuntimeError of a call ``fail_on_recompile`` refused, as the script printed it into the log
+    (torch 2.7+ name the function's file and name, and give a reason per cache entry)."""
+
+    name: str
+    file: str
+    reasons: tuple[str, ...]
+
+
+Event = FrameNamed | CompileSeen | RecompileAnnounced | GuardListing | LimitWarning | GraphBreakSeen | StanceRefusalSeen

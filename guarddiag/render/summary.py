@@ -16,6 +16,7 @@ from guarddiag.render.words import (
     function_label,
     limit_sentence,
     near_limit_sentence,
+    parsed_stance_sentence,
     refused_words,
     script_outcome,
     short_path,
@@ -91,6 +92,8 @@ def run_notes(run: Run) -> list[tuple[str, str]]:
         elif u in uncounted(run):  # one that never loaded torch compiled nothing: the record names it
             notes.append(("warning", unobserved_sentence(u)))
     notes += [("warning", uncounted_stance_sentence(u, run.torch_version)) for u in uncounted_stances(run)]
+    if run.source == "parse" and run.stances:
+        notes.append(("note", parsed_stance_sentence()))
     notes += [("warning", late_hook_sentence(run, h)) for h in run.late_hooks if _missed(h)]
     notes += [("note", n) for n in run.flag_notes]
     return notes

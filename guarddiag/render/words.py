@@ -166,6 +166,14 @@ def refused_words(stance: str) -> str:
     return _REFUSED.get(stance, f"refused by stance {stance}")
 
 
+def parsed_stance_sentence() -> str:
+    """What a parsed log cannot show of the calls compiler stances refused."""
+    return (
+        "a log shows a call fail_on_recompile refused only where the script printed its RuntimeError into it, and "
+        "nothing of the calls eager_on_recompile ran eagerly (torch logs none): `guarddiag run` counts both"
+    )
+
+
 def uncounted_stance_sentence(use: StanceUse, torch_version: str | None) -> str:
     """Why the calls a stance refused are not in the counts, and what would count them."""
     where = f" in {_process_words(use.process)}" if use.process else ""

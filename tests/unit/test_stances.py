@@ -19,6 +19,7 @@ from guarddiag.gate import evaluate
 from guarddiag.ledger import read_stances
 from guarddiag.merge import merge_runs
 from guarddiag.model import Run, StanceUse
+from guarddiag.pipeline import parse_log
 from guarddiag.render import markdown, table
 from guarddiag.render.gate import check_to_dict, render_text
 from guarddiag.store import run_from_dict, run_to_dict
@@ -173,3 +174,14 @@ def test_merge_keeps_each_records_stances_under_its_label():
     merged = merge_runs([("a", "a.json", _run("eager-2.13")), ("b", "b.json", _run("unsafe-2.13"))], jobs=True)
     assert merged.stances == (StanceUse("eager_on_recompile", True, "a/main"), StanceUse("skip_guard_eval_unsafe", False, "b/main"))
     assert merged.refused_calls == 14
+
+
+def test_a_parsed_log_counts_the_fail_on_recompile_errors_the_script_printed_into_it():
+    run = parse_log(str(STANCES / "printed_fail-2.13.log"))
+    (scale,) = run.functions
+    assert (scale.name, scale.compiles, scale.refused_calls) == ("scale", 1, 2)
+    (refusal,) = scale.refusals
+    assert refusal.stance == "fail_on_recompile" and refusal.reasons[0].startswith("0/0: k == 2")
+    assert run.stances == (StanceUse("fail_on_recompile", True),)
+    # What a log cannot show is said: the errors the script did not print, and eager_on_recompile's calls.
+    assert "a log shows a call fail_on_recompile refused only where the script printed its RuntimeError" in table.render(run)
