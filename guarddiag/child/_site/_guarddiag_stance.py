@@ -31,7 +31,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import sys
 import time
 
 _EVAL_FRAME = "torch._dynamo.eval_frame"
@@ -59,11 +58,7 @@ def install() -> bool:
         if _STATE:
             return True
         _STATE["process"] = _guarddiag_process
-        module = sys.modules.get(_EVAL_FRAME)
-        if module is not None:
-            _patch(module)
-        else:
-            sys.meta_path.insert(0, _guarddiag_process.AfterImport(_EVAL_FRAME, _patch))
+        _guarddiag_process.when_imported(_EVAL_FRAME, _patch)
         atexit.register(_flush_all)
         if hasattr(os, "register_at_fork"):
             # A forked process counts its own calls, in its own ledger file.
