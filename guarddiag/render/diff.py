@@ -105,7 +105,7 @@ def _rows(d: RunDiff) -> list[list[object]]:
             f.added,
             f.unchanged,
             _limit(f),
-            *[_arrow(f.refused_before, f.refused_after) if f.refused_before or f.refused_after else ""] * refused,
+            *([_arrow(f.refused_before, f.refused_after) if f.refused_before or f.refused_after else ""] if refused else []),
             f.status,
         ]
         for f in _ordered(d)
@@ -121,7 +121,7 @@ def _any_refused(d: RunDiff) -> bool:
 
 def _headers(d: RunDiff) -> list[str]:
     """The table's columns; ``refused`` (calls a compiler stance refused to recompile) only where there are any."""
-    return _HEADERS[:-1] + ["refused"] * _any_refused(d) + _HEADERS[-1:]
+    return _HEADERS[:-1] + (["refused"] if _any_refused(d) else []) + _HEADERS[-1:]
 
 
 def _totals(d: RunDiff) -> str:

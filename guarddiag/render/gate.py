@@ -40,7 +40,7 @@ _HEADERS = ["script", "function", "baseline", "now", "allowed", "limit hits", "s
 
 def _headers(result: GateResult) -> list[str]:
     """The table's columns; ``refused`` only where a function's calls were refused (now or in the baseline)."""
-    return _HEADERS[:-1] + ["refused"] * _any_refused(result) + _HEADERS[-1:]
+    return _HEADERS[:-1] + (["refused"] if _any_refused(result) else []) + _HEADERS[-1:]
 
 
 def _any_refused(result: GateResult) -> bool:
@@ -57,7 +57,7 @@ def _rows(result: GateResult) -> list[list[object]]:
             r.after,
             "-" if r.allowed is None else r.allowed,
             _limit_cell(r.limit_hits_before, r.limit_hits),
-            *[_limit_cell(r.refused_before, r.refused)] * refused,
+            *([_limit_cell(r.refused_before, r.refused)] if refused else []),
             r.status,
         ]
         for r in result.rows

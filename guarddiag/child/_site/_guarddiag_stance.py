@@ -95,6 +95,25 @@ def _patch(module) -> None:  # noqa: ANN001
 
     _callback_from_stance._guarddiag = True  # type: ignore[attr-defined]
     module._callback_from_stance = _callback_from_stance
+    _as_run_only()
+
+
+def _as_run_only() -> None:
+    """Where torch asks for the current callback (set_stance refuses to run in a compiled region), the
+    counting callback answers as torch's own would have: ``False``. Compiled code runs what it calls
+    under the callback its call was made with, which is the counting one where torch's is ``False``."""
+    from torch._C._dynamo import eval_frame as c_eval_frame
+
+    current = getattr(c_eval_frame, "get_eval_frame_callback", None)
+    if current is None or getattr(current, "_guarddiag", False):
+        return
+
+    def get_eval_frame_callback():  # noqa: ANN202
+        callback = current()
+        return False if getattr(callback, "_guarddiag_run_only", False) else callback
+
+    get_eval_frame_callback._guarddiag = True  # type: ignore[attr-defined]
+    c_eval_frame.get_eval_frame_callback = get_eval_frame_callback
 
 
 def _note(stance: str, counted: bool) -> None:
@@ -133,6 +152,7 @@ def _refusing(callback, run_eagerly):  # noqa: ANN001, ANN202
     # The evaluator's backend of this callback is False: every backend's entries are looked up, as in run-only mode.
     refused._torchdynamo_orig_backend = False  # type: ignore[attr-defined]
     refused._torchdynamo_orig_callable = False  # type: ignore[attr-defined]
+    refused._guarddiag_run_only = True  # type: ignore[attr-defined]
     return refused
 
 
