@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.guardexpr import condition_key, symbolic_condition
 from guarddiag.ids import CompileId, generation_of, process_of, with_process
-from guarddiag.ledger import CompileRecord, LedgerIndex
+from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord
 from guarddiag.logparse.events import (
     CompileSeen,
     Event,
@@ -28,6 +28,7 @@ from guarddiag.logparse.events import (
     LimitWarning,
     RecompileAnnounced,
     SizeGuardAdded,
+    StanceRefusalSeen,
     SymbolCreated,
 )
 from guarddiag.model import (
@@ -40,6 +41,7 @@ from guarddiag.model import (
     Guard,
     LimitHit,
     RecompileEvent,
+    Refusal,
     Resume,
     StackSlot,
 )
@@ -88,7 +90,10 @@ class _Frame:
     limit_at: dict[int, int] = field(default_factory=dict)
     # index in limit_hits -> the reasons torch announced for the refused call, where no compile number names them (old torch)
     limit_failures: dict[int, tuple[GuardFailure, ...]] = field(default_factory=dict)
+    # Graph breaks by (compile number, location): torch's records of them on the graph_breaks channel,
+    # and those only a warning names (a log without the channel, torch 2.0, shows no other).
     graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
+    warned_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
     last_listing: tuple[int, GuardListing] | None = None
     # Each compile's pinned values, hashed (compile number -> hash of what -> hash of value), kept once
     # the frame recompiles; and per announced recompile, what changed against each entry torch printed.
@@ -108,6 +113,8 @@ class _Frame:
     # (location, code) behind each size guard it added, by the guard's condition (guardexpr.condition_key).
     symbols: dict[int, dict[str, str]] = field(default_factory=dict)
     size_guard_lines: dict[int, dict[tuple[str, ...], tuple[str, str]]] = field(default_factory=dict)
+    # The reasons of each call fail_on_recompile refused, as the script printed the error into the log.
+    printed_refusals: list[tuple[str, ...]] = field(default_factory=list)
 
     @property
     def refused(self) -> set[int]:
@@ -135,6 +142,9 @@ class RunBuilder:
         self._named_in: dict[tuple[str, str], list[_Frame]] = {}
         # Whether the log has guard listings at all: only then does a compile without one mean no code.
         self._listings = False
+        # Whether the log has torch's graph_breaks channel: then a warning naming a graph break is no
+        # graph break of its own (`Tensor.item()` warns, then torch records the same break).
+        self._break_channel = False
         # Messages without a compile id (old torch) are matched to frames by rank and function name.
         # A deque each: the oldest is taken first, in constant time however many wait.
         self._pending: dict[tuple[str, str, str, int | None], deque[RecompileAnnounced]] = {}
@@ -160,11 +170,27 @@ class RunBuilder:
         elif isinstance(event, SizeGuardAdded):
             self._on_size_guard(event)
         elif isinstance(event, GraphBreakSeen):
-            cid = CompileId.parse(event.compile_id)
-            frame = self._frame(cid.frame_id if cid else "?")
-            frame.graph_breaks.setdefault(
-                (cid.number if cid else None, event.location), GraphBreak(event.compile_id, event.location, event.reason)
-            )
+            self._on_graph_break(event)
+        elif isinstance(event, StanceRefusalSeen):
+            self._on_printed_refusal(event)
+
+    def _on_graph_break(self, event: GraphBreakSeen) -> None:
+        """One graph break per compile and place, as torch counts them: a restart attempt (``0/0_1``)
+        traces the same break again, and is the same compile."""
+        cid = CompileId.parse(event.compile_id)
+        frame = self._frame(cid.frame_id if cid else "?")
+        self._break_channel = self._break_channel or event.channel
+        breaks = frame.graph_breaks if event.channel else frame.warned_breaks
+        key = (cid.number if cid else None, event.location)
+        if key not in breaks or not breaks[key].reason:
+            breaks[key] = GraphBreak(event.compile_id, event.location, event.reason)
+
+    def _on_printed_refusal(self, event: StanceRefusalSeen) -> None:
+        """A call fail_on_recompile refused, printed by the script: the frame of that name and file
+        (torch names the line the call was at, not the function's first line)."""
+        named = [f for f in self._named.get(event.name, ()) if not f.file or f.file == event.file]
+        frame = min(named, key=lambda f: f.seq) if named else self._frame_named(event.name, event.file, None)
+        frame.printed_refusals.append(event.reasons)
 
     def _frame(self, frame_id: str) -> _Frame:
         frame = self._frames.get(frame_id)
@@ -344,7 +370,11 @@ class RunBuilder:
                 frame.compiles.add(number)
                 frame.announced[number] = ev.failures
         self._pending.clear()
-        kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
+        for f in self._frames.values():
+            if not self._break_channel:
+                f.graph_breaks = f.warned_breaks
+            f.warned_breaks = {}
+        kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks or f.printed_refusals]
         ledger = LedgerIndex(self._ledger)
         compiled = {(f.file, f.name) for f in kept}
         summaries = _join_same_function(
@@ -407,6 +437,7 @@ def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
         failed_compiles=tuple(c for f in parts for c in f.failed_compiles),
         compiled_for=tuple(dict.fromkeys(c for f in parts for c in f.compiled_for)),
         dynamic_dims=parts[-1].dynamic_dims,
+        refusals=tuple(r for f in parts for r in f.refusals),
         # A frame the log shows no compile of (a graph break, a limit hit alone) is no code object compiled.
         code_objects=sum(f.code_objects for f in parts if f.compiles) or 1,
         resume=replace(first.resume, slots=tuple(dict.fromkeys(s for f in parts if f.resume for s in f.resume.slots)))
@@ -503,6 +534,13 @@ def _summary(
         cause = cause or classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
     dims = _merged_dims(frame.dynamic)
+    printed: dict[tuple[str, ...], int] = {}
+    for reasons in frame.printed_refusals:
+        printed[reasons] = printed.get(reasons, 0) + 1
+    refusals = tuple(
+        _refusal(RefusalRecord("fail_on_recompile", frame.name, frame.file, frame.line, len(r), r or None, n), roles)
+        for r, n in printed.items()
+    )
     return FunctionSummary(
         name=frame.name,
         file=frame.file,
@@ -515,6 +553,7 @@ def _summary(
         failed_compiles=failed,
         compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
         dynamic_dims=dims,
+        refusals=refusals,
         resume=_resume(
             frame, roles, [c.source for e in events for c in (*e.causes, *e.also)] + [h.cause.source for h in hits if h.cause]
             + [d.source for d in dims], compiled,
@@ -535,3 +574,30 @@ def _resume(frame: _Frame, roles: Mapping[str, str], sources: Iterable[str], com
     indexes = sorted({i for s in sources if (i := slot_index(s)) is not None})
     slots = tuple(StackSlot(slot_name(i), held[i] if i < len(held) else "") for i in indexes)
     return replace(resume, slots=slots)
+
+
+def with_refusals(
+    functions: Sequence[FunctionSummary], records: Sequence[RefusalRecord], roles: RolesLookup = local_roles
+) -> tuple[FunctionSummary, ...]:
+    """The functions of one process with the calls a compiler stance refused them (its ledger's stance
+    records), each refusal's cause classified like a recompile's. A function the log shows no compile
+    of (its lines were lost) gets a summary of its own: its refusals are not dropped."""
+    by_key: dict[tuple[str, str, int | None], list[Refusal]] = {}
+    for r in records:
+        by_key.setdefault((r.name, r.file, r.line), []).append(_refusal(r, roles(r.file, r.name, r.line)))
+    out = []
+    for f in functions:
+        found = by_key.pop((f.name, f.file, f.line), None)
+        out.append(replace(f, refusals=f.refusals + tuple(found)) if found else f)
+    for (name, file, line), refusals in by_key.items():
+        # Named as a frame the log names without a compile id is (_frame_named): a process label can tag it.
+        out.append(FunctionSummary(name, file, line, (f"?{name}@{file}:{line}",), 0, (), refusals=tuple(refusals)))
+    return tuple(out)
+
+
+def _refusal(record: RefusalRecord, roles: Mapping[str, str]) -> Refusal:
+    """A refusal record as the model's. The cause is torch's reason against the newest entry: the call
+    matched no entry, and which one it would otherwise have matched needs guard listings a refusal has
+    none of (recompiles use them); torch puts its newest entry first, and a recompile's cause too."""
+    causes = [c for c in (classify_last_reason(r, roles) for r in reversed(record.reasons or ())) if c is not None]
+    return Refusal(record.stance, record.calls, record.entries, record.reasons or (), causes[0] if causes else None)

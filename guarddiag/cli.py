@@ -184,6 +184,13 @@ def check(
     items: ItemsArg = None,
     baseline_file: Annotated[Optional[Path], typer.Option("--baseline", "-b", help="Baseline to compare with.")] = None,
     max_recompiles: Annotated[Optional[int], typer.Option("--max-recompiles", min=0, help="Fail any function above this.")] = None,
+    max_refused_calls: Annotated[
+        Optional[int],
+        typer.Option(
+            "--max-refused-calls", min=0,
+            help="Calls a compiler stance may refuse to recompile per function (default: the baseline's, else 0).",
+        ),
+    ] = None,
     fail_on_limit_hit: Annotated[
         Optional[bool],
         typer.Option("--fail-on-limit-hit/--no-fail-on-limit-hit", help="Fail when a function hits the recompile limit."),
@@ -216,6 +223,7 @@ def check(
     overrides = {
         "baseline": str(baseline_file) if baseline_file else None,
         "max_recompiles": max_recompiles,
+        "max_refused_calls": max_refused_calls,
         "fail_on_limit_hit": fail_on_limit_hit,
         "fail_on_new_cause": fail_on_new_cause,
         "fail_on_rank_divergence": fail_on_rank_divergence,

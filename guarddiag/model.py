@@ -116,6 +116,39 @@ class LimitHit:
     cause: Cause | None = None
 
 
+# Compiler stances (torch.compiler.set_stance) that refuse to recompile: Refusal.stance and StanceUse.stance.
+# ``skip_guard_eval_unsafe`` is a stance's option: calls under it check only the guards that tell cache
+# entries apart, so what they would have recompiled cannot be counted (StanceUse.counted is False).
+REFUSING_STANCES = ("eager_on_recompile", "fail_on_recompile", "skip_guard_eval_unsafe")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Calls of a function that a compiler stance refused to recompile, alike in what failed against
+    its cache entries: ``eager_on_recompile`` ran them eagerly, ``fail_on_recompile`` made them raise
+    RuntimeError (a script that catches it runs the call its own way). ``calls``: how many;
+    ``entries``: the cache entries the calls were checked against; ``reasons``: torch's failure reason
+    against each entry (``0/1: ...``, entry order; empty: this torch gives none without logging a
+    recompile); ``cause``: the one that matters, classified like a recompile's (None: not known)."""
+
+    stance: str
+    calls: int
+    entries: int = 0
+    reasons: tuple[str, ...] = ()
+    cause: Cause | None = None
+
+
+@dataclass(frozen=True)
+class StanceUse:
+    """A compiler stance that can refuse to recompile, in force in a process of the run (``process``:
+    ``""`` the script's own, else its label), and whether guarddiag counted the calls it refused there:
+    not for ``skip_guard_eval_unsafe``, nor for ``eager_on_recompile`` on a torch before 2.7."""
+
+    stance: str
+    counted: bool
+    process: str = ""
+
+
 # How a compile attempt that installed no code ended (FailedCompile.kind).
 FAILED_KINDS = ("error", "skipped", "no_code")
 
@@ -213,6 +246,8 @@ class FunctionSummary:
     code_objects: int = 1
     # A resume function after a graph break: the user's function and line it continues from (None: not one).
     resume: Resume | None = None
+    # Calls a compiler stance refused to recompile (a run's child counts them; a log does not show them).
+    refusals: tuple[Refusal, ...] = ()
 
     @property
     def recompiles(self) -> int:
@@ -222,6 +257,11 @@ class FunctionSummary:
     @property
     def limit_hit(self) -> bool:
         return bool(self.limit_hits)
+
+    @property
+    def refused_calls(self) -> int:
+        """Calls a compiler stance refused to recompile (run eagerly, or raised)."""
+        return sum(r.calls for r in self.refusals)
 
     @property
     def rank(self) -> str:
@@ -388,6 +428,8 @@ class Run:
     job: Job | None = None
     # The module run as ``python -m MODULE`` (``script`` is None then).
     module: str | None = None
+    # Compiler stances that can refuse to recompile, as the run's processes used them (a log does not say).
+    stances: tuple[StanceUse, ...] = ()
     schema: str = SCHEMA
 
     @property
@@ -407,6 +449,10 @@ class Run:
         return sum(len(f.graph_breaks) for f in self.functions)
 
     @property
+    def refused_calls(self) -> int:
+        return sum(f.refused_calls for f in self.functions)
+
+    @property
     def compile_s(self) -> float | None:
         """Seconds torch spent compiling, all functions; None unless every function's time is known."""
         return _total(f.compile_s for f in self.functions)
@@ -415,6 +461,11 @@ class Run:
     def recompile_s(self) -> float | None:
         """Of :attr:`compile_s`, the seconds spent in recompiles."""
         return _total(f.recompile_s for f in self.functions)
+
+
+def uncounted_stances(run: Run) -> tuple[StanceUse, ...]:
+    """The stances in force whose refused calls guarddiag could not count: the run's counts may miss them."""
+    return tuple(dict.fromkeys(s for s in run.stances if not s.counted))
 
 
 def _total(values: Iterable[float | None]) -> float | None:

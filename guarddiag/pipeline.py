@@ -31,7 +31,7 @@ from guarddiag.logparse.jobdir import layout, tee_ranks
 from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import WINDOW, PasteReader, framed_part, mangled_line
 from guarddiag.merge import add_stats, in_process
-from guarddiag.model import FunctionSummary, Job, JobProcess, ParseStats, Run
+from guarddiag.model import FunctionSummary, Job, JobProcess, ParseStats, Run, StanceUse
 from guarddiag.pins import SPECIALIZED
 from guarddiag.sourceinfo import local_roles
 
@@ -147,7 +147,9 @@ def parse_logs(paths: Sequence[str]) -> Run:
     if plan.read_as != "one_log":
         processes = tuple(JobProcess(p.process, p.rank, p.local_rank, p.named_by, p.files) for p in plan.processes)
         job = Job(plan.read_as, processes, skipped=plan.skipped)
-    return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job)
+    # A log shows a stance only where the script printed fail_on_recompile's error into it.
+    stances = tuple(dict.fromkeys(StanceUse(r.stance, True, f.rank) for f in functions for r in f.refusals))
+    return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job, stances=stances)
 
 
 def refuse_guarddiag_files(paths: Sequence[str], leading: bool = True) -> None:

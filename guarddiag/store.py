@@ -24,6 +24,7 @@ from guarddiag.model import (
     JOB_READS,
     LIMIT_OUTCOMES,
     NAMED_BY,
+    REFUSING_STANCES,
     SCHEMA,
     Cause,
     CompiledFor,
@@ -39,9 +40,11 @@ from guarddiag.model import (
     LimitHit,
     ParseStats,
     RecompileEvent,
+    Refusal,
     Resume,
     Run,
     StackSlot,
+    StanceUse,
     Unobserved,
 )
 from guarddiag.render.escape import json_text
@@ -77,6 +80,8 @@ def run_to_dict(run: Run) -> dict[str, object]:
             "graph_breaks": run.graph_breaks,
             "compile_s": run.compile_s,
             "recompile_s": run.recompile_s,
+            # Only a run whose script used a compiler stance that refuses to recompile has it.
+            **({"refused_calls": run.refused_calls} if run.stances else {}),
         },
         "functions": [_function_to_dict(f) for f in run.functions],
         # Derived from functions[] like totals (read back from them, not from here).
@@ -92,6 +97,7 @@ def run_to_dict(run: Run) -> dict[str, object]:
         },
         # Only a job read from several logs or records has it: a record of one log is unchanged.
         **({"job": asdict(run.job)} if run.job is not None else {}),
+        **({"stances": [asdict(u) for u in run.stances]} if run.stances else {}),
     }
 
 
@@ -125,6 +131,8 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         **({"code_objects": f.code_objects} if f.code_objects != 1 else {}),
         # Only a resume function after a graph break has it.
         **({"resume": _resume_to_dict(f.resume)} if f.resume is not None else {}),
+        # Only a function whose calls a compiler stance refused.
+        **({"refused_calls": f.refused_calls, "refusals": [asdict(r) for r in f.refusals]} if f.refusals else {}),
     }
 
 
@@ -246,6 +254,7 @@ def _run(data: dict) -> Run:
         error=_str(error.get("exception"), "error.exception", optional=True),
         error_flags=_strings(error.get("flags", []), "error.flags"),
         job=_job(_object(data["job"], "job")) if data.get("job") is not None else _ranks_job(data.get("ranks")),
+        stances=tuple(_stance_use(u, f"stances[{i}]") for i, u in enumerate(_list(data.get("stances", []), "stances"))),
     )
 
 
@@ -303,6 +312,7 @@ def _function(f: dict, where: str) -> FunctionSummary:
         recompile_limit=_whole(f.get("recompile_limit"), f"{where}.recompile_limit", optional=True),
         code_objects=_code_objects(f, where, compiles),
         resume=_resume(f["resume"], f"{where}.resume") if f.get("resume") is not None else None,
+        refusals=tuple(_refusal(r, f"{where}.refusals[{i}]") for i, r in enumerate(_list(f.get("refusals", []), f"{where}.refusals"))),
     )
 
 
@@ -348,6 +358,30 @@ def _limit_hit(raw: object, where: str) -> LimitHit:
     if hit.outcome not in LIMIT_OUTCOMES:
         raise ValueError(f"{where}.outcome: expected one of {', '.join(LIMIT_OUTCOMES)}, got {hit.outcome!r}"[:200])
     return replace(hit, cause=None if cause is None else _cause(cause, f"{where}.cause"))
+
+
+def _refusal(raw: object, where: str) -> Refusal:
+    values = dict(_object(raw, where))
+    cause = values.pop("cause", None)
+    values["reasons"] = _strings(values.get("reasons", []), f"{where}.reasons")
+    refusal = _typed(Refusal, values, where)
+    _stance(refusal.stance, f"{where}.stance")
+    if refusal.calls < 1 or refusal.entries < 0:
+        raise ValueError(f"{where}: expected calls >= 1 and entries >= 0, got {refusal.calls} and {refusal.entries}")
+    return replace(refusal, cause=None if cause is None else _cause(cause, f"{where}.cause"))
+
+
+def _stance_use(raw: object, where: str) -> StanceUse:
+    use = _typed(StanceUse, raw, where)
+    _stance(use.stance, f"{where}.stance")
+    if not isinstance(use.counted, bool):
+        raise TypeError(f"{where}.counted: expected true or false, got {use.counted!r}"[:200])
+    return use
+
+
+def _stance(stance: str, where: str) -> None:
+    if stance not in REFUSING_STANCES:
+        raise ValueError(f"{where}: expected one of {', '.join(REFUSING_STANCES)}, got {stance!r}"[:200])
 
 
 def late_hook_from_dict(raw: object, where: str) -> LateHook:

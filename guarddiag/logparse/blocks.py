@@ -57,6 +57,11 @@ _ADVICE = re.compile(r"^The following environment variable would enable dynamic 
 GRAPH_BREAK = re.compile(r"^Graph break")
 _LINE_NUMBER = re.compile(r":\d+")
 _GB_REASON = re.compile(r"^\s*(?:Graph Break Reason|Reason): (?P<reason>.*)$")
+# torch 2.2-2.5 end a graph break's traceback with its exception: ``torch._dynamo.exc.Unsupported: builtin: print``.
+_GB_EXCEPTION = re.compile(r"^torch\._dynamo\.exc\.\w+: (?P<reason>.+)$")
+# A warning that names a graph break ahead of torch's record of it: ``Graph break from `Tensor.item()`, consider setting:``.
+_GB_WARNING = re.compile(r"^Graph break from `(?P<what>[^`]+)`")
+_GB_USER_CODE = re.compile(r"^Graph break: from user code at")
 # Bare continuation lines of a guard listing in torch 2.0/2.1 logs.
 _BARE_GUARD = re.compile(
     r"^\s*(?:\+-|\| |___|check_tensor|hasattr\(|[LG]\[|not |utils_device|len\(|isinstance|Eq\(|Ne\(|-?\d+ (?:<=|[<>=]))"
@@ -202,19 +207,41 @@ class LimitBlock(Block):
 
 
 class GraphBreakBlock(Block):
-    def __init__(self, cid: str | None, body: str) -> None:
+    """A graph break: where (``FILE:LINE``) and torch's reason. torch 2.6+ write ``Graph Break Reason:
+    Encountered graph break when attempting to trace CALL: ...:`` and the reason itself (the graph
+    break's type, ``Unsupported Tensor.item() call ...``) below it; 2.2-2.5 end the record with the
+    exception (``torch._dynamo.exc.Unsupported: builtin: print ...``); 2.0-2.1 put it in the first line."""
+
+    def __init__(self, cid: str | None, body: str, channel: bool = False) -> None:
         self.cid = cid
+        self.channel = channel
         self.location = _graph_break_location(body)
         old = re.match(r"^Graph break: (?P<reason>.+?) from user code at", body)
-        self.reason = old["reason"] if old else ""
+        warning = _GB_WARNING.match(body)
+        self.reason = old["reason"] if old else f"{warning['what']} (a warning)" if warning else ""
+        self._warning = warning is not None
+        # The reason line ends with a colon: the reason proper is the next line that says something,
+        # and torch's explanation of it the line after.
+        self._reason_below = False
+        self._explained = False
 
     def feed(self, body: str) -> bool:
         if GRAPH_BREAK.match(body):
-            return False
+            # A warning's own "Graph break: from user code at:" line goes on with it.
+            return self._warning and not self.location and bool(_GB_USER_CODE.match(body))
+        text = body.strip()
         m = _GB_REASON.match(body)
         if m is not None and not self.reason:
             self.reason = m["reason"].strip()
-        elif not self.reason and self.location == "" and body.strip():
+            self._reason_below = self.reason.endswith(":")
+        elif self._reason_below and text:
+            self.reason, self._reason_below, self._explained = text, False, True
+        elif self._explained and text.startswith("Explanation: "):
+            # torch's explanation of the graph break's type: `print` with argument types [...]
+            self.reason, self._explained = f"{self.reason}: {text.removeprefix('Explanation: ')}", False
+        elif (m := _GB_EXCEPTION.match(text)) is not None and not self.reason:
+            self.reason = m["reason"].strip()
+        elif self.location == "" and text:
             loc = re.search(r"File \"(?P<f>[^\"]+)\", line (?P<l>\d+)", body)
             if loc:
                 self.location = f"{loc['f']}:{loc['l']}"
@@ -224,7 +251,7 @@ class GraphBreakBlock(Block):
         return body[:1].isspace() or bool(_GB_REASON.match(body))
 
     def close(self) -> list[Event]:
-        return [GraphBreakSeen(self.cid, self.location, self.reason)]
+        return [GraphBreakSeen(self.cid, self.location, self.reason, self.channel)]
 
 
 def _graph_break_location(body: str) -> str:

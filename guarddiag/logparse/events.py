@@ -88,11 +88,13 @@ class LimitWarning:
 
 @dataclass(frozen=True, slots=True)
 class GraphBreakSeen:
-    """A graph break message."""
+    """A graph break message; ``channel``: torch's record of it on the ``graph_breaks`` log channel
+    (torch 2.1+), not a warning that names a graph break elsewhere (``Tensor.item()``'s)."""
 
     compile_id: str | None
     location: str
     reason: str
+    channel: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,4 +117,17 @@ class SizeGuardAdded:
     code: str
 
 
-Event = FrameNamed | CompileSeen | RecompileAnnounced | GuardListing | LimitWarning | GraphBreakSeen | SymbolCreated | SizeGuardAdded
+@dataclass(frozen=True, slots=True)
+class StanceRefusalSeen:
+    """The RuntimeError of a call ``fail_on_recompile`` refused, as the script printed it into the log
+    (torch 2.7+ name the function's file and name, and give a reason per cache entry)."""
+
+    name: str
+    file: str
+    reasons: tuple[str, ...]
+
+
+Event = (
+    FrameNamed | CompileSeen | RecompileAnnounced | GuardListing | LimitWarning | GraphBreakSeen | SymbolCreated | SizeGuardAdded
+    | StanceRefusalSeen
+)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
-from guarddiag.model import Cause, DictKeys, FunctionSummary, LateHook, Run, uncounted
+from guarddiag.model import Cause, DictKeys, FunctionSummary, LateHook, Run, uncounted, uncounted_stances
 from guarddiag.places import location_file
 from guarddiag.render.words import (
     capture_gap,
@@ -18,15 +18,19 @@ from guarddiag.render.words import (
     keys_sentence,
     limit_sentence,
     near_limit_sentence,
+    parsed_stance_sentence,
+    refused_words,
     script_outcome,
     short_path,
     source_label,
+    uncounted_stance_sentence,
     unobserved_sentence,
     wrapper_label,
 )
 
 __all__ = [
     "CauseGroup",
+    "RefusalGroup",
     "budget_lines",
     "cause_group_line",
     "cause_group_words",
@@ -35,11 +39,14 @@ __all__ = [
     "failed_sentence",
     "function_detail_lines",
     "function_label",
+    "graph_break_lines",
     "headline",
     "late_hook_sentence",
     "limit_sentence",
     "near_limit_lines",
     "parse_note",
+    "refusal_group_line",
+    "refusal_groups",
     "run_notes",
     "wants_details",
 ]
@@ -59,9 +66,12 @@ def headline(run: Run) -> str:
     quiet = len(ranks - set(processes))
     where = f" in {len(processes)} process{'es' if len(processes) != 1 else ''}" if len(processes) > 1 or len(ranks) > 1 else ""
     where += f" ({len(ranks)} ranks{f', {quiet} showing no compile' if quiet else ''})" if len(ranks) > 1 else ""
+    # Only a run whose script used a stance that refuses to recompile counts the calls it refused.
+    refused = f", {run.refused_calls} calls refused by a compiler stance" if run.stances else ""
+    refused += " (not all countable: see the warning)" if uncounted_stances(run) else ""
     return (
         f"{len(run.functions)} compiled functions{where}, {run.compiles} compiles, {run.recompiles} recompiles, "
-        f"{run.limit_hits} recompile-limit hits, {run.graph_breaks} graph breaks ({torch})"
+        f"{run.limit_hits} recompile-limit hits{refused}, {run.graph_breaks} graph breaks ({torch})"
     )
 
 
@@ -86,6 +96,9 @@ def run_notes(run: Run) -> list[tuple[str, str]]:
             notes.append(("note", "the script ran guarddiag itself: that run's compiles are in its own record, not in this one"))
         elif u in uncounted(run):  # one that never loaded torch compiled nothing: the record names it
             notes.append(("warning", unobserved_sentence(u)))
+    notes += [("warning", uncounted_stance_sentence(u, run.torch_version)) for u in uncounted_stances(run)]
+    if run.source == "parse" and run.stances:
+        notes.append(("note", parsed_stance_sentence()))
     notes += [("warning", late_hook_sentence(run, h)) for h in run.late_hooks if _missed(h)]
     notes += [("note", n) for n in run.flag_notes]
     return notes
@@ -184,7 +197,28 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None) -> list[st
         out.append(f"  {dynamic_dims_sentence(f)}")
     out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
     out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
+    out += [f"  {line}" for line in graph_break_lines(f)]
+    for r in refusal_groups(f):
+        out.append(f"  {refusal_group_line(r)}")
+        out.append(f"      e.g. {r.example[:160]}")
+        if r.where:
+            out.append(f"      at {r.where[:160]}")
     out += [f"  {line}" for line in budget_lines(run, f)] if run is not None else []
+    return out
+
+
+def graph_break_lines(f: FunctionSummary) -> list[str]:
+    """``graph break at model.py:31 in 2 compiles: Failed to trace builtin operator: ...``: each place a
+    function broke its graph, with torch's reason and how many of its compiles broke there (torch
+    counts one graph break per compile that breaks)."""
+    places: dict[tuple[str, str], int] = {}
+    for g in f.graph_breaks:
+        places[g.location, g.reason] = places.get((g.location, g.reason), 0) + 1
+    out = []
+    for (location, reason), n in places.items():
+        where = f" at {short_path(location)}" if location else ""
+        why = f": {reason[:200]}" if reason else " (torch's reason is not in the log)"
+        out.append(f"graph break{where} in {n} compile{'s' if n != 1 else ''}{why}")
     return out
 
 
@@ -220,7 +254,7 @@ def _dynamic_part(dims: tuple[int, ...]) -> str:
 
 def wants_details(f: FunctionSummary) -> bool:
     """Whether a function gets a section of its own under the table."""
-    return bool(f.recompiles or f.limit_hit or f.failed_compiles)
+    return bool(f.recompiles or f.limit_hit or f.failed_compiles or f.refusals or f.graph_breaks)
 
 
 @dataclass(frozen=True)
@@ -288,3 +322,36 @@ def cause_group_words(g: CauseGroup) -> str:
 def cause_group_line(g: CauseGroup) -> str:
     """``5x value: value of `self.layer_idx` on argument `self```."""
     return f"{g.count}x {g.category}: {cause_group_words(g)}"
+
+
+@dataclass(frozen=True)
+class RefusalGroup:
+    """Calls of one function a stance refused for one cause: its stance, the cause's category and
+    subject (``""``: torch gave no reason), how many calls, an example reason and the user's line."""
+
+    stance: str
+    category: str
+    subject: str
+    calls: int
+    example: str
+    where: str = ""
+
+
+def refusal_groups(f: FunctionSummary) -> list[RefusalGroup]:
+    """A function's refused calls grouped by stance and cause, the most calls first."""
+    groups: dict[tuple[str, str, str], list] = {}
+    for r in f.refusals:
+        c = r.cause
+        key = (r.stance, c.category, c.subject) if c is not None else (r.stance, "", "")
+        where = _line(c.location, c.code) if c is not None else ""
+        entry = groups.setdefault(key, [0, c.text.split(" # ")[0] if c is not None else "", where])
+        entry[0] += r.calls
+    found = [RefusalGroup(stance, cat, subj, n, ex, where) for (stance, cat, subj), (n, ex, where) in groups.items()]
+    return sorted(found, key=lambda g: -g.calls)
+
+
+def refusal_group_line(g: RefusalGroup) -> str:
+    """``5 calls ran eagerly instead of recompiling (stance eager_on_recompile): tensor: size of ...``."""
+    calls = f"{g.calls} call{'s' if g.calls != 1 else ''} {refused_words(g.stance)}"
+    why = f"{g.category}: {g.subject}" if g.subject else "torch gives no reason for them on this version"
+    return f"{calls}: {why}"

@@ -5,7 +5,19 @@ from __future__ import annotations
 
 from guarddiag.guardexpr import readable_source
 from guarddiag.limits import LimitBudget
-from guarddiag.model import Cause, CompiledFor, DictKeys, FailedCompile, FunctionSummary, LimitHit, Resume, Run, Unobserved, compile_gaps
+from guarddiag.model import (
+    Cause,
+    CompiledFor,
+    DictKeys,
+    FailedCompile,
+    FunctionSummary,
+    LimitHit,
+    Resume,
+    Run,
+    StanceUse,
+    Unobserved,
+    compile_gaps,
+)
 from guarddiag.resume import resume_of, slot_index, slot_name
 from guarddiag.wrapped import torch_wrapper
 
@@ -13,6 +25,11 @@ _OUTCOMES = {
     "eager": "torch runs it without compiling from here on",
     "raised": "the call raised FailOnRecompileLimitHit (fail_on_recompile_limit_hit or fullgraph=True)",
     "compiled_again": "torch compiled it again later (the limit was raised, its cache reset, or another isolated region)",
+}
+# What a compiler stance did with a call it refused to recompile (Refusal.stance).
+_REFUSED = {
+    "eager_on_recompile": "ran eagerly instead of recompiling (stance eager_on_recompile)",
+    "fail_on_recompile": "raised RuntimeError instead of recompiling (stance fail_on_recompile)",
 }
 _FAILED = {
     "error": "failed",
@@ -232,3 +249,33 @@ def run_compile_time_sentence(run: Run) -> str | None:
     if total is None or again is None:
         return None
     return f"compile time {seconds(total)} s, {seconds(again)} s{_share(again, total)} of it in recompiles"
+
+
+def refused_words(stance: str) -> str:
+    """What a stance did with the calls it refused: ``ran eagerly instead of recompiling (stance ...)``."""
+    return _REFUSED.get(stance, f"refused by stance {stance}")
+
+
+def parsed_stance_sentence() -> str:
+    """What a parsed log cannot show of the calls compiler stances refused."""
+    return (
+        "a log shows a call fail_on_recompile refused only where the script printed its RuntimeError into it, and "
+        "nothing of the calls eager_on_recompile ran eagerly (torch logs none): `guarddiag run` counts both"
+    )
+
+
+def uncounted_stance_sentence(use: StanceUse, torch_version: str | None) -> str:
+    """Why the calls a stance refused are not in the counts, and what would count them."""
+    where = f" in {_process_words(use.process)}" if use.process else ""
+    if use.stance == "skip_guard_eval_unsafe":
+        return (
+            f"compiled code ran with skip_guard_eval_unsafe=True{where}: torch then checks only the guards that tell "
+            "cache entries apart, so a call that would have recompiled may have run another entry's code (its results "
+            "may be wrong) or raised RuntimeError; guarddiag can see neither, so such calls are not counted; run "
+            "without it to count them"
+        )
+    torch = f"torch {torch_version}" if torch_version else "this torch"
+    return (
+        f"the script set stance {use.stance}{where}, and {torch} gives guarddiag no way to see the calls it refuses "
+        "(torch 2.7 and later do): calls it served without recompiling are not counted"
+    )

@@ -22,13 +22,16 @@ def _needs(script: str) -> None:
         pytest.skip("transformers is not installed here: `make test-transformers` installs the pinned version and runs this")
 
 
-def corpus_run(script: str, workdir: Path, fix: bool = False) -> tuple[dict, dict, str]:
-    """``guarddiag run`` of a corpus script: its run record, torch's account and the command's output."""
+def corpus_run(script: str, workdir: Path, fix: bool = False, backend: str = "eager") -> tuple[dict, dict, str]:
+    """``guarddiag run`` of a corpus script: its run record, torch's account and the command's output. A script
+    written for inductor (``torch.compile`` without a backend) runs on ``backend``: eager in ``make test``,
+    inductor in ``make test-inductor`` (``_truth`` reads GUARDDIAG_CORPUS_BACKEND)."""
     workdir.mkdir(parents=True, exist_ok=True)
     env = {
         "PYTHONPATH": str(ROOT / "tests" / "oracle"),
         "GUARDDIAG_ORACLE_TRUTH": str(workdir / "truth.json"),
         "CORPUS_FIX": "1" if fix else "0",
+        "GUARDDIAG_CORPUS_BACKEND": "" if backend == "inductor" else backend,
     }
     proc = run_guarddiag("run", str(CORPUS / script), "--out", str(workdir / "run.json"), cwd=workdir, env=env)
     output = f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-3000:]}"
@@ -47,10 +50,15 @@ def _counts_by_guarddiag(run: dict) -> dict[tuple[str, int], int]:
     return counts
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_counts_equal_torch(script: str, tmp_path: Path):
+# The scripts written for the default inductor backend run on it too, in make test-inductor.
+ON_INDUCTOR = [s for s in SCRIPTS if "backend=" not in (CORPUS / s).read_text(encoding="utf-8")]
+BACKENDS = [(s, "eager") for s in SCRIPTS] + [pytest.param(s, "inductor", marks=pytest.mark.inductor) for s in ON_INDUCTOR]
+
+
+@pytest.mark.parametrize(("script", "backend"), BACKENDS)
+def test_counts_equal_torch(script: str, backend: str, tmp_path: Path):
     _needs(script)
-    run, truth, _ = corpus_run(script, tmp_path)
+    run, truth, _ = corpus_run(script, tmp_path, backend=backend)
     assert _counts_by_guarddiag(run) == _counts_by_torch(truth)
     assert run["totals"]["compiles"] == truth["totals"]["ok"] + truth["totals"]["failed"]
 
@@ -125,11 +133,12 @@ def test_eval_under_no_grad_names_the_training_flags_too(tmp_path: Path):
     assert "also changed since that cache entry" in out
 
 
-def test_a_partial_loss_recompiles_on_its_smoothing_not_on_grad_mode(tmp_path: Path):
+@pytest.mark.parametrize("backend", ["eager", pytest.param("inductor", marks=pytest.mark.inductor)])
+def test_a_partial_loss_recompiles_on_its_smoothing_not_on_grad_mode(backend: str, tmp_path: Path):
     """partial_loss.py (#25): torch's first reason is grad mode for every call (train and eval alternate, the newest
     entry is the other mode's) and so is its limit warning's last reason; 6 of the 7 recompiles come from the
     smoothing (held constant, torch recompiles once: tests/e2e/test_causes.py measures it on the eager twin)."""
-    run, truth, out = corpus_run("partial_loss.py", tmp_path)
+    run, truth, out = corpus_run("partial_loss.py", tmp_path, backend=backend)
     (f,) = run["functions"]
     decisive = [e["causes"][0]["subject"] for e in f["recompile_events"]]
     smoothing = "value of `loss_fn.keywords['label_smoothing']` on argument `loss_fn`"

@@ -7,7 +7,7 @@ torch's own compilation metrics (tests/oracle/_truth.py) must show no recompile 
 object any more, fewer compiles, and the script running to its end.
 
 The fast form (in ``make test``) runs the scripts on the eager backend (GUARDDIAG_CORPUS_BACKEND, read by
-``_truth``); ``make test-hints`` runs the same cases on the inductor backend the scripts are written for.
+``_truth``); ``make test-inductor`` runs the same cases on the inductor backend the scripts are written for.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from tests.conftest import ROOT, run_guarddiag
 
 CORPUS = ROOT / "tests" / "corpus"
 ORACLE = ROOT / "tests" / "oracle"
-INDUCTOR = "GUARDDIAG_INDUCTOR_HINTS"
 LEFT = {("allow_unspec_int_on_nn_module", None): 1}
 
 # (script, the compiled function, the hint id, the choice applied (None: the hint's own lines), the object
@@ -52,10 +51,7 @@ BACKENDS = [
     pytest.param(
         "inductor",
         id="inductor",
-        marks=[
-            pytest.mark.inductor_hints,
-            pytest.mark.skipif(not os.environ.get(INDUCTOR), reason=f"inductor runs are slow: `make test-hints` runs them ({INDUCTOR}=1)"),
-        ],
+        marks=pytest.mark.inductor,
     ),
 ]
 
