@@ -130,11 +130,18 @@ class _Frame:
 class RunBuilder:
     """Accumulates events into per-frame state; :meth:`functions` gives the summaries."""
 
-    def __init__(self, roles: RolesLookup = local_roles, ledger: Sequence[CompileRecord] = ()) -> None:
+    def __init__(
+        self, roles: RolesLookup = local_roles, ledger: Sequence[CompileRecord] = (), refusals: Sequence[RefusalRecord] = ()
+    ) -> None:
         """``ledger``: torch's own record of the compiles in this process, when guarddiag ran it: it
-        says why an attempt installed no code, which the log does not."""
+        says why an attempt installed no code, which the log does not. ``refusals``: the calls a compiler
+        stance refused in it (the child counts them; torch logs nothing), each given the cause that
+        matters among torch's reasons by the rule a recompile's follows."""
         self._roles = roles
         self._ledger = ledger
+        self._refusals: dict[tuple[str, str, int | None], list[RefusalRecord]] = {}
+        for r in refusals:
+            self._refusals.setdefault((r.name, r.file, r.line), []).append(r)
         self._frames: dict[str, _Frame] = {}
         # Named frames by name, and by (process, name): a message without a compile id finds its frame
         # without scanning every frame (a paste of 8,000 ranks' messages was quadratic in them).
@@ -377,10 +384,18 @@ class RunBuilder:
         kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks or f.printed_refusals]
         ledger = LedgerIndex(self._ledger)
         compiled = {(f.file, f.name) for f in kept}
+        refusals = dict(self._refusals)
         summaries = _join_same_function(
             # A run's ledger knows each attempt's outcome even when no compile left a listing.
-            [_summary(f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger, compiled) for f in kept]
+            [
+                _summary(
+                    f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger, compiled,
+                    refusals.pop((f.name, f.file, f.line), ()),
+                )
+                for f in kept
+            ]
         )
+        summaries = list(with_refusals(summaries, [r for rs in refusals.values() for r in rs], self._roles))
         summaries = with_named_arguments(with_compile_times(summaries, self._ledger))
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
@@ -495,7 +510,12 @@ def _located(frame: _Frame, c: Cause) -> Cause:
 
 
 def _summary(
-    frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex, compiled: AbstractSet[tuple[str, str]] = frozenset()
+    frame: _Frame,
+    roles: Mapping[str, str],
+    listings: bool,
+    ledger: LedgerIndex,
+    compiled: AbstractSet[tuple[str, str]] = frozenset(),
+    records: Sequence[RefusalRecord] = (),
 ) -> FunctionSummary:
     numbers = sorted(n for n in frame.compiles if n not in frame.refused)
     events = []
@@ -537,10 +557,11 @@ def _summary(
     printed: dict[tuple[str, ...], int] = {}
     for reasons in frame.printed_refusals:
         printed[reasons] = printed.get(reasons, 0) + 1
-    refusals = tuple(
-        _refusal(RefusalRecord("fail_on_recompile", frame.name, frame.file, frame.line, len(r), r or None, n), roles)
-        for r, n in printed.items()
+    records = (
+        *records,
+        *(RefusalRecord("fail_on_recompile", frame.name, frame.file, frame.line, len(r), r or None, n) for r, n in printed.items()),
     )
+    refusals = tuple(_refusal(r, roles, frame.pins, variety) for r in records)
     return FunctionSummary(
         name=frame.name,
         file=frame.file,
@@ -595,9 +616,13 @@ def with_refusals(
     return tuple(out)
 
 
-def _refusal(record: RefusalRecord, roles: Mapping[str, str]) -> Refusal:
-    """A refusal record as the model's. The cause is torch's reason against the newest entry: the call
-    matched no entry, and which one it would otherwise have matched needs guard listings a refusal has
-    none of (recompiles use them); torch puts its newest entry first, and a recompile's cause too."""
-    causes = [c for c in (classify_last_reason(r, roles) for r in reversed(record.reasons or ())) if c is not None]
-    return Refusal(record.stance, record.calls, record.entries, record.reasons or (), causes[0] if causes else None)
+def _refusal(
+    record: RefusalRecord, roles: Mapping[str, str], entries: Mapping[int, Entry] | None = None, variety: Variety | None = None
+) -> Refusal:
+    """A refusal record as the model's. The call has no guard listing of its own, as a call refused at the
+    recompile limit has none: the cause that matters is found among torch's reasons (one per cache entry)
+    by the same rule (:func:`guarddiag.pins.refused_cause`) where the frame's entries are known, else it
+    is torch's reason against the newest entry (the record keeps them oldest first)."""
+    causes = tuple(c for c in (classify_last_reason(r, roles) for r in reversed(record.reasons or ())) if c is not None)
+    cause = refused_cause(causes, entries, roles, variety) if causes and entries else None
+    return Refusal(record.stance, record.calls, record.entries, record.reasons or (), cause or (causes[0] if causes else None))

@@ -24,7 +24,7 @@ from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
 from guarddiag.filekinds import wrong_file, wrong_folder
 from guarddiag.guardkinds import PINNING_KINDS
-from guarddiag.ledger import CompileRecord
+from guarddiag.ledger import CompileRecord, RefusalRecord
 from guarddiag.logparse.encoding import open_log
 from guarddiag.logparse.events import Event
 from guarddiag.logparse.jobdir import layout, tee_ranks
@@ -55,12 +55,13 @@ class LogReader:
         roles: RolesLookup = local_roles,
         ledger: Sequence[CompileRecord] = (),
         *,
+        refusals: Sequence[RefusalRecord] = (),
         guards: frozenset[str] | None = COUNTED_GUARDS,
         locations: bool = True,
         on_event: Callable[[Event], None] | None = None,
     ) -> None:
         self.parser = LogParser(keep_guards=guards, locations=locations)
-        self.builder = RunBuilder(roles, ledger)
+        self.builder = RunBuilder(roles, ledger, refusals)
         self._on_event = on_event
 
     def add(self, event: Event) -> None:

@@ -19,10 +19,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from guarddiag.build import with_refusals
 from guarddiag.child._site import _guarddiag_process as _process
 from guarddiag.ids import child_process, rank_process
-from guarddiag.ledger import CompileRecord, compiles_in, read_ledger, read_stances
+from guarddiag.ledger import CompileRecord, RefusalRecord, compiles_in, read_ledger, read_stances
 from guarddiag.logparse.framing import strip_rank
 from guarddiag.merge import add_stats, in_process
 from guarddiag.model import FunctionSummary, JobProcess, ParseStats, StanceUse
@@ -60,17 +59,15 @@ class RunLogs:
 def read_run_logs(run_dir: Path, main_log: Path, main_ledger: Path) -> RunLogs:
     """The main process's log, then each other process's, every function tagged with its process."""
     ledger = read_ledger(main_ledger)
-    functions, stats = _read_log(main_log, ledger or (), set())
     stances = read_stances(main_ledger)
-    functions = with_refusals(functions, stances.refusals)
+    functions, stats = _read_log(main_log, ledger or (), set(), stances.refusals)
     uses = [StanceUse(stance, counted) for stance, counted in stances.uses]
     parsed = []
     for path in _children(run_dir):
         seen: set[int] = set()
         child_ledger = read_ledger(_ledger_of(path))
-        found, read = _read_log(path, child_ledger or (), seen)
         child_stances = read_stances(_ledger_of(path))
-        found = with_refusals(found, child_stances.refusals)
+        found, read = _read_log(path, child_ledger or (), seen, child_stances.refusals)
         stats = add_stats(stats, read)
         parsed.append((path, _env_rank(path) or _prefix_rank(seen), (found, compiles_in(child_ledger), child_stances.uses)))
     processes = []
@@ -129,9 +126,11 @@ def _named(found: list[tuple[Path, JobProcess | None, object]]) -> list[ProcessL
     return out
 
 
-def _read_log(path: Path, ledger: Iterable[CompileRecord], seen: set[int]) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
+def _read_log(
+    path: Path, ledger: Iterable[CompileRecord], seen: set[int], refusals: Iterable[RefusalRecord] = ()
+) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
     with path.open(encoding="utf-8", errors="replace") as fh:
-        return LogReader(ledger=tuple(ledger)).read(_own_lines(fh, seen)).result()
+        return LogReader(ledger=tuple(ledger), refusals=tuple(refusals)).read(_own_lines(fh, seen)).result()
 
 
 def _own_lines(lines: Iterable[str], seen: set[int] | None = None) -> Iterator[str]:

@@ -16,7 +16,7 @@ from guarddiag.config import Settings
 from guarddiag.diff import diff_runs
 from guarddiag.errors import InputError
 from guarddiag.gate import evaluate
-from guarddiag.ledger import read_stances
+from guarddiag.ledger import RefusalRecord, read_stances
 from guarddiag.merge import merge_runs
 from guarddiag.model import Run, StanceUse
 from guarddiag.pipeline import parse_log
@@ -185,3 +185,24 @@ def test_a_parsed_log_counts_the_fail_on_recompile_errors_the_script_printed_int
     assert run.stances == (StanceUse("fail_on_recompile", True),)
     # What a log cannot show is said: the errors the script did not print, and eager_on_recompile's calls.
     assert "a log shows a call fail_on_recompile refused only where the script printed its RuntimeError" in table.render(run)
+
+
+def test_a_refused_calls_cause_goes_through_the_rule_a_recompiles_follows():
+    """A stance refusing the call the recompile limit refused in the label-smoothing log (train and eval calls
+    alternate, a new smoothing each epoch) gets the same cause the limit hit gets: the smoothing, not grad mode,
+    although torch's reason against the newest entry is grad mode. The record holds torch's reasons oldest first."""
+    from guarddiag.logparse.events import RecompileAnnounced
+    from guarddiag.logparse.parser import LogParser
+    from guarddiag.pipeline import LogReader
+    from tests.conftest import LOGS
+
+    log = LOGS / "torch-2.13.0" / "label_smoothing.log"
+    refused = [e for e in LogParser().parse(log.open(encoding="utf-8")) if isinstance(e, RecompileAnnounced)][-1]
+    reasons = tuple(f"{f.cache_entry}: {f.text}" for f in reversed(refused.failures))
+    assert "grad_mode" in reasons[-1]
+    (limit_fn,) = parse_log(str(log)).functions
+    record = RefusalRecord("eager_on_recompile", limit_fn.name, limit_fn.file, limit_fn.line, len(reasons), reasons, 3)
+    (f,) = LogReader(refusals=(record,)).read(log.open(encoding="utf-8")).result()[0]
+    (refusal,) = f.refusals
+    assert refusal.calls == 3 and refusal.cause is not None
+    assert refusal.cause.source == limit_fn.limit_hits[0].cause.source == "loss_fn.keywords['label_smoothing']"
