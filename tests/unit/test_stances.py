@@ -206,3 +206,39 @@ def test_a_refused_calls_cause_goes_through_the_rule_a_recompiles_follows():
     (refusal,) = f.refusals
     assert refusal.calls == 3 and refusal.cause is not None
     assert refusal.cause.source == limit_fn.limit_hits[0].cause.source == "loss_fn.keywords['label_smoothing']"
+
+
+_MOVED_TORCH = """
+import json, sys, types
+sys.path.insert(0, sys.argv[1])
+import _guarddiag_process, _guarddiag_stance
+records = []
+_guarddiag_process._SINKS.append(records.append)
+_guarddiag_stance.install()
+# A torch whose eval_frame has no _callback_from_stance (what the hook wraps) but still sets stances.
+eval_frame = types.ModuleType("torch._dynamo.eval_frame")
+eval_frame._set_stance = lambda stance: stance
+_guarddiag_stance._patch(eval_frame)
+decorators = types.ModuleType("torch._dynamo.decorators")
+decorators._set_stance = eval_frame._set_stance
+sys.modules["torch._dynamo.decorators"] = decorators
+_guarddiag_stance._patch(eval_frame)
+decorators._set_stance(types.SimpleNamespace(stance="eager_on_recompile", skip_guard_eval_unsafe=False))
+decorators._set_stance(types.SimpleNamespace(stance="default", skip_guard_eval_unsafe=True))
+print(json.dumps(records))
+"""
+
+
+def test_a_torch_whose_stance_internals_moved_says_the_stance_is_not_counted():
+    """Where the function the hook wraps is gone, a refusing stance set through torch's setter (decorators
+    imports it by name) is noted as not counted: the report warns and check does not compare, instead of
+    reading the run as one with no refused calls. No torch here lacks it: the module stands in for one."""
+    import subprocess
+    import sys
+
+    site = Path(__file__).resolve().parents[2] / "guarddiag" / "child" / "_site"
+    out = subprocess.run([sys.executable, "-c", _MOVED_TORCH, str(site)], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == [
+        {"stance": "eager_on_recompile", "counted": False},
+        {"stance": "skip_guard_eval_unsafe", "counted": False},
+    ]

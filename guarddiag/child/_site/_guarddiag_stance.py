@@ -19,6 +19,9 @@ _callback_from_stance`` which frame callback to run under; this file wraps that 
   calls no Python: a call that would fail the full guards runs another entry's code, and one no entry
   takes raises in C. Neither can be seen from here; the stance's use is noted as not counted.
 
+On a torch without ``_callback_from_stance`` (one that moved it), torch's stance setter is watched instead:
+a refusing stance coming into force is noted as not counted, never read as a run without refusals.
+
 Records go to the process's ledger sinks (``_guarddiag_process``): ``{"stance": NAME, "counted": BOOL}``
 once per stance in use, and ``{"refused": STANCE, "name", "file", "line", "entries", "reasons", "calls"}``
 per function, stance and reasons (the same reasons are one record): the calls so far, written at the 1st,
@@ -70,7 +73,13 @@ def install() -> bool:
 
 def _patch(module) -> None:  # noqa: ANN001
     original = getattr(module, "_callback_from_stance", None)
-    if original is None or getattr(original, "_guarddiag", False):
+    if original is None:
+        # A torch that moved what this file wraps: a refusing stance is still seen coming into force, and
+        # noted as not counted, so that the report never reads its refused calls as none.
+        _state_setters(module)
+        _STATE["process"].when_imported(_DECORATORS, _state_setters)  # type: ignore[attr-defined]
+        return
+    if getattr(original, "_guarddiag", False):
         return
     run_eagerly = _run_eagerly()
 
@@ -96,6 +105,32 @@ def _patch(module) -> None:  # noqa: ANN001
     _callback_from_stance._guarddiag = True  # type: ignore[attr-defined]
     module._callback_from_stance = _callback_from_stance
     _as_run_only()
+
+
+_DECORATORS = "torch._dynamo.decorators"
+# The stances that refuse recompiles (``skip_guard_eval_unsafe`` is a flag of any stance).
+REFUSING = ("eager_on_recompile", "fail_on_recompile")
+
+
+def _state_setters(module) -> None:  # noqa: ANN001
+    """Wrap a module's ``_set_stance`` (torch's setter, which ``torch.compiler.set_stance`` calls; decorators
+    imports it by name) so that a refusing stance in force is noted as not counted."""
+    setter = getattr(module, "_set_stance", None)
+    if setter is None or getattr(setter, "_guarddiag", False):
+        return
+
+    def _set_stance(stance):  # noqa: ANN001, ANN202
+        with contextlib.suppress(Exception):
+            name = getattr(stance, "stance", "default")
+            if name in REFUSING:
+                _note(name, False)
+            if getattr(stance, "skip_guard_eval_unsafe", False) is True:
+                _note("skip_guard_eval_unsafe", False)
+        return setter(stance)
+
+    _set_stance.__dict__.update(setter.__dict__)  # torch's own marks (_dynamo_forbidden)
+    _set_stance._guarddiag = True  # type: ignore[attr-defined]
+    module._set_stance = _set_stance
 
 
 def _as_run_only() -> None:
