@@ -4,6 +4,8 @@ Functions are keyed by name, file relative to the project root, and first line: 
 frame ids or object ids. Schema versions (``schema`` key):
   guarddiag.baseline/1 -- first version (docs/ci.md). ``torch_version`` is the torch the runs were
   recorded with; null or absent (a baseline made from records that do not say) reads as not known.
+  A function's ``refused_calls`` (calls a compiler stance refused to recompile) is written when above
+  0; absent reads as 0.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class BaselineFunction:
     # The process it ran in when not the main one (`rank1`, `child1`): the same function in two
     # processes is two entries.
     process: str = ""
+    # Calls a compiler stance refused to recompile (torch.compiler.set_stance).
+    refused_calls: int = 0
 
     @property
     def key(self) -> FunctionKey:
@@ -107,6 +111,7 @@ def from_runs(runs: dict[str, Run], root: Path, previous: Baseline | None = None
                     causes=cause_counts(f),
                     budget=budgets.get(f.key._replace(file=rel)),
                     process=f.rank,
+                    refused_calls=f.refused_calls,
                 )
             )
         scripts.append(BaselineScript(path, tuple(functions), old.max_recompiles if old else None))
@@ -133,6 +138,7 @@ def to_yaml(baseline: Baseline) -> str:
                         "compiles": f.compiles,
                         "recompiles": f.recompiles,
                         "limit_hits": f.limit_hits,
+                        **({"refused_calls": f.refused_calls} if f.refused_calls else {}),
                         "causes": dict(f.causes),
                         **({"budget": f.budget} if f.budget is not None else {}),
                     }
@@ -209,6 +215,7 @@ def load(path: Path) -> Baseline:
                     causes=tuple(sorted((str(k), _int(v, f"{fw}.causes.{k}") or 0) for k, v in causes.items())),
                     budget=_int(f.get("budget"), f"{fw}.budget", allow_none=True),
                     process=str(f.get("process", "")),
+                    refused_calls=_int(f.get("refused_calls", 0), f"{fw}.refused_calls") or 0,
                 )
             )
         scripts.append(BaselineScript(s["path"], tuple(functions), _int(s.get("max_recompiles"), f"{where}.max_recompiles", True)))

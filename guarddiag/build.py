@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
+from guarddiag.guardexpr import condition_key, symbolic_condition
 from guarddiag.ids import CompileId, generation_of, process_of, with_process
-from guarddiag.ledger import CompileRecord, LedgerIndex
+from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord
 from guarddiag.logparse.events import (
     CompileSeen,
     Event,
@@ -25,6 +27,9 @@ from guarddiag.logparse.events import (
     GuardListing,
     LimitWarning,
     RecompileAnnounced,
+    SizeGuardAdded,
+    StanceRefusalSeen,
+    SymbolCreated,
 )
 from guarddiag.model import (
     UNKNOWN_SUBJECT,
@@ -36,9 +41,27 @@ from guarddiag.model import (
     Guard,
     LimitHit,
     RecompileEvent,
+    Refusal,
+    Resume,
+    StackSlot,
 )
-from guarddiag.pins import Entry, changed, decisive, diff_listings, dynamic_dims, dynamic_scalars, hashed, hashed_pins, pinned
-from guarddiag.sourceinfo import local_roles
+from guarddiag.pins import (
+    Changes,
+    Entry,
+    Variety,
+    changed,
+    decisive,
+    diff_listings,
+    dynamic_dims,
+    dynamic_scalars,
+    entry_numbers,
+    hashed,
+    hashed_pins,
+    pinned,
+    refused_cause,
+)
+from guarddiag.resume import resume_of, slot_index, slot_name
+from guarddiag.sourceinfo import Roles, local_roles
 from guarddiag.timing import with_compile_times
 from guarddiag.wrapped import library_frame, with_named_arguments, wrapped_callable
 
@@ -65,7 +88,12 @@ class _Frame:
     limit_hits: list[LimitHit] = field(default_factory=list)
     # index in limit_hits -> the compile number torch refused there (when the log names it)
     limit_at: dict[int, int] = field(default_factory=dict)
+    # index in limit_hits -> the reasons torch announced for the refused call, where no compile number names them (old torch)
+    limit_failures: dict[int, tuple[GuardFailure, ...]] = field(default_factory=dict)
+    # Graph breaks by (compile number, location): torch's records of them on the graph_breaks channel,
+    # and those only a warning names (a log without the channel, torch 2.0, shows no other).
     graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
+    warned_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
     last_listing: tuple[int, GuardListing] | None = None
     # Each compile's pinned values, hashed (compile number -> hash of what -> hash of value), kept once
     # the frame recompiles; and per announced recompile, what changed against each entry torch printed.
@@ -73,12 +101,20 @@ class _Frame:
     # What any of those entries pins (their keys, together): kept as they come, so that a compile asks it
     # in constant time (a union over every earlier entry made a frame's 20,000 compiles quadratic).
     pinned_before: set[int] = field(default_factory=set)
-    changed: dict[int, dict[int, tuple[int, tuple[Guard, ...]]]] = field(default_factory=dict)
+    changed: dict[int, dict[int, Changes]] = field(default_factory=dict)
+    # per announced recompile, the entry each of torch's reasons is against (pins.entry_numbers)
+    against: dict[int, tuple[int | None, ...]] = field(default_factory=dict)
     # A wrapper frame (torch's ``inner``): what each compile was for (guarddiag/wrapped.py).
     compiled_for: dict[int, CompiledFor] = field(default_factory=dict)
     wrapper: bool | None = None
     # Tensors some compile of a recompiling frame treats as dynamic (insertion-ordered set).
     dynamic: dict[DynamicDims, None] = field(default_factory=dict)
+    # Per compile number: its shape environment's symbols (``s27`` -> ``L['x'].size()[1]``), and the user's line
+    # (location, code) behind each size guard it added, by the guard's condition (guardexpr.condition_key).
+    symbols: dict[int, dict[str, str]] = field(default_factory=dict)
+    size_guard_lines: dict[int, dict[tuple[str, ...], tuple[str, str]]] = field(default_factory=dict)
+    # The reasons of each call fail_on_recompile refused, as the script printed the error into the log.
+    printed_refusals: list[tuple[str, ...]] = field(default_factory=list)
 
     @property
     def refused(self) -> set[int]:
@@ -94,11 +130,18 @@ class _Frame:
 class RunBuilder:
     """Accumulates events into per-frame state; :meth:`functions` gives the summaries."""
 
-    def __init__(self, roles: RolesLookup = local_roles, ledger: Sequence[CompileRecord] = ()) -> None:
+    def __init__(
+        self, roles: RolesLookup = local_roles, ledger: Sequence[CompileRecord] = (), refusals: Sequence[RefusalRecord] = ()
+    ) -> None:
         """``ledger``: torch's own record of the compiles in this process, when guarddiag ran it: it
-        says why an attempt installed no code, which the log does not."""
+        says why an attempt installed no code, which the log does not. ``refusals``: the calls a compiler
+        stance refused in it (the child counts them; torch logs nothing), each given the cause that
+        matters among torch's reasons by the rule a recompile's follows."""
         self._roles = roles
         self._ledger = ledger
+        self._refusals: dict[tuple[str, str, int | None], list[RefusalRecord]] = {}
+        for r in refusals:
+            self._refusals.setdefault((r.name, r.file, r.line), []).append(r)
         self._frames: dict[str, _Frame] = {}
         # Named frames by name, and by (process, name): a message without a compile id finds its frame
         # without scanning every frame (a paste of 8,000 ranks' messages was quadratic in them).
@@ -106,6 +149,9 @@ class RunBuilder:
         self._named_in: dict[tuple[str, str], list[_Frame]] = {}
         # Whether the log has guard listings at all: only then does a compile without one mean no code.
         self._listings = False
+        # Whether the log has torch's graph_breaks channel: then a warning naming a graph break is no
+        # graph break of its own (`Tensor.item()` warns, then torch records the same break).
+        self._break_channel = False
         # Messages without a compile id (old torch) are matched to frames by rank and function name.
         # A deque each: the oldest is taken first, in constant time however many wait.
         self._pending: dict[tuple[str, str, str, int | None], deque[RecompileAnnounced]] = {}
@@ -124,12 +170,34 @@ class RunBuilder:
             self._on_listing(event)
         elif isinstance(event, LimitWarning):
             self._on_limit(event)
-        elif isinstance(event, GraphBreakSeen):
+        elif isinstance(event, SymbolCreated):
             cid = CompileId.parse(event.compile_id)
-            frame = self._frame(cid.frame_id if cid else "?")
-            frame.graph_breaks.setdefault(
-                (cid.number if cid else None, event.location), GraphBreak(event.compile_id, event.location, event.reason)
-            )
+            if cid is not None:
+                self._frame(cid.frame_id).symbols.setdefault(cid.number, {})[event.symbol] = event.source
+        elif isinstance(event, SizeGuardAdded):
+            self._on_size_guard(event)
+        elif isinstance(event, GraphBreakSeen):
+            self._on_graph_break(event)
+        elif isinstance(event, StanceRefusalSeen):
+            self._on_printed_refusal(event)
+
+    def _on_graph_break(self, event: GraphBreakSeen) -> None:
+        """One graph break per compile and place, as torch counts them: a restart attempt (``0/0_1``)
+        traces the same break again, and is the same compile."""
+        cid = CompileId.parse(event.compile_id)
+        frame = self._frame(cid.frame_id if cid else "?")
+        self._break_channel = self._break_channel or event.channel
+        breaks = frame.graph_breaks if event.channel else frame.warned_breaks
+        key = (cid.number if cid else None, event.location)
+        if key not in breaks or not breaks[key].reason:
+            breaks[key] = GraphBreak(event.compile_id, event.location, event.reason)
+
+    def _on_printed_refusal(self, event: StanceRefusalSeen) -> None:
+        """A call fail_on_recompile refused, printed by the script: the frame of that name and file
+        (torch names the line the call was at, not the function's first line)."""
+        named = [f for f in self._named.get(event.name, ()) if not f.file or f.file == event.file]
+        frame = min(named, key=lambda f: f.seq) if named else self._frame_named(event.name, event.file, None)
+        frame.printed_refusals.append(event.reasons)
 
     def _frame(self, frame_id: str) -> _Frame:
         frame = self._frames.get(frame_id)
@@ -193,8 +261,9 @@ class RunBuilder:
             if cid.number not in frame.announced and last is not None and last[0] == cid.number - 1:
                 frame.inferred[cid.number] = diff_listings(pinned(last[1]), pinned(event))
             failures = frame.announced.get(cid.number, ())
-            entries = {e.number for f in failures if (e := CompileId.parse(f.cache_entry or "")) is not None}
-            frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in entries if n in frame.pins}
+            against = entry_numbers([f.cache_entry for f in failures], [n for n in frame.pins if n < cid.number])
+            frame.against[cid.number] = against
+            frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in against if n is not None and n in frame.pins}
             frame.pins[cid.number] = hashed(pins)
             frame.pinned_before.update(frame.pins[cid.number].values)
         frame.last_listing = (cid.number, event)
@@ -206,6 +275,16 @@ class RunBuilder:
             frame.wrapper = wrapped is not None
             if wrapped is not None:
                 frame.compiled_for[cid.number] = wrapped
+
+    def _on_size_guard(self, event: SizeGuardAdded) -> None:
+        """The user's line behind a size guard, kept by its condition: torch's listing names none for a relation
+        it rewrote (``# (unknown var s23, please file a bug)``)."""
+        cid = CompileId.parse(event.compile_id)
+        if cid is None or not event.location:
+            return
+        frame = self._frame(cid.frame_id)
+        condition = symbolic_condition(event.expr, frame.symbols.get(cid.number, {}))
+        frame.size_guard_lines.setdefault(cid.number, {}).setdefault(condition_key(condition), (event.location, event.code))
 
     def _on_limit(self, event: LimitWarning) -> None:
         cid = CompileId.parse(event.compile_id)
@@ -233,6 +312,7 @@ class RunBuilder:
             if pending:
                 refused = pending.pop()
                 reason = reason or (refused.failures[0].text if refused.failures else "")
+                frame.limit_failures[len(frame.limit_hits)] = refused.failures
         frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, reason))
 
     def _pending_for(self, name: str, file: str, line: int | None, process: str) -> deque[RecompileAnnounced]:
@@ -297,12 +377,25 @@ class RunBuilder:
                 frame.compiles.add(number)
                 frame.announced[number] = ev.failures
         self._pending.clear()
-        kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks]
+        for f in self._frames.values():
+            if not self._break_channel:
+                f.graph_breaks = f.warned_breaks
+            f.warned_breaks = {}
+        kept = [f for f in self._frames.values() if f.compiles or f.limit_hits or f.graph_breaks or f.printed_refusals]
         ledger = LedgerIndex(self._ledger)
+        compiled = {(f.file, f.name) for f in kept}
+        refusals = dict(self._refusals)
         summaries = _join_same_function(
             # A run's ledger knows each attempt's outcome even when no compile left a listing.
-            [_summary(f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger) for f in kept]
+            [
+                _summary(
+                    f, self._roles(f.file, f.name, f.line), self._listings or bool(self._ledger), ledger, compiled,
+                    refusals.pop((f.name, f.file, f.line), ()),
+                )
+                for f in kept
+            ]
         )
+        summaries = list(with_refusals(summaries, [r for rs in refusals.values() for r in rs], self._roles))
         summaries = with_named_arguments(with_compile_times(summaries, self._ledger))
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
@@ -359,8 +452,12 @@ def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
         failed_compiles=tuple(c for f in parts for c in f.failed_compiles),
         compiled_for=tuple(dict.fromkeys(c for f in parts for c in f.compiled_for)),
         dynamic_dims=parts[-1].dynamic_dims,
+        refusals=tuple(r for f in parts for r in f.refusals),
         # A frame the log shows no compile of (a graph break, a limit hit alone) is no code object compiled.
         code_objects=sum(f.code_objects for f in parts if f.compiles) or 1,
+        resume=replace(first.resume, slots=tuple(dict.fromkeys(s for f in parts if f.resume for s in f.resume.slots)))
+        if first.resume is not None
+        else None,
     )
 
 
@@ -403,16 +500,34 @@ def count_compiles(compiles: Iterable[int], refused: Iterable[int]) -> int:
     return top + 1 - sum(1 for n in refused if n <= top)
 
 
-def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: LedgerIndex) -> FunctionSummary:
+def _located(frame: _Frame, c: Cause) -> Cause:
+    """A size guard whose text names no line of the user's, with the line the compile that added it logged."""
+    if not c.shape or c.location:
+        return c
+    cid = CompileId.parse(c.cache_entry or "")
+    found = frame.size_guard_lines.get(cid.number, {}).get(condition_key(c.condition)) if cid is not None else None
+    return replace(c, location=found[0], code=found[1]) if found is not None else c
+
+
+def _summary(
+    frame: _Frame,
+    roles: Mapping[str, str],
+    listings: bool,
+    ledger: LedgerIndex,
+    compiled: AbstractSet[tuple[str, str]] = frozenset(),
+    records: Sequence[RefusalRecord] = (),
+) -> FunctionSummary:
     numbers = sorted(n for n in frame.compiles if n not in frame.refused)
     events = []
+    variety = Variety(frame.pins)
     for n in numbers:
         if n == 0:
             continue
         compile_id = f"{frame.frame_id}/{n}"
         if frame.announced.get(n):
-            causes = tuple(classify_failure(f.text, f.cache_entry, roles) for f in frame.announced[n])
-            events.append(decisive(RecompileEvent(compile_id, True, causes), frame.changed.get(n, {}), roles))
+            causes = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles, f.stack)) for f in frame.announced[n])
+            event = RecompileEvent(compile_id, True, causes)
+            events.append(decisive(event, frame.changed.get(n, {}), roles, frame.pins, n, frame.against.get(n), variety))
         else:
             # Not announced, or announced without its reasons (a log cut after the header): the cause
             # is inferred from the guard listings; ``logged`` says whether torch announced it.
@@ -431,8 +546,22 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
             outcome = "compiled_again"
         elif any(r > at for r in frame.refused):
             outcome = "raised"  # a frame torch runs eagerly for good is never offered to it again
-        cause = classify_last_reason(hit.last_reason, roles)
+        # The refused call is announced with every entry's reason, and has no listing: the cause that matters
+        # is found among those reasons as a recompile's is (torch's last reason is only the newest entry's).
+        failures = frame.announced.get(at, ()) if at is not None else frame.limit_failures.get(i, ())
+        refused = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles, f.stack)) for f in failures)
+        cause = refused_cause(refused, frame.pins, roles, variety, at) if refused else None
+        cause = cause or classify_last_reason(hit.last_reason, roles)
         hits.append(LimitHit(hit.compile_id, hit.limit, hit.value, hit.last_reason, outcome, cause))
+    dims = _merged_dims(frame.dynamic)
+    printed: dict[tuple[str, ...], int] = {}
+    for reasons in frame.printed_refusals:
+        printed[reasons] = printed.get(reasons, 0) + 1
+    records = (
+        *records,
+        *(RefusalRecord("fail_on_recompile", frame.name, frame.file, frame.line, len(r), r or None, n) for r, n in printed.items()),
+    )
+    refusals = tuple(_refusal(r, roles, frame.pins, variety) for r in records)
     return FunctionSummary(
         name=frame.name,
         file=frame.file,
@@ -444,5 +573,56 @@ def _summary(frame: _Frame, roles: Mapping[str, str], listings: bool, ledger: Le
         graph_breaks=tuple(frame.graph_breaks.values()),
         failed_compiles=failed,
         compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
-        dynamic_dims=_merged_dims(frame.dynamic),
+        dynamic_dims=dims,
+        refusals=refusals,
+        resume=_resume(
+            frame, roles, [c.source for e in events for c in (*e.causes, *e.also)] + [h.cause.source for h in hits if h.cause]
+            + [d.source for d in dims], compiled,
+        ),
     )
+
+
+def _resume(frame: _Frame, roles: Mapping[str, str], sources: Iterable[str], compiled: AbstractSet[tuple[str, str]]) -> Resume | None:
+    """A resume function's user function and line, and what the stack slots its causes name hold.
+    torch 2.2's ``resume_in_f`` is one only when ``f`` of the same file was compiled too (``compiled``)."""
+    resume = resume_of(frame.name, frame.line)
+    loose = resume_of(frame.name, frame.line, loose=True)
+    if resume is None and loose is not None and (frame.file, loose.function) in compiled:
+        resume = loose
+    if resume is None:
+        return None
+    held = roles.held if isinstance(roles, Roles) else ()
+    indexes = sorted({i for s in sources if (i := slot_index(s)) is not None})
+    slots = tuple(StackSlot(slot_name(i), held[i] if i < len(held) else "") for i in indexes)
+    return replace(resume, slots=slots)
+
+
+def with_refusals(
+    functions: Sequence[FunctionSummary], records: Sequence[RefusalRecord], roles: RolesLookup = local_roles
+) -> tuple[FunctionSummary, ...]:
+    """The functions of one process with the calls a compiler stance refused them (its ledger's stance
+    records), each refusal's cause classified like a recompile's. A function the log shows no compile
+    of (its lines were lost) gets a summary of its own: its refusals are not dropped."""
+    by_key: dict[tuple[str, str, int | None], list[Refusal]] = {}
+    for r in records:
+        by_key.setdefault((r.name, r.file, r.line), []).append(_refusal(r, roles(r.file, r.name, r.line)))
+    out = []
+    for f in functions:
+        found = by_key.pop((f.name, f.file, f.line), None)
+        out.append(replace(f, refusals=f.refusals + tuple(found)) if found else f)
+    for (name, file, line), refusals in by_key.items():
+        # Named as a frame the log names without a compile id is (_frame_named): a process label can tag it.
+        out.append(FunctionSummary(name, file, line, (f"?{name}@{file}:{line}",), 0, (), refusals=tuple(refusals)))
+    return tuple(out)
+
+
+def _refusal(
+    record: RefusalRecord, roles: Mapping[str, str], entries: Mapping[int, Entry] | None = None, variety: Variety | None = None
+) -> Refusal:
+    """A refusal record as the model's. The call has no guard listing of its own, as a call refused at the
+    recompile limit has none: the cause that matters is found among torch's reasons (one per cache entry)
+    by the same rule (:func:`guarddiag.pins.refused_cause`) where the frame's entries are known, else it
+    is torch's reason against the newest entry (the record keeps them oldest first)."""
+    causes = tuple(c for c in (classify_last_reason(r, roles) for r in reversed(record.reasons or ())) if c is not None)
+    cause = refused_cause(causes, entries, roles, variety) if causes and entries else None
+    return Refusal(record.stance, record.calls, record.entries, record.reasons or (), cause or (causes[0] if causes else None))

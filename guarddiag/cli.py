@@ -196,6 +196,13 @@ def check(
     items: ItemsArg = None,
     baseline_file: Annotated[Optional[Path], typer.Option("--baseline", "-b", help="Baseline to compare with.")] = None,
     max_recompiles: Annotated[Optional[int], typer.Option("--max-recompiles", min=0, help="Fail any function above this.")] = None,
+    max_refused_calls: Annotated[
+        Optional[int],
+        typer.Option(
+            "--max-refused-calls", min=0,
+            help="Calls a compiler stance may refuse to recompile per function (default: the baseline's, else 0).",
+        ),
+    ] = None,
     fail_on_limit_hit: Annotated[
         Optional[bool],
         typer.Option("--fail-on-limit-hit/--no-fail-on-limit-hit", help="Fail when a function hits the recompile limit."),
@@ -228,6 +235,7 @@ def check(
     overrides = {
         "baseline": str(baseline_file) if baseline_file else None,
         "max_recompiles": max_recompiles,
+        "max_refused_calls": max_refused_calls,
         "fail_on_limit_hit": fail_on_limit_hit,
         "fail_on_new_cause": fail_on_new_cause,
         "fail_on_rank_divergence": fail_on_rank_divergence,
@@ -240,7 +248,7 @@ def check(
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
 def explain(
     target: Annotated[
         Optional[str],
@@ -248,6 +256,7 @@ def explain(
             metavar="[TARGET]", help="A script (.py, run first), a torch log, or a run record (.json); or -m MODULE.", show_default=False
         ),
     ] = None,
+    args: Annotated[Optional[list[str]], typer.Argument(help="Arguments for the script (after --).")] = None,
     fmt: FormatOpt = "table",
     full: Annotated[bool, typer.Option("--full", help="Expand collapsed families and show every cache entry whole.")] = False,
     python: Annotated[str, typer.Option("--python", help="Interpreter to run a script with (needs torch only).")] = sys.executable,
@@ -259,7 +268,7 @@ def explain(
     from guarddiag.commands.explain import explain_main
     from guarddiag.commands.options import explain_input
 
-    explain_main(explain_input(target, module, module_args), fmt, full, python, timeout)
+    explain_main(explain_input(target, args, module, module_args), fmt, full, python, timeout)
 
 
 @app.command()

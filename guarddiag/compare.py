@@ -14,7 +14,7 @@ from pathlib import Path
 from guarddiag.diff import RunDiff, diff_runs
 from guarddiag.diff import cause_counts as diff_cause_counts
 from guarddiag.errors import InputError
-from guarddiag.flags import Catalog, Flag, parse_value
+from guarddiag.flags import Catalog, Flag, free_text, parse_value
 from guarddiag.flips import KEEPS_COMPILED, Candidate, FlipPlan, Target, flip_effect, plan_flips
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Run
@@ -90,7 +90,9 @@ def plan_compare(catalog: Catalog, specs: list[str], combined: bool, pythons: li
         if reason:
             no_ops.append(NoOp(flag.name, catalog.torch_version, reason))
             continue
-        for value in _values_for(target, [v.strip() for v in values.split(",") if v.strip()]):
+        # A free-text flag takes commas in its one value (a list of sources); repeat --flag for several.
+        raw = [values.strip()] if free_text(target) else values.split(",")
+        for value in _values_for(target, [v.strip() for v in raw if v.strip()]):
             if (flag.name, value) in chosen:
                 continue  # the same --flag given twice is one configuration to run
             chosen.append((flag.name, value))

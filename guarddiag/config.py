@@ -53,6 +53,9 @@ class Settings:
     baseline: str = DEFAULT_BASELINE
     scripts: tuple[ScriptSpec, ...] = ()
     max_recompiles: int | None = None
+    # Calls a compiler stance refused to recompile that each function may have (None: what the baseline
+    # recorded for it, else 0).
+    max_refused_calls: int | None = None
     fail_on_limit_hit: bool = False
     fail_on_new_cause: bool = False
     fail_on_rank_divergence: bool = False
@@ -69,6 +72,7 @@ class Settings:
 _ENV = {
     "GUARDDIAG_BASELINE": "baseline",
     "GUARDDIAG_MAX_RECOMPILES": "max_recompiles",
+    "GUARDDIAG_MAX_REFUSED_CALLS": "max_refused_calls",
     "GUARDDIAG_FAIL_ON_LIMIT_HIT": "fail_on_limit_hit",
     "GUARDDIAG_FAIL_ON_NEW_CAUSE": "fail_on_new_cause",
     "GUARDDIAG_FAIL_ON_RANK_DIVERGENCE": "fail_on_rank_divergence",
@@ -79,6 +83,7 @@ _ENV = {
 _KINDS = {
     "baseline": str,
     "max_recompiles": int,
+    "max_refused_calls": int,
     "fail_on_limit_hit": bool,
     "fail_on_new_cause": bool,
     "fail_on_rank_divergence": bool,
@@ -89,7 +94,7 @@ _KINDS = {
 
 
 # The smallest value of each numeric setting, as the command line's options allow (--max-recompiles 0, --jobs 1).
-_MINIMUM = {"max_recompiles": 0, "jobs": 1}
+_MINIMUM = {"max_recompiles": 0, "max_refused_calls": 0, "jobs": 1}
 
 
 def _coerce(name: str, value: object, where: str, text: bool = False) -> object:

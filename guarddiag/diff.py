@@ -75,6 +75,9 @@ class FunctionDelta:
     limit_hit_after: bool
     causes: tuple[CauseDelta, ...]
     function: FunctionSummary
+    # Calls a compiler stance refused to recompile in each run (0 where it did not compile).
+    refused_before: int = 0
+    refused_after: int = 0
 
     @property
     def removed(self) -> int:
@@ -99,12 +102,15 @@ class FunctionDelta:
         # not a regression; nor did it remove any.
         if self.limit_hit_before and not self.limit_hit_after and self.recompiles_after > self.recompiles_before:
             return "kept_compiled"
-        # Hitting the limit means torch gave up compiling, so it outweighs a lower count.
-        if self.recompiles_after > self.recompiles_before or (self.limit_hit_after and not self.limit_hit_before):
+        # Hitting the limit means torch gave up compiling, so it outweighs a lower count; so do more
+        # calls a compiler stance refused (each one a recompile that did not happen).
+        refused_more, refused_fewer = self.refused_after > self.refused_before, self.refused_after < self.refused_before
+        if self.recompiles_after > self.recompiles_before or (self.limit_hit_after and not self.limit_hit_before) or refused_more:
             return "worse"
-        if self.recompiles_after == 0 and not self.limit_hit_after and (self.recompiles_before or self.limit_hit_before):
+        before = self.recompiles_before or self.limit_hit_before or self.refused_before
+        if self.recompiles_after == 0 and not self.limit_hit_after and not self.refused_after and before:
             return "fixed"
-        if self.recompiles_after < self.recompiles_before or (self.limit_hit_before and not self.limit_hit_after):
+        if self.recompiles_after < self.recompiles_before or (self.limit_hit_before and not self.limit_hit_after) or refused_fewer:
             return "improved"
         return "same"
 
@@ -116,7 +122,9 @@ class FunctionDelta:
     @property
     def changed(self) -> bool:
         """Whether the verdict has something to say about this function."""
-        return bool(self.removed or self.added or self.limit_hit_before != self.limit_hit_after)
+        return bool(
+            self.removed or self.added or self.limit_hit_before != self.limit_hit_after or self.refused_before != self.refused_after
+        )
 
 
 @dataclass(frozen=True)
@@ -306,6 +314,8 @@ def _function_delta(a: FunctionSummary | None, b: FunctionSummary | None) -> Fun
         limit_hit_after=bool(b and b.limit_hit),
         causes=tuple(causes),
         function=ref,
+        refused_before=a.refused_calls if a else 0,
+        refused_after=b.refused_calls if b else 0,
     )
 
 

@@ -89,6 +89,19 @@ class Catalog:
         return self.flags.get(flag.alias_of, flag)
 
 
+def flag_name(setting: str) -> str:
+    """The ``--flag`` name of a dotted config setting: ``torch.compiler.config.dynamic_sources`` ->
+    ``compiler.dynamic_sources``, ``torch._dynamo.config.recompile_limit`` -> ``recompile_limit``."""
+    module, _, key = setting.rpartition(".")
+    return next((prefix + key for prefix, name in _bootstrap.CONFIG_MODULES if name == module), setting)
+
+
+def free_text(flag: Flag) -> bool:
+    """A flag whose value is free text (``compiler.dynamic_sources`` takes ``L['x']:0,L['y']``): a comma in
+    ``--flag NAME=V1,V2`` is part of the one value, not a separator between values to try."""
+    return flag.type == "str" and not flag.choices_only
+
+
 def parse_value(flag: Flag, raw: str) -> object:
     """Check a value against the flag's type and listed choices; the child parses it again the same way."""
     if raw in [c for c in flag.choices if isinstance(c, str)]:

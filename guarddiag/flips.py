@@ -13,7 +13,7 @@ flip works.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from guarddiag.diff import CauseKey, cause_key
@@ -320,6 +320,18 @@ def _check(row: Flip, flag_name: str, value: str, catalog: Catalog, version: tup
     return None
 
 
+def _hinted_check(flag_name: str, value: str, catalog: Catalog) -> Skipped | None:
+    """Why a hint's own flip is not run in the target torch (the hint knows its torch by version), or None."""
+    flag = catalog.flags.get(flag_name)
+    if flag is None:
+        return Skipped(flag_name, value, "not_in_torch", catalog.torch_version)
+    target = catalog.target(flag)
+    reason = flag.no_op_reason() or target.no_op_reason()
+    if reason:
+        return Skipped(flag_name, value, "no_op", reason)
+    return Skipped(flag_name, value, "in_force") if _format(target.value) == value else None
+
+
 def _groups(run: Run) -> list[tuple[FunctionSummary, Cause, int, int, list[Cause]]]:
     """(function, decisive cause, recompiles, limit hits, what else changed) per cause key of each
     function: the recompiles it had, and the calls refused at the limit whose last reason it was."""
@@ -338,16 +350,29 @@ def _groups(run: Run) -> list[tuple[FunctionSummary, Cause, int, int, list[Cause
     return [tuple(v) for v in found.values()]  # type: ignore[misc]
 
 
-def plan_flips(catalog: Catalog, baseline: Run, max_flips: int = MAX_FLIPS) -> FlipPlan:
-    """Each cause of the baseline (most recompiles and limit hits first) with the flips of :data:`FLIPS`
-    that answer it in the target torch, and the configurations to run: one per distinct flip, the first
-    candidate of every cause before the second of any, at most ``max_flips``."""
+def plan_flips(
+    catalog: Catalog,
+    baseline: Run,
+    max_flips: int = MAX_FLIPS,
+    hinted: Mapping[tuple[FunctionKey, CauseKey], tuple[tuple[str, str], ...]] | None = None,
+) -> FlipPlan:
+    """Each cause of the baseline (most recompiles and limit hits first) with the flips that answer it in the
+    target torch, and the configurations to run: one per distinct flip, the first candidate of every cause
+    before the second of any, at most ``max_flips``. ``hinted``: per cause, the flips its fix hint names
+    (``verdicts.hinted_flips``): they come first, so that a hint is measured as it is written; then the
+    rows of :data:`FLIPS`."""
     version = torch_version_tuple(catalog.torch_version)
     targets = []
     for f, cause, recompiles, hits, also in _groups(baseline):
         facts = cause_facts(cause) | ({"limit"} if hits else set())
         candidates: list[Candidate] = []
         skipped: list[Skipped] = []
+        for flag_name, value in (hinted or {}).get((f.key, cause_key(cause)), ()):
+            why = _hinted_check(flag_name, value, catalog)
+            if why is not None:
+                skipped.append(why)
+            elif (flag_name, value) not in [c.config for c in candidates]:
+                candidates.append(Candidate(flag_name, value, *flip_effect(flag_name)))
         for row in FLIPS:
             answers = row.answers == "limit" and hits or f"hint:{row.answers}" in facts
             if not answers or not row.needs <= facts or row.unless & facts:

@@ -3,7 +3,11 @@
 A function's recompiles fail the gate when they exceed what it is allowed:
 its ``budget`` in the baseline, else the script's ``max_recompiles``, else what the baseline
 recorded, else 0 for a function the baseline does not know; ``--max-recompiles`` caps every
-function on top. A script that failed is reported as failed, never as a regression.
+function on top. Calls a compiler stance refused to recompile (run eagerly, or raised) fail it the
+same way: above ``max_refused_calls`` when set, else above what the baseline recorded, else above 0
+(with or without a baseline: a refused call is a recompile the counts cannot show). A script that
+failed is reported as failed, never as a regression; so is one whose counts are too low (a log that
+lost lines, a process not observed, a stance whose refused calls could not be counted).
 """
 
 from __future__ import annotations
@@ -14,9 +18,9 @@ from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relat
 from guarddiag.config import Settings
 from guarddiag.divergence import Divergence, rank_divergence
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
-from guarddiag.model import FunctionSummary, Run, compile_gaps, report_order, uncounted
+from guarddiag.model import FunctionSummary, Run, compile_gaps, report_order, uncounted, uncounted_stances
 
-FAILING = frozenset({"regression", "limit_hit", "new_cause", "script_failed", "rank_divergence"})
+FAILING = frozenset({"regression", "limit_hit", "refused", "new_cause", "script_failed", "rank_divergence"})
 
 
 @dataclass(frozen=True)
@@ -26,12 +30,13 @@ class Finding:
     ``function`` is the compiled function it is about (None for the script itself, and for ``gone``:
     a baseline entry, named by ``name``, ``file`` and ``line``, that did not compile). ``run`` is the
     run of a ``script_failed``; ``allowed`` and ``baseline`` the numbers a regression or improvement
-    was measured against (``baseline`` None: not in it); ``categories`` what a ``new_cause`` adds.
+    was measured against (``baseline`` None: not in it), for a ``refused`` the calls a compiler stance
+    refused to recompile; ``categories`` what a ``new_cause`` adds.
     A ``rank_divergence`` is about the function as the first rank that did not behave as most did
     compiled it, ``divergence`` the whole comparison; it fails only under ``fail_on_rank_divergence``
     (``gating`` False: shown, not failing)."""
 
-    kind: str  # regression | limit_hit | new_cause | script_failed | rank_divergence | improvement | gone
+    kind: str  # regression | limit_hit | refused | new_cause | script_failed | rank_divergence | improvement | gone
     script: str
     file: str
     line: int | None
@@ -63,6 +68,8 @@ class Row:
     status: str
     limit_hits_before: int | None = None
     limit_hits: int = 0
+    refused_before: int | None = None
+    refused: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,7 @@ class TorchChange:
 
 
 # The findings that say a count moved against the baseline: torch itself can move it.
-_MOVED = frozenset({"regression", "improvement", "limit_hit", "new_cause"})
+_MOVED = frozenset({"regression", "improvement", "limit_hit", "refused", "new_cause"})
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,7 @@ def evaluate(
     for path, run in runs.items():
         # Counts too low (a log lost lines, a worker compiled unobserved) are not compared: a
         # regression there would pass silently.
-        if run.status != "ok" or compile_gaps(run) or uncounted(run):
+        if run.status != "ok" or compile_gaps(run) or uncounted(run) or uncounted_stances(run):
             findings.append(Finding("script_failed", path, path, None, run=run))
             continue
         script = baseline.script(path) if baseline else None
@@ -184,6 +191,14 @@ def evaluate(
             if (settings.fail_on_limit_hit or new_hits) and f.limit_hit:
                 status = "REGRESSION"
                 findings.append(Finding("limit_hit", path, rel, f.line, f, f.name))
+            # A refused call is a recompile the counts cannot show: it fails like a new limit hit.
+            refused_allowed = settings.max_refused_calls
+            if refused_allowed is None:
+                refused_allowed = base.refused_calls if base is not None else 0
+            if f.refused_calls > refused_allowed:
+                status = "REGRESSION"
+                was = base.refused_calls if base is not None else None
+                findings.append(Finding("refused", path, rel, f.line, f, f.name, allowed=refused_allowed, baseline=was))
             if settings.fail_on_new_cause and base is not None:
                 new = sorted({c for c in (e.causes[0].category for e in f.recompile_events if e.causes)} - dict(base.causes).keys())
                 if new:
@@ -193,6 +208,7 @@ def evaluate(
                 Row(
                     path, f, rel, f.line, base.recompiles if base else None, f.recompiles, allowed, status,
                     base.limit_hits if base else None, len(f.limit_hits),
+                    base.refused_calls if base else None, f.refused_calls,
                 )
             )
         for b in script.functions if script else ():

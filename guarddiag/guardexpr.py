@@ -10,6 +10,7 @@ print locals bare: ``m.layer_idx``. Pure functions over strings.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 # A source as guard expressions print it, for use inside larger patterns: wrap it in a named group
 # with :func:`source_group`. Lazy: the pattern around it says where it ends.
@@ -142,3 +143,137 @@ def tensor_change(before: dict[str, str] | None, after: dict[str, str] | None) -
         # Another size has other strides: the size says it.
         named = [n for n in named if n != "stride"] + [size]
     return ", ".join(named)
+
+
+# A size term of a symbolic-shape guard, in either spelling: ``L['x'].size()[1]`` (listings, failure texts
+# before torch 2.6) or ``x.size()[1]`` (failure texts of torch >= 2.6); a stride and a storage offset alike.
+SIZE_TERM = re.compile(
+    r"(?P<src>(?:___odict_getitem\()?(?:[LG]\['[^']*'\]|[A-Za-z_]\w*)(?:\.\w+|\[[^\]]*\]|, '[^']*'\))*?)"
+    r"\.(?P<what>size|stride|storage_offset)\(\)(?:\[(?P<dim>\d+)\])?"
+)
+# A symbol of torch's shape environment (``s0``, ``u1``: backed and unbacked sizes), where a guard names no source.
+SIZE_SYMBOL = re.compile(r"\b[su]\d+\b")
+# sympy's spelling (torch <= 2.2 prints guards through sympy's StrPrinter): ``Eq(a, b)``, ``Ne(a, b)``, ``Mod(a, b)``.
+_SYMPY_CALLS = {"Eq": "{} == {}", "Ne": "{} != {}", "Mod": "({} % {})"}
+_SYMPY_CALL = re.compile(r"\b(Eq|Ne|Mod)\(")
+# ``(x.size(1) % 8) == 0``: the parentheses around a remainder compared with something change nothing.
+_REMAINDER = re.compile(r"^\((?P<rem>[^()]*(?:\([^()]*\)[^()]*)*? % [^()]+)\)(?= [=!]= )")
+
+
+def _sympy_calls(expr: str) -> str:
+    """``Eq(Mod(a, 8), 0)`` -> ``(a % 8) == 0``: sympy's calls in Python's operators, innermost first."""
+    for _ in range(32):  # a guard nests a few calls at most
+        m = _SYMPY_CALL.search(expr)
+        if m is None:
+            return expr
+        args, depth, start = [], 0, m.end()
+        for i in range(m.end(), len(expr)):
+            ch = expr[i]
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}" and depth:
+                depth -= 1
+            elif ch == ")" or (ch == "," and depth == 0):
+                args.append(expr[start:i].strip())
+                start = i + 1
+                if ch == ")":
+                    break
+        else:
+            return expr  # unbalanced: left as torch printed it
+        form = _SYMPY_CALLS[m[1]]
+        if len(args) != 2:
+            return expr
+        expr = expr[: m.start()] + form.format(*args) + expr[i + 1 :]
+    return expr
+
+
+def size_terms(expr: str) -> list[re.Match[str]]:
+    """The size, stride and storage-offset terms of a symbolic-shape guard, in order."""
+    return list(SIZE_TERM.finditer(expr))
+
+
+def size_term_text(m: re.Match[str]) -> str:
+    """One term in the user's spelling: ``x.size(1)``, ``m.w.stride(0)``, ``x.storage_offset()``."""
+    who = readable_source(as_source(m["src"]))
+    return f"{who}.{m['what']}({m['dim'] or ''})"
+
+
+def size_condition(expr: str) -> str:
+    """A symbolic-shape guard as the user would write the condition it keeps: ``(L['x'].size()[1] % 8) == 0``
+    -> ``x.size(1) % 8 == 0``; ``Eq(L['y'].size()[0], L['x'].size()[1])`` -> ``y.size(0) == x.size(1)``."""
+    text = _sympy_calls(" ".join(expr.split()))
+    text = SIZE_TERM.sub(size_term_text, text)
+    return _REMAINDER.sub(r"\g<rem>", text)
+
+
+# A dict's keys as a listing pins them: one key at a time (torch >= 2.4: ``list(dict.keys(L['d']))[0] == 'a'``,
+# 2.4 ``list(L['d'].keys())[0] == 'a'``), all in order (``list(L['d'].keys()) == ['a', 'b']``,
+# ``___key_to_id(L['d']) == ['a', 'b']``) or as a set (torch 2.1: ``set(L['d'].keys()) == {'a', 'b'}``).
+_KEY_AT = re.compile(r"^list\((?:dict\.keys\((?P<src>.+?)\)|(?P<src2>.+?)\.keys\(\))\)\[(?P<i>\d+)\] == (?P<key>.+)$")
+_KEYS_ALL = re.compile(r"^(?:list\((?P<src>.+?)\.keys\(\)\)|___key_to_id\((?P<src2>.+?)\)) == \[(?P<keys>.*)\]$")
+_KEY_SET = re.compile(r"^set\((?P<src>.+?)\.keys\(\)\) == \{(?P<keys>.*)\}$")
+
+
+class KeyPin(NamedTuple):
+    """What one listed guard says of a dict's keys: the dict, and the key at ``index`` or all its keys."""
+
+    source: str
+    index: int | None
+    keys: tuple[str, ...]
+    ordered: bool = True
+
+
+def key_pin(expr: str) -> KeyPin | None:
+    """The dict keys a listed guard pins (see above), None for any other guard."""
+    if not expr.startswith(("list(", "___key_to_id(", "set(")):
+        return None
+    m = _KEY_AT.match(expr)
+    if m is not None:
+        return KeyPin(m["src"] or m["src2"], int(m["i"]), (m["key"].strip(),))
+    m = _KEYS_ALL.match(expr)
+    if m is not None:
+        return KeyPin(m["src"] or m["src2"], None, _key_list(m["keys"]))
+    m = _KEY_SET.match(expr)
+    if m is not None:
+        return KeyPin(m["src"], None, _key_list(m["keys"]), ordered=False)
+    return None
+
+
+def _key_list(text: str) -> tuple[str, ...]:
+    """``'a', 'b, c', 3`` -> ``("'a'", "'b, c'", "3")``: keys as torch prints them, split at top-level commas."""
+    keys, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            keys.append(text[start:i].strip())
+            start = i + 1
+    last = text[start:].strip()
+    return tuple(keys + [last] if last else keys)
+
+
+_RELATION = re.compile(r"^(?P<a>[^=!<>]+?) (?P<op>==|!=) (?P<b>[^=!<>]+)$")
+
+
+def condition_key(condition: str) -> tuple[str, ...]:
+    """A condition as a key that does not depend on which side torch printed first: ``y.size(0) == x.size(1)``
+    and ``x.size(1) == y.size(0)`` are one guard."""
+    m = _RELATION.match(condition)
+    return (m["op"], *sorted((m["a"].strip(), m["b"].strip()))) if m else (condition,)
+
+
+# A symbol of torch's shape environment in a guard it added: a size (s27), an unbacked size (u0), a float (zf20).
+_SYMBOL = re.compile(r"\b[a-z]{1,2}\d+\b")
+
+
+def symbolic_condition(expr: str, symbols: dict[str, str]) -> str:
+    """A guard the shape environment added over its symbols (``Eq(s27, s23)``), as the condition of the listed
+    guard it became (``x.size(1) == bias.size(0)``), ``symbols`` naming each symbol's source."""
+    return size_condition(_SYMBOL.sub(lambda m: symbols.get(m[0], m[0]), expr))

@@ -104,7 +104,8 @@ class GuardKind:
     names the guarded object. ``failure``: patterns of a failure text, searched; groups ``src`` (the
     object) and ``what`` (the property that changed). ``about``: the object in plain words,
     ``{who}`` the object, ``{what}`` the property (a cause's ``subject``). ``ambient``: the state
-    the kind checks (guard model of explain). ``hint``: the fix-hint family that answers it ("": none)."""
+    the kind checks (guard model of explain). ``hint``: the family of fix hints that answers it ("": none):
+    :data:`guarddiag.explain.hints.RULES` holds each family's rules, tried in order (docs/hints.md)."""
 
     name: str
     category: Category
@@ -145,6 +146,8 @@ KINDS: tuple[GuardKind, ...] = (
             rf"^{TENSOR_FAILURE_START}(?P<src>.+?)' "
             r"(?P<what>size|stride|dtype|device|requires_grad|dispatch key set|rank|storage offset|layout)"
             rf"[ \w]*{MISMATCH}(?: at index (?P<dim>\d+))?"
+            # The sizes before and after (``expected 32, actual 1``): a fix hint tells a size of 0 or 1 by them.
+            r"(?:\. expected (?P<expected>\d+), actual (?P<actual>\d+))?"
         ),
         pins=True,
         hint="tensor",
@@ -297,7 +300,7 @@ KINDS: tuple[GuardKind, ...] = (
             r"^(?=.*?(?:\.size\(\)|\.stride\(\)|\.storage_offset\(\)|\bEq\(|\bNe\(|\b[su]\d+\b))(?=.*?(?:[<>]|==|!=))"
         ),
         hint="dynamic_shape",
-        about="a size relation of {who}",
+        about="size guard `{what}`",
     ),
     # Two sources that were one object (`feats[1] is feats[2]`), or that now are: an `is` between two
     # objects, never a constant (`x is None` is EQUALS_MATCH's).
@@ -328,6 +331,47 @@ KINDS: tuple[GuardKind, ...] = (
     # A guard torch builds from a lambda or a shape expression, and the flat lines nothing above matches.
     GuardKind("LAMBDA_GUARD", _OTHER),
 )
+
+@dataclass(frozen=True)
+class ShapeForm:
+    """One form of a symbolic-size guard (torch's shape environment: what a dynamic size must keep for the
+    entry to be reused), told by the guard's skeleton: its condition (guardexpr.size_condition) with each size
+    term written ``S``, a stride or storage offset ``R``, a bare size symbol (``s0``, ``u1``) ``Y``, numbers as
+    they are. A cause keeps the form's ``name`` (``Cause.shape``); render/ says it in words."""
+
+    name: str
+    skeleton: re.Pattern[str]
+
+
+_T = r"[SY]"
+_N = r"-?\d+"
+# In order: the first form whose pattern matches the skeleton decides.
+SHAPE_FORMS: tuple[ShapeForm, ...] = (
+    # torch keeps sizes 0 and 1 apart (their own entries): a dynamic size's entry holds for sizes >= 2.
+    ShapeForm("size_0_1", re.compile(rf"^2 <= {_T}$")),
+    ShapeForm("range", re.compile(rf"^{_N} <= {_T} <= {_N}$|^{_N} <= ({_T}) and \1 <= {_N}$")),
+    ShapeForm("lower_bound", re.compile(rf"^{_N} <=? {_T}$|^{_T} >=? {_N}$")),
+    ShapeForm("upper_bound", re.compile(rf"^{_T} <=? {_N}$|^{_N} >=? {_T}$")),
+    # A branch on a remainder (`if x.size(1) % 8 == 0`), also where the remainder is part of a larger expression.
+    ShapeForm("divisibility", re.compile(r"%")),
+    ShapeForm("specialized", re.compile(rf"^{_T} == {_N}$|^{_N} == {_T}$")),
+    ShapeForm("excluded", re.compile(rf"^{_T} != {_N}$|^{_N} != {_T}$")),
+    # A stride or storage offset against a size: the layout of the tensor (contiguity), not its sizes.
+    ShapeForm("layout", re.compile(r"R")),
+    ShapeForm("relation", re.compile(rf"^{_T} (?:==|!=|<=|<|>=|>) {_T}$")),
+    # Arithmetic over sizes (`x.size(0) * x.size(1) <= 4096`): said as torch printed it.
+    ShapeForm("expression", re.compile(r"")),
+)
+SHAPE_FORM_NAMES = tuple(f.name for f in SHAPE_FORMS)
+_SKELETON_TERM = re.compile(r"[\w.\[\]'()]*?\.(size|stride|storage_offset)\(\d*\)|\b[su]\d+\b")
+
+
+def shape_form(condition: str) -> str:
+    """The form (a :data:`SHAPE_FORMS` name) of a symbolic-size guard's condition in the user's spelling
+    (``x.size(1) % 8 == 0`` -> ``divisibility``)."""
+    skeleton = _SKELETON_TERM.sub(lambda m: "R" if m[1] in ("stride", "storage_offset") else "S" if m[1] else "Y", condition)
+    return next(f.name for f in SHAPE_FORMS if f.skeleton.search(skeleton))
+
 
 BY_NAME: dict[str, GuardKind] = {k.name: k for k in KINDS}
 # What a kind torch adds later (not in the table) counts as.

@@ -330,7 +330,12 @@ class Watch:
         return watch_warnings(self)
 
     def _torch_records(self) -> list[dict]:
-        return [r for r in list(self._records) if r.get("name") is not None and (self.only is None or r["name"] in self.only)]
+        # A record without a compile id is guarddiag's own (a call a stance refused), not a compile.
+        return [
+            r
+            for r in list(self._records)
+            if "compile_id" in r and r.get("name") is not None and (self.only is None or r["name"] in self.only)
+        ]
 
     @property
     def limit_hits(self) -> int:

@@ -2,7 +2,9 @@
 
 One JSON object a line: ``{"ledger": 1}`` first, then one record per compile attempt as torch's
 compilation metrics hold it. It is what the log's counts are checked against, and it says why an
-attempt installed no code, which the log does not.
+attempt installed no code, which the log does not. Between them, guarddiag's own records of calls a
+compiler stance refused (``child/_site/_guarddiag_stance.py``): ``{"stance": ..., "counted": ...}`` for
+a stance in use, ``{"refused": STANCE, ...}`` with the calls so far (the highest count is the total).
 """
 
 from __future__ import annotations
@@ -59,6 +61,68 @@ def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
                 )
             )
     return tuple(records)
+
+
+@dataclass(frozen=True)
+class RefusalRecord:
+    """Calls of one function a compiler stance refused, alike in torch's reasons (``None``: torch gave none)."""
+
+    stance: str
+    name: str
+    file: str
+    line: int | None
+    entries: int
+    reasons: tuple[str, ...] | None
+    calls: int
+
+
+@dataclass(frozen=True)
+class StanceRecords:
+    """What a process's ledger says of compiler stances: the stances in use (name, counted) and the calls refused."""
+
+    uses: tuple[tuple[str, bool], ...] = ()
+    refusals: tuple[RefusalRecord, ...] = ()
+
+
+def read_stances(path: Path) -> StanceRecords:
+    """The stance records in ``path`` (none when there is no such file); each refusal once, with its highest count."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return StanceRecords()
+    uses: dict[tuple[str, bool], None] = {}
+    refusals: dict[tuple, RefusalRecord] = {}
+    for line in text.splitlines():
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            continue  # a line torn by a process killed mid-write
+        if not isinstance(raw, dict):
+            continue
+        if isinstance(raw.get("stance"), str) and isinstance(raw.get("counted"), bool):
+            uses[raw["stance"], raw["counted"]] = None
+        refusal = _refusal(raw)
+        if refusal is not None:
+            key = (refusal.stance, refusal.name, refusal.file, refusal.line, refusal.reasons)
+            if key not in refusals or refusals[key].calls < refusal.calls:
+                refusals[key] = refusal
+    return StanceRecords(tuple(uses), tuple(refusals.values()))
+
+
+def _refusal(raw: dict) -> RefusalRecord | None:
+    stance, name, calls = raw.get("refused"), raw.get("name"), _whole(raw.get("calls"))
+    if not isinstance(stance, str) or not isinstance(name, str) or calls is None or calls < 1:
+        return None
+    reasons = raw.get("reasons")
+    return RefusalRecord(
+        stance,
+        name,
+        _text(raw.get("file")) or "",
+        _whole(raw.get("line")),
+        _whole(raw.get("entries")) or 0,
+        tuple(str(r) for r in reasons) if isinstance(reasons, list) else None,
+        calls,
+    )
 
 
 def compiles_in(records: tuple[CompileRecord, ...] | None) -> int | None:

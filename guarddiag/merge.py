@@ -79,6 +79,11 @@ def merge_runs(records: Sequence[tuple[str, str, Run]], jobs: bool) -> Run:
         status=next((r.status for r in runs if r.status != "ok"), "ok"),
         late_hooks=tuple(h for r in runs for h in r.late_hooks),
         unobserved=tuple(u for r in runs for u in r.unobserved),
+        stances=tuple(
+            replace(u, process=in_record(label, u.process) if jobs or rank_of(u.process) is None else u.process)
+            for label, _, r in records
+            for u in r.stances
+        ),
         job=Job(
             "jobs" if jobs else "nodes",
             tuple(processes),

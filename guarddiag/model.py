@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from guarddiag.guardkinds import category
+from guarddiag.guardkinds import SHAPE_FORM_NAMES, category
 from guarddiag.ids import FunctionKey, process_of
 
 SCHEMA = "guarddiag.run/1"
@@ -26,6 +26,18 @@ class Guard:
     location: str = ""
     # A counting parser's guard keeps its comment unread (``code  # file:line in fn``) instead of a location.
     comment: str = ""
+
+
+@dataclass(frozen=True)
+class DictKeys:
+    """The keys of a dict whose keys a cause is about, each as torch prints it (``'aux'``), in order, as the
+    guard listings show them: in the cache entry (``before``) and in the call that missed it (``after``).
+    None where no listing tells: a call refused at the recompile limit has none, nor has a compile whose
+    listing was not in the log. ``ordered`` is False where torch guarded the key set only (torch < 2.2)."""
+
+    before: tuple[str, ...] | None = None
+    after: tuple[str, ...] | None = None
+    ordered: bool = True
 
 
 # The subject of a cause the log does not show (a recompile without its reasons, a record without causes).
@@ -45,14 +57,29 @@ class Cause:
     text: str
     subject: str
     cache_entry: str | None = None
-    # The user's line behind the guard, as torch prints it after ``#``: ``model.py:21 in forward`` and its code.
+    # The user's line behind the guard: ``model.py:21 in forward`` and its code (the innermost frame of the
+    # user's code in torch's stack of the guard, else torch's ``#`` comment when that line is the user's);
+    # empty when the log does not show it.
     location: str = ""
     code: str = ""
     # torch's own hint on the guard, by id (guardkinds.TORCH_HINTS): ``nn_module_int``, an int read from an nn.Module.
     torch_hint: str = ""
+    # The innermost line torch names for the guard when it is not the user's (torch's own code, a library's,
+    # ``nn/modules/container.py:555 in __getitem__``) and the user's line is not in the log; else empty.
+    inner_location: str = ""
+    inner_code: str = ""
+    # A symbolic-size guard (category dynamic_shape): its form, a name of guardkinds.SHAPE_FORMS
+    # (``divisibility``, ``size_0_1``, ``relation``...), and its condition as the user would write it
+    # (``x.size(1) % 8 == 0``); ``""`` for every other cause.
+    shape: str = ""
+    condition: str = ""
+    # A change of a dict's keys (category container): what they were in the entry and in the call.
+    keys: DictKeys | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "category", category(self.category).value)
+        if self.shape and self.shape not in SHAPE_FORM_NAMES:
+            raise ValueError(f"shape {self.shape!r} is not one of {', '.join(SHAPE_FORM_NAMES)}"[:200])
 
 
 @dataclass(frozen=True)
@@ -91,6 +118,39 @@ class LimitHit:
     cause: Cause | None = None
 
 
+# Compiler stances (torch.compiler.set_stance) that refuse to recompile: Refusal.stance and StanceUse.stance.
+# ``skip_guard_eval_unsafe`` is a stance's option: calls under it check only the guards that tell cache
+# entries apart, so what they would have recompiled cannot be counted (StanceUse.counted is False).
+REFUSING_STANCES = ("eager_on_recompile", "fail_on_recompile", "skip_guard_eval_unsafe")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Calls of a function that a compiler stance refused to recompile, alike in what failed against
+    its cache entries: ``eager_on_recompile`` ran them eagerly, ``fail_on_recompile`` made them raise
+    RuntimeError (a script that catches it runs the call its own way). ``calls``: how many;
+    ``entries``: the cache entries the calls were checked against; ``reasons``: torch's failure reason
+    against each entry (``0/1: ...``, entry order; empty: this torch gives none without logging a
+    recompile); ``cause``: the one that matters, classified like a recompile's (None: not known)."""
+
+    stance: str
+    calls: int
+    entries: int = 0
+    reasons: tuple[str, ...] = ()
+    cause: Cause | None = None
+
+
+@dataclass(frozen=True)
+class StanceUse:
+    """A compiler stance that can refuse to recompile, in force in a process of the run (``process``:
+    ``""`` the script's own, else its label), and whether guarddiag counted the calls it refused there:
+    not for ``skip_guard_eval_unsafe``, nor for ``eager_on_recompile`` on a torch before 2.7."""
+
+    stance: str
+    counted: bool
+    process: str = ""
+
+
 # How a compile attempt that installed no code ended (FailedCompile.kind).
 FAILED_KINDS = ("error", "skipped", "no_code")
 
@@ -124,6 +184,27 @@ class CompiledFor:
     name: str
     file: str = ""
     kind: str = "function"
+
+
+@dataclass(frozen=True)
+class StackSlot:
+    """A value a graph break left on the stack, which torch passes to the resume function as ``name``
+    (``___stack0``): ``expression`` is the user's code that computed it (``self.block(x)``), ``""`` when
+    the source does not tell (several operations on the line could have broken, a loop or ``with`` around)."""
+
+    name: str
+    expression: str = ""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A resume function torch made after a graph break (``torch_dynamo_resume_in_train_step_at_19``,
+    ``<resume in train_step>``): the user's ``function`` it continues, the ``line`` of the graph break,
+    and the stack slots its guards name."""
+
+    function: str
+    line: int | None
+    slots: tuple[StackSlot, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -165,6 +246,10 @@ class FunctionSummary:
     # generated methods): torch compiles and caches each on its own, so each one's first compile is
     # no recompile.
     code_objects: int = 1
+    # A resume function after a graph break: the user's function and line it continues from (None: not one).
+    resume: Resume | None = None
+    # Calls a compiler stance refused to recompile (a run's child counts them; a log does not show them).
+    refusals: tuple[Refusal, ...] = ()
 
     @property
     def recompiles(self) -> int:
@@ -174,6 +259,11 @@ class FunctionSummary:
     @property
     def limit_hit(self) -> bool:
         return bool(self.limit_hits)
+
+    @property
+    def refused_calls(self) -> int:
+        """Calls a compiler stance refused to recompile (run eagerly, or raised)."""
+        return sum(r.calls for r in self.refusals)
 
     @property
     def rank(self) -> str:
@@ -340,6 +430,8 @@ class Run:
     job: Job | None = None
     # The module run as ``python -m MODULE`` (``script`` is None then).
     module: str | None = None
+    # Compiler stances that can refuse to recompile, as the run's processes used them (a log does not say).
+    stances: tuple[StanceUse, ...] = ()
     schema: str = SCHEMA
 
     @property
@@ -359,6 +451,10 @@ class Run:
         return sum(len(f.graph_breaks) for f in self.functions)
 
     @property
+    def refused_calls(self) -> int:
+        return sum(f.refused_calls for f in self.functions)
+
+    @property
     def compile_s(self) -> float | None:
         """Seconds torch spent compiling, all functions; None unless every function's time is known."""
         return _total(f.compile_s for f in self.functions)
@@ -367,6 +463,11 @@ class Run:
     def recompile_s(self) -> float | None:
         """Of :attr:`compile_s`, the seconds spent in recompiles."""
         return _total(f.recompile_s for f in self.functions)
+
+
+def uncounted_stances(run: Run) -> tuple[StanceUse, ...]:
+    """The stances in force whose refused calls guarddiag could not count: the run's counts may miss them."""
+    return tuple(dict.fromkeys(s for s in run.stances if not s.counted))
 
 
 def _total(values: Iterable[float | None]) -> float | None:

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
-from guarddiag.causes import cause_from_changed_guard
-from guarddiag.guardexpr import as_source, first_source, tensor_change, tensor_fields
-from guarddiag.guardkinds import PINNING_KINDS
+from guarddiag.causes import cause_from_changed_guard, keys_cause
+from guarddiag.guardexpr import as_source, first_source, key_pin, tensor_change, tensor_fields
+from guarddiag.guardkinds import PINNING_KINDS, Category, failure_kind
 from guarddiag.ids import CompileId
 from guarddiag.logparse.events import GuardListing
-from guarddiag.model import Cause, DynamicDims, Guard, RecompileEvent
+from guarddiag.model import Cause, DictKeys, DynamicDims, Guard, RecompileEvent
 
 # Causes inferred from changed guards, at most.
 MAX_INFERRED_CAUSES = 5
@@ -79,10 +79,13 @@ def hashed_pins(listing: GuardListing) -> HashedPins:
 class Entry(NamedTuple):
     """What a cache entry pinned, kept small: a recompile later asks only which values differ. The
     tensor checks of inputs (not parameters or buffers, a model's thousands) keep their expression, so
-    that a recompile can say which field of the tensor changed (its dtype, requires_grad, a dim's size)."""
+    that a recompile can say which field of the tensor changed (its dtype, requires_grad, a dim's size);
+    the dicts whose keys it pins keep them (source -> keys in order), so that a recompile can say which
+    key came or went."""
 
     values: dict[int, int]
     tensors: dict[int, str]
+    keys: dict[str, DictKeys]
 
 
 _PIN_FAMILY = {k: "value" for k in ("EQUALS_MATCH", "CONSTANT_MATCH", "TRUE_MATCH", "FALSE_MATCH", "NONE_MATCH")}
@@ -126,18 +129,56 @@ def hashed(pins: HashedPins) -> Entry:
         for what, _, kind, expr in pins
         if kind == "TENSOR_MATCH" and "._parameters[" not in expr and "._buffers[" not in expr
     }
-    return Entry({what: value for what, value, _, _ in pins}, tensors)
+    return Entry({what: value for what, value, _, _ in pins}, tensors, _dict_keys(pins))
 
 
-def changed(entry: Entry, now: HashedPins) -> tuple[int, tuple[tuple[Guard, str], ...]]:
-    """How many values an entry pinned that the new compile pinned otherwise, and the first of them
-    (outermost objects first), as the new compile's guards, each with what changed in it where the
-    entry kept the expression (an input tensor's ``size at dim 0``), else ``""``."""
+def _dict_keys(pins: HashedPins) -> dict[str, DictKeys]:
+    """The keys of each dict whose keys the pins name, in order (a key per index, or all at once)."""
+    at: dict[str, dict[int, str]] = {}
+    whole: dict[str, DictKeys] = {}
+    for _, _, kind, expr in pins:
+        pin = key_pin(expr) if kind in _KEY_PIN_KINDS else None
+        if pin is None:
+            continue
+        if pin.index is None:
+            whole[pin.source] = DictKeys(pin.keys, None, pin.ordered)
+        else:
+            at.setdefault(pin.source, {})[pin.index] = pin.keys[0]
+    for src, keys in at.items():
+        # Keys checked one by one are checked up to the dict's length (DictGuardManager checks it): all of them.
+        whole.setdefault(src, DictKeys(tuple(keys[i] for i in sorted(keys))))
+    return whole
+
+
+# The kinds a listing pins a dict's keys under: one key at a time (EQUALS_MATCH), or all (DICT_KEYS, DICT_KEYS_MATCH).
+_KEY_PIN_KINDS = frozenset({"EQUALS_MATCH", "DICT_KEYS", "DICT_KEYS_MATCH"})
+# What changed against an entry, kept per entry torch printed: at most this many of the things (by what they check).
+MAX_CHANGED_KEPT = 16
+
+
+class Changes(NamedTuple):
+    """What a new compile pinned otherwise than one earlier entry: how many values, the first few of
+    them by what they check (hashed, as :class:`Entry` keys them), and the first of them as the new
+    compile's guards, each with what changed in it where the entry kept the expression (an input
+    tensor's ``size at dim 0``), else ``""``."""
+
+    count: int
+    whats: tuple[int, ...]
+    first: tuple[tuple[Guard, str], ...]
+
+
+def changed(entry: Entry, now: HashedPins) -> Changes:
+    """What a new compile (its pins) changed against an earlier entry; outermost objects first."""
     values = entry.values
-    found = [(what, kind, expr) for what, value, kind, expr in now if (was := values.get(what)) is not None and was != value]
-    found.sort(key=lambda pin: (len(first_source(pin[2])), pin[2]))
+    # One thing a listing pins twice (a shape environment's specialization listed once per use) is one change.
+    unique = {what: (what, kind, expr) for what, value, kind, expr in now if (was := values.get(what)) is not None and was != value}
+    found = sorted(unique.values(), key=lambda pin: (len(first_source(pin[2])), pin[2]))
     first = found[: MAX_INFERRED_CAUSES + 1]
-    return len(found), tuple((_guard((kind, expr)), _tensor_change(entry, what, expr)) for what, kind, expr in first)
+    return Changes(
+        len(found),
+        tuple(what for what, _, _ in found[:MAX_CHANGED_KEPT]),
+        tuple((_guard((kind, expr)), _tensor_change(entry, what, expr)) for what, kind, expr in first),
+    )
 
 
 def _tensor_change(entry: Entry, what: int, expr: str) -> str:
@@ -158,27 +199,190 @@ def diff_listings(before: Pins, after: Pins) -> tuple[tuple[Guard, Guard], ...]:
     return tuple(kept[:MAX_INFERRED_CAUSES])
 
 
+class Variety:
+    """How many distinct values a frame's entries pinned for one thing, each thing counted once: a thing that
+    takes many values (a float hyperparameter set each epoch) explains more compiles than one that takes two
+    (grad mode). Counted over every entry of the frame, later ones too, when the run is read whole."""
+
+    def __init__(self, entries: Mapping[int, Entry]) -> None:
+        self._entries = entries
+        self._known: dict[int, int] = {}
+
+    def __call__(self, what: int) -> int:
+        known = self._known.get(what)
+        if known is None:
+            known = self._known[what] = len({v for e in self._entries.values() if (v := e.values.get(what)) is not None})
+        return known
+
+
+def entry_numbers(cache_entries: Sequence[str | None], earlier: Sequence[int]) -> tuple[int | None, ...]:
+    """The entry each of a recompile's reasons is against: the compile number torch names (``0/1:``), or,
+    where no reason names one (torch < 2.5) and there are as many reasons as earlier entries, by position
+    (torch prints the newest entry first); None where neither tells. ``earlier``: the frame's listed
+    compiles before this one."""
+    named = [cid.number if (cid := CompileId.parse(e or "")) is not None else None for e in cache_entries]
+    if any(n is not None for n in named) or len(cache_entries) != len(earlier):
+        return tuple(named)
+    return tuple(sorted(earlier, reverse=True))
+
+
 def decisive(
-    event: RecompileEvent, changed: Mapping[int, tuple[int, tuple[tuple[Guard, str], ...]]], roles: Mapping[str, str]
+    event: RecompileEvent,
+    changed: Mapping[int, Changes],
+    roles: Mapping[str, str],
+    entries: Mapping[int, Entry] | None = None,
+    number: int | None = None,
+    against: Sequence[int | None] | None = None,
+    variety: Variety | None = None,
 ) -> RecompileEvent:
-    """The cause against the entry that would otherwise have matched first (fewest pinned values changed
-    against it; torch's order, newest first, among equals), and what else changed against that entry."""
+    """The cause against the entry that would otherwise have matched first, and what else changed
+    against that entry: the entry with the fewest pinned values changed; among equals, the one whose
+    changed value is the frame's most varied (``entries``: each compile's :class:`Entry`; a tie between an
+    eval entry that differs in grad mode and a train entry that differs in a per-epoch float is the float's);
+    then torch's order (newest first). ``number``: the new compile's, whose listing says the dict keys now;
+    ``against``: the entry of each cause (:func:`entry_numbers`), else the one each names; ``variety``: the
+    frame's, shared by its recompiles."""
     if not changed:
         return event
+    entries = entries or {}
+    variety = variety or Variety(entries)
+    against = tuple(against) if against is not None else entry_numbers([c.cache_entry for c in event.causes], ())
 
-    def changes(c: Cause) -> int:
-        cid = CompileId.parse(c.cache_entry or "")
-        return changed[cid.number][0] if cid is not None and cid.number in changed else 1 << 30
+    def changes(i: int) -> int:
+        found = changed.get(against[i]) if against[i] is not None else None  # type: ignore[arg-type]
+        return found.count if found is not None else 1 << 30
 
-    causes = tuple(sorted(event.causes, key=changes))
-    cid = CompileId.parse(causes[0].cache_entry or "")
-    guards = changed[cid.number][1] if cid is not None and cid.number in changed else ()
-    also = tuple(
+    def varied(i: int) -> int:
+        found = changed.get(against[i]) if against[i] is not None else None  # type: ignore[arg-type]
+        return max((variety(w) for w in found.whats), default=0) if found is not None else 0
+
+    # Variety is asked only of the entries that tie for the fewest changes.
+    counts = [changes(i) for i in range(len(event.causes))]
+    fewest = min(counts)
+    order = sorted(range(len(event.causes)), key=lambda i: (counts[i], -varied(i) if counts[i] == fewest else 0, i))
+    causes = tuple(event.causes[i] for i in order)
+    at = against[order[0]]
+    guards = changed[at].first if at is not None and at in changed else ()
+    now = entries.get(number) if number is not None else None
+    first = _with_keys(causes[0], entries.get(at) if at is not None else None, now, roles)
+    also = _distinct(
         c
         for c in (cause_from_changed_guard(g, g, roles, what) for g, what in guards)
-        if not _same_object(c, causes[0])
+        if not _same_object(c, first)
     )[:MAX_INFERRED_CAUSES]
-    return RecompileEvent(event.compile_id, event.logged, causes, also)
+    return RecompileEvent(event.compile_id, event.logged, (first, *causes[1:]), also)
+
+
+def _distinct(causes: Iterable[Cause]) -> tuple[Cause, ...]:
+    """One cause per object: a dict's keys changed at two indexes are one change of its keys."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for c in causes:
+        key = (c.category, as_source(c.source) if c.source else c.subject)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return tuple(out)
+
+
+def _with_keys(cause: Cause, entry: Entry | None, now: Entry | None, roles: Mapping[str, str]) -> Cause:
+    """A container cause on a dict whose keys the entry's listing names is a change of its keys (torch checks
+    a dict's length first: ``len(d) == 2`` fails where a key came or went): said with the keys before and,
+    where the new compile's listing tells, after."""
+    if cause.category != Category.CONTAINER or entry is None or not cause.source:
+        return cause
+    src = as_source(cause.source)
+    before = entry.keys.get(src)
+    if before is None:
+        return cause
+    after = now.keys.get(src) if now is not None else None
+    keys = DictKeys(before.before, after.before if after is not None else None, before.ordered and (after is None or after.ordered))
+    return keys_cause(cause, keys, roles)
+
+
+def refused_cause(
+    causes: tuple[Cause, ...],
+    entries: Mapping[int, Entry],
+    roles: Mapping[str, str],
+    variety: Variety | None = None,
+    number: int | None = None,
+) -> Cause | None:
+    """:func:`decisive_refused`, a dict's keys said as for a recompile (those of the entry; the call's are not
+    listed). The refused call (``number``, where the log names it) comes after the entries before it: reasons
+    that name no entry are matched to those by position."""
+    against = entry_numbers([c.cache_entry for c in causes], sorted(n for n in entries if number is None or n < number))
+    found = decisive_refused(causes, entries, against, variety or Variety(entries))
+    if found is None:
+        return None
+    at = against[found]
+    return _with_keys(causes[found], entries.get(at) if at is not None else None, None, roles)
+
+
+# A refused call's reasons weighed against each other, at most (each against every other: a frame whose limit
+# was raised to thousands falls back to torch's last reason rather than take quadratic time).
+MAX_REFUSED_REASONS = 256
+
+
+def decisive_refused(
+    causes: tuple[Cause, ...], entries: Mapping[int, Entry], against: Sequence[int | None], variety: Callable[[int], int]
+) -> int | None:
+    """Which reason (its index) is the cause that matters for a call refused at the recompile limit: the call
+    has no listing of its own, so which entry it differs from least is read from torch's reasons. Each reason says what the call changed
+    against one entry; supposing the call were that entry with only that changed, every other entry's
+    reason must name something in which that entry differs from it (else the supposition is refuted).
+    Among the suppositions that stand, the same order as for a recompile: no pinned value changed
+    (a size guard) before one, the most varied thing, torch's order. None when none stands or the
+    entries are not known (or there are more than :data:`MAX_REFUSED_REASONS`): the caller keeps torch's last reason."""
+    if len(causes) > MAX_REFUSED_REASONS:
+        return None
+    suppose = [(entries.get(n) if n is not None else None, _whats_of(c)) for c, n in zip(causes, against, strict=True)]
+    standing = []
+    for i, (entry, whats) in enumerate(suppose):
+        what = None if whats is None or entry is None else next((w for w in whats if w in entry.values), _UNKNOWN)
+        if entry is None or what == _UNKNOWN:
+            continue
+        if not any(_refutes(entry, what, other, other_whats) for j, (other, other_whats) in enumerate(suppose) if j != i):
+            rank = (0, 0) if what is None else (1, -variety(what))
+            standing.append((*rank, i))
+    return min(standing)[2] if standing else None
+
+
+def _refutes(entry: Entry, what: int | None, other: Entry | None, other_whats: tuple[int, ...] | None) -> bool:
+    """Whether another entry's reason refutes "the call is ``entry`` with only ``what`` changed": it names a
+    thing other than ``what`` that ``entry`` pinned to the value the other entry pinned (the call then had it)."""
+    if other is None or not other_whats:
+        return False
+    for w in other_whats:
+        mine, theirs = entry.values.get(w), other.values.get(w)
+        if mine is not None and theirs is not None:
+            return w != what and mine == theirs
+    return False
+
+
+# The hash no pinned thing has: a reason whose pinned thing cannot be named makes no supposition.
+_UNKNOWN = -1
+
+
+def _whats_of(c: Cause) -> tuple[int, ...] | None:
+    """What a reason's failing guard checks, hashed as :class:`Entry` keys it (a few spellings a listing may
+    pin it under); None for a guard that pins no value (a size guard, a dict's version), ``()`` for one this
+    reader cannot key."""
+    found = failure_kind(c.guard) if c.guard else None
+    if found is None:
+        return None if c.category == Category.DYNAMIC_SHAPE else ()
+    row = found[0]
+    if row.name == "GLOBAL_STATE":
+        return (hash(_what("GLOBAL_STATE", "___check_global_state()")),)
+    if not row.pins:
+        return None
+    if not c.source:
+        return ()
+    src = as_source(c.source)
+    if row.name == "TENSOR_MATCH":
+        return (hash(("TENSOR_MATCH", f"check_tensor({src}")),)
+    # The failure text in a listing's spelling: its object named as listings name it (torch >= 2.6 prints it bare).
+    expr = c.guard.replace(c.source, src, 1) if c.source in c.guard else c.guard
+    return tuple(dict.fromkeys(hash(_what(k, expr)) for k in (row.name, "EQUALS_MATCH")))
 
 
 def _same_object(a: Cause, b: Cause) -> bool:

@@ -24,14 +24,14 @@ from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
 from guarddiag.filekinds import wrong_file, wrong_folder
 from guarddiag.guardkinds import PINNING_KINDS
-from guarddiag.ledger import CompileRecord
+from guarddiag.ledger import CompileRecord, RefusalRecord
 from guarddiag.logparse.encoding import open_log
 from guarddiag.logparse.events import Event
 from guarddiag.logparse.jobdir import layout, tee_ranks
 from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import WINDOW, PasteReader, framed_part, mangled_line
 from guarddiag.merge import add_stats, in_process
-from guarddiag.model import FunctionSummary, Job, JobProcess, ParseStats, Run
+from guarddiag.model import FunctionSummary, Job, JobProcess, ParseStats, Run, StanceUse
 from guarddiag.pins import SPECIALIZED
 from guarddiag.sourceinfo import local_roles
 
@@ -55,12 +55,13 @@ class LogReader:
         roles: RolesLookup = local_roles,
         ledger: Sequence[CompileRecord] = (),
         *,
+        refusals: Sequence[RefusalRecord] = (),
         guards: frozenset[str] | None = COUNTED_GUARDS,
         locations: bool = True,
         on_event: Callable[[Event], None] | None = None,
     ) -> None:
         self.parser = LogParser(keep_guards=guards, locations=locations)
-        self.builder = RunBuilder(roles, ledger)
+        self.builder = RunBuilder(roles, ledger, refusals)
         self._on_event = on_event
 
     def add(self, event: Event) -> None:
@@ -147,7 +148,9 @@ def parse_logs(paths: Sequence[str]) -> Run:
     if plan.read_as != "one_log":
         processes = tuple(JobProcess(p.process, p.rank, p.local_rank, p.named_by, p.files) for p in plan.processes)
         job = Job(plan.read_as, processes, skipped=plan.skipped)
-    return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job)
+    # A log shows a stance only where the script printed fail_on_recompile's error into it.
+    stances = tuple(dict.fromkeys(StanceUse(r.stance, True, f.rank) for f in functions for r in f.refusals))
+    return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job, stances=stances)
 
 
 def refuse_guarddiag_files(paths: Sequence[str], leading: bool = True) -> None:

@@ -24,9 +24,11 @@ from guarddiag.model import (
     JOB_READS,
     LIMIT_OUTCOMES,
     NAMED_BY,
+    REFUSING_STANCES,
     SCHEMA,
     Cause,
     CompiledFor,
+    DictKeys,
     DynamicDims,
     FailedCompile,
     FunctionSummary,
@@ -38,7 +40,11 @@ from guarddiag.model import (
     LimitHit,
     ParseStats,
     RecompileEvent,
+    Refusal,
+    Resume,
     Run,
+    StackSlot,
+    StanceUse,
     Unobserved,
 )
 from guarddiag.render.escape import json_text
@@ -74,6 +80,8 @@ def run_to_dict(run: Run) -> dict[str, object]:
             "graph_breaks": run.graph_breaks,
             "compile_s": run.compile_s,
             "recompile_s": run.recompile_s,
+            # Only a run whose script used a compiler stance that refuses to recompile has it.
+            **({"refused_calls": run.refused_calls} if run.stances else {}),
         },
         "functions": [_function_to_dict(f) for f in run.functions],
         # Derived from functions[] like totals (read back from them, not from here).
@@ -89,6 +97,7 @@ def run_to_dict(run: Run) -> dict[str, object]:
         },
         # Only a job read from several logs or records has it: a record of one log is unchanged.
         **({"job": asdict(run.job)} if run.job is not None else {}),
+        **({"stances": [asdict(u) for u in run.stances]} if run.stances else {}),
     }
 
 
@@ -102,10 +111,15 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "recompiles": f.recompiles,
         "limit_hit": f.limit_hit,
         "recompile_events": [
-            {"compile_id": e.compile_id, "logged": e.logged, "causes": [asdict(c) for c in e.causes], "also": [asdict(c) for c in e.also]}
+            {
+                "compile_id": e.compile_id,
+                "logged": e.logged,
+                "causes": [_cause_dict(c) for c in e.causes],
+                "also": [_cause_dict(c) for c in e.also],
+            }
             for e in f.recompile_events
         ],
-        "limit_hits": [asdict(h) for h in f.limit_hits],
+        "limit_hits": [{**asdict(h), "cause": None if h.cause is None else _cause_dict(h.cause)} for h in f.limit_hits],
         "graph_breaks": [asdict(g) for g in f.graph_breaks],
         "failed_compiles": [asdict(c) for c in f.failed_compiles],
         "compiled_for": [asdict(c) for c in f.compiled_for],
@@ -115,7 +129,15 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "recompile_limit": f.recompile_limit,
         # Only where several code objects share the name and line: a record of one is unchanged.
         **({"code_objects": f.code_objects} if f.code_objects != 1 else {}),
+        # Only a resume function after a graph break has it.
+        **({"resume": _resume_to_dict(f.resume)} if f.resume is not None else {}),
+        # Only a function whose calls a compiler stance refused.
+        **({"refused_calls": f.refused_calls, "refusals": [asdict(r) for r in f.refusals]} if f.refusals else {}),
     }
+
+
+def _resume_to_dict(r: Resume) -> dict[str, object]:
+    return {"function": r.function, "line": r.line, "slots": [asdict(s) for s in r.slots]}
 
 
 def run_from_dict(data: dict, origin: str = "record") -> Run:
@@ -232,6 +254,7 @@ def _run(data: dict) -> Run:
         error=_str(error.get("exception"), "error.exception", optional=True),
         error_flags=_strings(error.get("flags", []), "error.flags"),
         job=_job(_object(data["job"], "job")) if data.get("job") is not None else _ranks_job(data.get("ranks")),
+        stances=tuple(_stance_use(u, f"stances[{i}]") for i, u in enumerate(_list(data.get("stances", []), "stances"))),
     )
 
 
@@ -288,7 +311,17 @@ def _function(f: dict, where: str) -> FunctionSummary:
         recompile_s=_seconds(f.get("recompile_s"), f"{where}.recompile_s"),
         recompile_limit=_whole(f.get("recompile_limit"), f"{where}.recompile_limit", optional=True),
         code_objects=_code_objects(f, where, compiles),
+        resume=_resume(f["resume"], f"{where}.resume") if f.get("resume") is not None else None,
+        refusals=tuple(_refusal(r, f"{where}.refusals[{i}]") for i, r in enumerate(_list(f.get("refusals", []), f"{where}.refusals"))),
     )
+
+
+def _resume(raw: object, where: str) -> Resume:
+    """A resume function's user function, line and stack slots (records before issue 25 have none)."""
+    values = dict(_object(raw, where))
+    slots = _list(values.get("slots", []), f"{where}.slots")
+    values["slots"] = tuple(_typed(StackSlot, s, f"{where}.slots[{i}]") for i, s in enumerate(slots))
+    return _typed(Resume, values, where)
 
 
 def _code_objects(f: dict, where: str, compiles: int) -> int:
@@ -324,7 +357,31 @@ def _limit_hit(raw: object, where: str) -> LimitHit:
     hit = _typed(LimitHit, values, where)
     if hit.outcome not in LIMIT_OUTCOMES:
         raise ValueError(f"{where}.outcome: expected one of {', '.join(LIMIT_OUTCOMES)}, got {hit.outcome!r}"[:200])
-    return replace(hit, cause=None if cause is None else _typed(Cause, cause, f"{where}.cause"))
+    return replace(hit, cause=None if cause is None else _cause(cause, f"{where}.cause"))
+
+
+def _refusal(raw: object, where: str) -> Refusal:
+    values = dict(_object(raw, where))
+    cause = values.pop("cause", None)
+    values["reasons"] = _strings(values.get("reasons", []), f"{where}.reasons")
+    refusal = _typed(Refusal, values, where)
+    _stance(refusal.stance, f"{where}.stance")
+    if refusal.calls < 1 or refusal.entries < 0:
+        raise ValueError(f"{where}: expected calls >= 1 and entries >= 0, got {refusal.calls} and {refusal.entries}")
+    return replace(refusal, cause=None if cause is None else _cause(cause, f"{where}.cause"))
+
+
+def _stance_use(raw: object, where: str) -> StanceUse:
+    use = _typed(StanceUse, raw, where)
+    _stance(use.stance, f"{where}.stance")
+    if not isinstance(use.counted, bool):
+        raise TypeError(f"{where}.counted: expected true or false, got {use.counted!r}"[:200])
+    return use
+
+
+def _stance(stance: str, where: str) -> None:
+    if stance not in REFUSING_STANCES:
+        raise ValueError(f"{where}: expected one of {', '.join(REFUSING_STANCES)}, got {stance!r}"[:200])
 
 
 def late_hook_from_dict(raw: object, where: str) -> LateHook:
@@ -355,6 +412,36 @@ def _typed(cls: type[_T], raw: object, where: str) -> _T:
     return cls(**values)
 
 
+# A cause's fields written only when set: most causes are no size guard and no dict's keys.
+_CAUSE_OPTIONAL = ("shape", "condition", "keys")
+
+
+def _cause_dict(c: Cause) -> dict:
+    return {k: v for k, v in asdict(c).items() if k not in _CAUSE_OPTIONAL or v}
+
+
+def _cause(raw: object, where: str) -> Cause:
+    """A cause from its JSON form; ``keys`` (a dict's keys before and after, each a list of keys or null) typed."""
+    values = dict(_object(raw, where))
+    keys = values.pop("keys", None)
+    cause = _typed(Cause, values, where)
+    return cause if keys is None else replace(cause, keys=_dict_keys(keys, f"{where}.keys"))
+
+
+def _dict_keys(raw: object, where: str) -> DictKeys:
+    values = _object(raw, where)
+    ordered = values.get("ordered", True)
+    if not isinstance(ordered, bool):
+        raise TypeError(f"{where}.ordered: expected true or false, got {ordered!r}"[:200])
+    sides = []
+    for side in ("before", "after"):
+        keys = values.get(side)
+        if keys is not None and not all(isinstance(k, str) for k in _list(keys, f"{where}.{side}")):
+            raise TypeError(f"{where}.{side}: expected a list of keys or null, got {keys!r}"[:200])
+        sides.append(None if keys is None else tuple(keys))
+    return DictKeys(sides[0], sides[1], ordered)
+
+
 def _error(data: dict) -> dict:
     error = data.get("error") or {}
     if not isinstance(error, dict):
@@ -363,14 +450,14 @@ def _error(data: dict) -> dict:
 
 
 def _event_from_dict(e: dict, where: str) -> RecompileEvent:
-    causes = tuple(_typed(Cause, c, f"{where}.causes[{i}]") for i, c in enumerate(_list(e["causes"], f"{where}.causes")))
+    causes = tuple(_cause(c, f"{where}.causes[{i}]") for i, c in enumerate(_list(e["causes"], f"{where}.causes")))
     if not causes:
         # Every event the parser makes has a cause (unknown, at worst); an empty list is a hand edit.
         raise ValueError(f"{where}: recompile event {e['compile_id']!r} has no causes")
     logged = e["logged"]
     if not isinstance(logged, bool):
         raise TypeError(f"{where}.logged: expected true or false, got {logged!r}"[:200])
-    also = tuple(_typed(Cause, c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
+    also = tuple(_cause(c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
     return RecompileEvent(str(_str(e["compile_id"], f"{where}.compile_id")), logged, causes, also)
 
 

@@ -21,7 +21,7 @@ import hashlib
 import json
 import shlex
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from guarddiag.compare import CompareReport, FlipOutcome
 from guarddiag.diff import CauseKey, cause_key
 from guarddiag.ids import FunctionKey
-from guarddiag.model import FunctionSummary, Run
+from guarddiag.model import FunctionSummary, Guard, Run
 from guarddiag.store import write_atomic
 
 if TYPE_CHECKING:
@@ -209,11 +209,13 @@ class HintCheck:
     run_flags: tuple[str, ...] = ()
 
 
-def compare_command(run: Run | None, flip: tuple[str, str] | None = None) -> str:
+def compare_command(run: Run | None, flip: tuple[str, str] | None = None, more: tuple[tuple[str, str], ...] = ()) -> str:
     """``guarddiag compare model.py --flag NAME=VALUE -- ARGS`` for this run (``SCRIPT`` where none is
-    known); without a flip, the compare that tries every flip the causes call for."""
+    known); without a flip, the compare that tries every flip the causes call for; with ``more``, those
+    flips too, run together (``--combined``)."""
     # compare's baseline runs with torch's defaults: a run's own --flag options are not its.
-    options = ["--flag", f"{flip[0]}={flip[1]}"] if flip is not None else []
+    flips = ([flip] if flip is not None else []) + list(more)
+    options = [w for name, value in flips for w in ("--flag", f"{name}={value}")] + (["--combined"] if len(flips) > 1 else [])
     if run is not None and run.module:
         words = ["guarddiag", "compare", *options, "-m", run.module, *run.argv]
     else:
@@ -246,27 +248,58 @@ def cause_keys(f: FunctionSummary) -> dict[tuple[str, str], list[CauseKey]]:
     return keys
 
 
-def hint_check(hint: str, causes: Iterable[tuple[str, str]], f: FunctionSummary, verdicts: Verdicts, run: Run | None) -> HintCheck | None:
-    """Where the config hint ``hint`` for these causes (category, subject) of ``f`` stands (None: not a config hint)."""
-    flags = HINT_FLAGS.get(hint)
-    if flags is None:
+def hint_check(
+    hint: FixHint, causes: Iterable[tuple[str, str]], f: FunctionSummary, verdicts: Verdicts, run: Run | None
+) -> HintCheck | None:
+    """Where a config hint for these causes (category, subject) of ``f`` stands (None: a code change). Its
+    flips are those of its own lines (``explain.hints.hint_configs``): a compare's measurement of exactly
+    that flip verifies it; a hint of several settings is verified by the compare that runs them together,
+    which its command is. A hint without lines names its flag (:data:`HINT_FLAGS`): any value of it counts."""
+    from guarddiag.explain.hints import hint_configs
+
+    configs = hint_configs(hint.lines)
+    flags = tuple(name for name, _ in configs) or HINT_FLAGS.get(hint.hint, ())
+    if not flags:
         return None
     keys = cause_keys(f)
-    outcomes = tuple(
-        v.outcome
-        for c in causes
-        for k in keys.get(c, [])
-        for v in verdicts.for_cause(f.key, k)
-        if v.outcome.flag in flags
-    )
+    measured = (v.outcome for c in causes for k in keys.get(c, []) for v in verdicts.for_cause(f.key, k))
+    if configs:
+        outcomes = tuple(o for o in measured if len(configs) == 1 and (o.flag, o.value) == configs[0])
+        command = compare_command(run, configs[0], configs[1:])
+    else:
+        outcomes = tuple(o for o in measured if o.flag in flags)
+        command = compare_command(run, (flags[0], HINT_VALUES[hint.hint]))
     run_flags = tuple(f"{k}={v}" for k, v in run.flags.items()) if run is not None else ()
-    return HintCheck(_status(outcomes), flags[0], outcomes, compare_command(run, (flags[0], HINT_VALUES[hint])), run_flags)
+    return HintCheck(_status(outcomes), flags[0], outcomes, command, run_flags)
+
+
+Listings = Mapping[str, Mapping[int, tuple[Guard, ...]]]
+
+
+def hinted_flips(run: Run, listings: Listings | None) -> dict[tuple[FunctionKey, CauseKey], tuple[tuple[str, str], ...]]:
+    """The flips the fix hints of a run name for each of its causes (a hint's own config line, or a choice's),
+    one setting each: compare measures these before the table's others, so that the hint itself is verified."""
+    from guarddiag.explain.hints import fix_hints, hint_configs, torch_era
+
+    listings = listings or {}
+    era = torch_era(run.torch_version, (g for per in listings.values() for gs in per.values() for g in gs))
+    found: dict[tuple[FunctionKey, CauseKey], tuple[tuple[str, str], ...]] = {}
+    for f in run.functions:
+        keys = cause_keys(f)
+        if not keys:
+            continue
+        for h in fix_hints(f, run.torch_version, era, listings.get(f.frame_ids[0], {}) if f.frame_ids else {}, f.graph_breaks):
+            configs = [c for lines in (h.lines, *(choice.lines for choice in h.choices)) if len(c := hint_configs(lines)) == 1]
+            for cause in h.causes:
+                for k in keys.get(cause, []):
+                    found[(f.key, k)] = tuple(dict.fromkeys((*found.get((f.key, k), ()), *(c[0] for c in configs))))
+    return found
 
 
 def check_hints(hints: tuple[FixHint, ...], f: FunctionSummary, verdicts: Verdicts, run: Run | None) -> tuple[FixHint, ...]:
     """Each config hint with where it stands for this script (``FixHint.verification``); others as they are."""
     return tuple(
-        dataclasses.replace(h, verification=check) if (check := hint_check(h.hint, h.causes, f, verdicts, run)) else h for h in hints
+        dataclasses.replace(h, verification=check) if (check := hint_check(h, h.causes, f, verdicts, run)) else h for h in hints
     )
 
 
@@ -311,21 +344,24 @@ class RunAdvice:
         return next((a for a in self.functions if a.function == f.key), None)
 
 
-def run_advice(run: Run, verdicts: Verdicts) -> RunAdvice:
-    """The fix hint of each cause group of each function that recompiled, and what compare measured for it."""
+def run_advice(run: Run, verdicts: Verdicts, listings: Listings | None = None) -> RunAdvice:
+    """The fix hint of each cause group of each function that recompiled, and what compare measured for it.
+    ``listings``: each frame's guard listings by compile number (``explain.listings_of`` of the run's log),
+    the facts a hint is decided from, as explain decides it; without them a hint says what it cannot tell."""
     from guarddiag.explain.hints import fix_hints, torch_era  # only for a run's report: explain's model is not needed
 
-    era = torch_era(run.torch_version, ())
+    listings = listings or {}
+    era = torch_era(run.torch_version, (g for per in listings.values() for gs in per.values() for g in gs))
     functions = []
     for f in run.functions:
         keys = cause_keys(f)
         if not keys:
             continue
-        hints = fix_hints(f, run.torch_version, era)
+        hints = fix_hints(f, run.torch_version, era, listings.get(f.frame_ids[0], {}) if f.frame_ids else {}, f.graph_breaks)
         advice = []
         for (category, subject), cause_keys_ in keys.items():
             hint = next((h for h in hints if (category, subject) in h.causes), None)
-            check = hint_check(hint.hint, [(category, subject)], f, verdicts, run) if hint else None
+            check = hint_check(hint, [(category, subject)], f, verdicts, run) if hint else None
             found = tuple(
                 v.outcome for k in cause_keys_ for v in verdicts.for_cause(f.key, k) if v.outcome.works and not _is_hint_flip(v, check)
             )

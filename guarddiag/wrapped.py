@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from guarddiag.logparse.guards import location_of
 from guarddiag.model import Cause, CompiledFor, FunctionSummary, Guard
+from guarddiag.places import users_file
 from guarddiag.sourceinfo import compiled_parameters, resolve_shortened
 
 # Locals through which a wrapper calls what it wraps (torch's `fn`, functools-style `func`, `f`).
@@ -87,12 +88,12 @@ def _traced_function(guards: Sequence[Guard]) -> tuple[str, str]:
     for g in guards:
         where = g.location or (location_of(g.comment) if g.comment else "")
         m = _LOCATION.match(where)
-        if m is None or _TORCH.search(m["file"]):
-            continue
+        if m is None or _TORCH.search(m["file"]) or not users_file(m["file"], shortened=True) and "-packages" not in m["file"]:
+            continue  # torch's own code (``nn/modules/linear.py``, shortened)
         found[(m["name"], m["file"])] += 1
     if not found:
         return "", ""
-    user = [k for k in found if "-packages" not in k[1]]
+    user = [k for k in found if users_file(k[1], shortened=True)]
     best = max(user or found, key=lambda k: found[k])
     return best[0], best[1]
 

@@ -78,6 +78,8 @@ def main(spec_path: str) -> int:
     hooks.add_sink(hooks.FileSink(os.path.join(run_dir, LEDGER_NAME), eager=True))
     # Hooks added to a compiled module after it compiled, and whether they ran (read by the runner).
     _load("_guarddiag_hooks", "_site", "_guarddiag_hooks.py").install(run_dir)
+    # Calls a compiler stance refused to recompile, into the ledger (read by the runner).
+    _load("_guarddiag_stance", "_site", "_guarddiag_stance.py").install()
     main_pid = os.getpid()
 
     def record(exc: BaseException) -> None:

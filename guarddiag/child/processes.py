@@ -21,10 +21,10 @@ from pathlib import Path
 
 from guarddiag.child._site import _guarddiag_process as _process
 from guarddiag.ids import child_process, rank_process
-from guarddiag.ledger import CompileRecord, compiles_in, read_ledger
+from guarddiag.ledger import CompileRecord, RefusalRecord, compiles_in, read_ledger, read_stances
 from guarddiag.logparse.framing import strip_rank
 from guarddiag.merge import add_stats, in_process
-from guarddiag.model import FunctionSummary, JobProcess, ParseStats
+from guarddiag.model import FunctionSummary, JobProcess, ParseStats, StanceUse
 from guarddiag.pipeline import LogReader
 
 CHILD_GLOB = "torch.child-*.log"
@@ -52,27 +52,34 @@ class RunLogs:
     # The processes the script started, ranks first (empty unless one of them is a rank: a job's
     # processes), each with the compiles torch recorded in it.
     processes: tuple[JobProcess, ...]
+    # Compiler stances that can refuse to recompile, as each process used them.
+    stances: tuple[StanceUse, ...] = ()
 
 
 def read_run_logs(run_dir: Path, main_log: Path, main_ledger: Path) -> RunLogs:
     """The main process's log, then each other process's, every function tagged with its process."""
     ledger = read_ledger(main_ledger)
-    functions, stats = _read_log(main_log, ledger or (), set())
+    stances = read_stances(main_ledger)
+    functions, stats = _read_log(main_log, ledger or (), set(), stances.refusals)
+    uses = [StanceUse(stance, counted) for stance, counted in stances.uses]
     parsed = []
     for path in _children(run_dir):
         seen: set[int] = set()
         child_ledger = read_ledger(_ledger_of(path))
-        found, read = _read_log(path, child_ledger or (), seen)
+        child_stances = read_stances(_ledger_of(path))
+        found, read = _read_log(path, child_ledger or (), seen, child_stances.refusals)
         stats = add_stats(stats, read)
-        parsed.append((path, _env_rank(path) or _prefix_rank(seen), (found, compiles_in(child_ledger))))
+        parsed.append((path, _env_rank(path) or _prefix_rank(seen), (found, compiles_in(child_ledger), child_stances.uses)))
     processes = []
-    for process, (found, counted) in sorted(zip(_named(parsed), (f for _, _, f in parsed), strict=True), key=lambda pf: _order(pf[0])):
+    named = zip(_named(parsed), (f for _, _, f in parsed), strict=True)
+    for process, (found, counted, used) in sorted(named, key=lambda pf: _order(pf[0])):
         functions += tuple(in_process(f, process.name) for f in found)
+        uses += [StanceUse(stance, c, process.name) for stance, c in used]
         known = process.rank or JobProcess(process.name, None, None, "started", ())
         processes.append(replace(known, logs=(str(process.path),), torch_compiles=counted))
     if not any(p.rank is not None for p in processes):
         processes = []
-    return RunLogs(functions, stats, compiles_in(ledger), tuple(processes))
+    return RunLogs(functions, stats, compiles_in(ledger), tuple(processes), tuple(uses))
 
 
 def process_logs(run_dir: Path) -> list[ProcessLog]:
@@ -119,9 +126,11 @@ def _named(found: list[tuple[Path, JobProcess | None, object]]) -> list[ProcessL
     return out
 
 
-def _read_log(path: Path, ledger: Iterable[CompileRecord], seen: set[int]) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
+def _read_log(
+    path: Path, ledger: Iterable[CompileRecord], seen: set[int], refusals: Iterable[RefusalRecord] = ()
+) -> tuple[tuple[FunctionSummary, ...], ParseStats]:
     with path.open(encoding="utf-8", errors="replace") as fh:
-        return LogReader(ledger=tuple(ledger)).read(_own_lines(fh, seen)).result()
+        return LogReader(ledger=tuple(ledger), refusals=tuple(refusals)).read(_own_lines(fh, seen)).result()
 
 
 def _own_lines(lines: Iterable[str], seen: set[int] | None = None) -> Iterator[str]:

@@ -225,6 +225,7 @@ def execute(request: RunRequest) -> Run:
         late_hooks=_late_hooks(run_dir),
         module=request.module,
         job=Job("run", logs.processes) if logs.processes else None,
+        stances=logs.stances,
     )
     try:
         save_run(run, run_dir / "run.json")

@@ -70,7 +70,7 @@ def run_check(
     path = settings.root / settings.baseline
     if path.is_dir():
         raise InputError(f"--baseline {path}: is a directory; give the baseline file (e.g. guarddiag-baseline.yaml)")
-    thresholds = settings.max_recompiles is not None or any(
+    thresholds = settings.max_recompiles is not None or settings.max_refused_calls is not None or any(
         (settings.fail_on_limit_hit, settings.fail_on_new_cause, settings.fail_on_rank_divergence)
     )
     if path.exists():

@@ -11,6 +11,7 @@ from guarddiag.child.folders import prune_after_command
 from guarddiag.child.runner import STDOUT_NAME, RunRequest, check_script, execute_many
 from guarddiag.commands.options import Target, check_format
 from guarddiag.commands.output import echo, message
+from guarddiag.commands.run import run_listings
 from guarddiag.compare import (
     ComparePlan,
     Variant,
@@ -28,7 +29,7 @@ from guarddiag.model import Run
 from guarddiag.render.compare import render_compare
 from guarddiag.render.words import script_outcome
 from guarddiag.store import write_atomic, write_failure
-from guarddiag.verdicts import keep_verdicts
+from guarddiag.verdicts import hinted_flips, keep_verdicts
 
 
 def compare_command(
@@ -109,7 +110,11 @@ def run_compare(
         message(f"running the baseline of {target} to find its causes ({options.repeat}x)")
     cold = replace(options, env=COLD_COMPILES)
     (baseline,) = _run(target, [plan.baseline], cold)
-    flips = plan_flips(catalog, baseline.run, options.max_flips) if baseline.run.status == "ok" else FlipPlan((), ())
+    flips = (
+        plan_flips(catalog, baseline.run, options.max_flips, hinted_flips(baseline.run, run_listings(baseline.run)))
+        if baseline.run.status == "ok"
+        else FlipPlan((), ())
+    )
     plan = replace(plan, variants=flip_variants(flips, plan.baseline.python))
     results = [baseline, *_run(target, list(plan.variants), cold)] if plan.variants else [baseline]
     return plan, _with_output_changes(results), catalog, flips

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -83,20 +84,51 @@ def _explain_path(
         run = load_run(path)
         if not run.log_path or run.log_path == "-":
             raise InputError(f"{path}: this run record names no log file; explain the log or the script instead")
-        log = Path(run.log_path)
+        log = _record_log(path, run)
         if log.exists() and not log.is_dir() and not log.is_file():
             # A record can name anything; reading a FIFO or a device it names would block or never end.
             raise InputError(f"{path}: the log it names ({log}) is not a regular file; explain the log or the script instead")
-        log, process = _compiled_log(run) if run.source == "run" else (log, "")
+        log, process = _compiled_log(run, log) if run.source == "run" else (log, "")
         where = f" of {process} (the script's own process compiled nothing)" if process else ""
         return _from_log(log, run.torch_version, full, _checker(run)), [f"torch log{where}: {log}"], None
     return _from_log(path, None, full, _checker(None)), [], None
 
 
-def _compiled_log(run: Run) -> tuple[Path, str]:
-    """The log to explain: the script's own process's, or when that compiled nothing, the first
-    process of the run that did (rank 0 of a torchrun job first), with its name."""
-    main = Path(run.log_path or "")
+def _record_log(record: Path, run: Run) -> Path:
+    """The torch log a record's guards are read from: the one it names, else ``torch.log`` beside a
+    ``run.json`` (a run folder copied or moved whole). Where neither is there, the error says what is
+    missing and how to get it back: the record keeps counts and causes, not the guards of each compile."""
+    log = Path(run.log_path or "")
+    if log.exists():
+        return log
+    beside = record.parent / "torch.log"
+    if record.name == "run.json" and beside.is_file():
+        return beside
+    if run.source != "run" or (run.script is None and run.module is None):
+        again = "explain that log again where it is kept (guarddiag explain LOGFILE)"
+    else:
+        again = f"run the script again: {_rerun(run)}"
+    raise InputError(
+        f"{record}: its torch log {log} is gone, and explain reads each compile's guards from it (the record keeps counts "
+        f"and causes only); a run folder is removed once newer runs pass GUARDDIAG_KEEP_RUNS (20; 0 keeps all) or by "
+        f"`guarddiag clean`; {again}"
+    )
+
+
+def _rerun(run: Run) -> str:
+    """The command that makes a record's run again with its log kept, as a user types it."""
+    target = ["-m", run.module] if run.module else [str(run.script)]
+    args = [*target, *(["--", *run.argv] if run.argv and not run.module else run.argv)]
+    if not run.flags:
+        return shlex.join(["guarddiag", "explain", *args])
+    flags = [part for name, value in run.flags.items() for part in ("--flag", f"{name}={value}")]
+    return f"{shlex.join(['guarddiag', 'run', *flags, '--out', 'run.json', *args])}, then guarddiag explain run.json"
+
+
+def _compiled_log(run: Run, main: Path | None = None) -> tuple[Path, str]:
+    """The log to explain: the script's own process's (``main``, else the one the run names), or when
+    that compiled nothing, the first process of the run that did (rank 0 of a torchrun job first), with its name."""
+    main = main or Path(run.log_path or "")
     compiled = {f.rank for f in run.functions}
     if "" in compiled or not compiled:
         return main, ""

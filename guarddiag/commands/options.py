@@ -48,11 +48,19 @@ def module_items(items: list[str] | None, module: str | None, module_args: list[
     return [run_target(" ".join(items) if items else None, None, module, module_args)]
 
 
-def explain_input(target: str | None, module: str | None, module_args: list[str] | None) -> str | Target:
-    """``explain``: a script, log or record, or a module run with -m."""
+def explain_input(target: str | None, args: list[str] | None, module: str | None, module_args: list[str] | None) -> str | Target:
+    """``explain``: a script with its arguments (``train.py -- --epochs 2``, as ``run`` takes them), a log
+    or record, or a module run with -m; arguments for a log or a record are refused."""
     if module is None and target is not None:
-        return target
-    return run_target(target, None, module, module_args)
+        if not args:
+            return target
+        if Path(target).suffix != ".py":
+            raise InputError(
+                f"{target}: arguments after it ({' '.join(args)[:80]}) are for a script; a torch log or a run record takes none "
+                "(give the script: guarddiag explain train.py -- ARGS)"
+            )
+        return Target(Path(target), None, tuple(args))
+    return run_target(target, args, module, module_args)
 
 
 def check_module_name(module: str) -> None:

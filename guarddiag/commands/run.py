@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from guarddiag.commands.options import Target, check_format, failed_script, flag_options
 from guarddiag.commands.output import echo
 from guarddiag.errors import InputError, StrictParseError
-from guarddiag.model import Run
+from guarddiag.model import Guard, Run
 
 if TYPE_CHECKING:
     from guarddiag.verdicts import RunAdvice
@@ -34,10 +35,26 @@ def run_command(
 
 
 def advise(run: Run) -> RunAdvice:
-    """Each cause group's fix hint, and where it stands for this script: what compares of it measured."""
+    """Each cause group's fix hint, decided from the run log's guard listings as explain decides it, and
+    where it stands for this script: what compares of it measured. Only a run that recompiled reads its
+    log again (a hint is for a cause)."""
     from guarddiag.verdicts import load_verdicts, run_advice
 
-    return run_advice(run, load_verdicts(run))
+    return run_advice(run, load_verdicts(run), run_listings(run))
+
+
+def run_listings(run: Run) -> Mapping[str, Mapping[int, tuple[Guard, ...]]] | None:
+    """The guard listings of the run's own log, by frame; None when nothing recompiled or the log is not there."""
+    from guarddiag.explain import listings_of
+    from guarddiag.logparse.encoding import open_log
+
+    if not run.log_path or not any(f.recompiles or f.limit_hits for f in run.functions):
+        return None
+    try:
+        with open_log(Path(run.log_path)) as fh:
+            return listings_of(fh).by_frame
+    except OSError:
+        return None
 
 
 def finish(run: Run, fmt: str, out: Path | None, strict: bool, advice: RunAdvice | None = None) -> None:

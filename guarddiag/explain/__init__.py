@@ -26,8 +26,11 @@ from guarddiag.explain.model import (
     GuardedObject,
 )
 from guarddiag.explain.objects import Memo, objects_of
-from guarddiag.logparse.events import Event, GuardListing
-from guarddiag.model import FunctionSummary, Guard
+from guarddiag.guardexpr import condition_key, size_condition, symbolic_condition
+from guarddiag.guardkinds import FLAT_FALLBACK as SHAPE_GUARD_KIND
+from guarddiag.logparse.events import Event, GuardListing, SizeGuardAdded, SymbolCreated
+from guarddiag.logparse.guards import location_of
+from guarddiag.model import FunctionSummary, GraphBreak, Guard
 from guarddiag.pipeline import LogReader
 from guarddiag.render.words import function_label
 from guarddiag.sourceinfo import local_roles
@@ -43,6 +46,7 @@ __all__ = [
     "GuardListings",
     "GuardedObject",
     "HintChecker",
+    "listings_of",
     "explain_events",
     "explain_functions",
     "fix_hints",
@@ -54,20 +58,59 @@ __all__ = [
 
 
 class GuardListings:
-    """Each frame's guard listings by compile number, taken from the events (``LogReader(on_event=...)``)."""
+    """Each frame's guard listings by compile number, taken from the events (``LogReader(on_event=...)``). A size
+    guard listed without the user's line (torch rewrote a relation: ``# (unknown var s23, ...)``) gets the line
+    its compile's shape environment logged when it added the guard."""
 
     def __init__(self) -> None:
         self.by_frame: dict[str, dict[int, tuple[Guard, ...]]] = {}
+        self._symbols: dict[str, dict[str, str]] = {}
+        self._lines: dict[str, dict[tuple[str, ...], str]] = {}
 
     def add(self, event: Event) -> None:
-        if isinstance(event, GuardListing) and event.compile_id:
+        if isinstance(event, SymbolCreated) and event.compile_id:
+            self._symbols.setdefault(event.compile_id, {})[event.symbol] = event.source
+        elif isinstance(event, SizeGuardAdded) and event.compile_id and event.location:
+            condition = symbolic_condition(event.expr, self._symbols.get(event.compile_id, {}))
+            self._lines.setdefault(event.compile_id, {}).setdefault(condition_key(condition), event.location)
+        elif isinstance(event, GuardListing) and event.compile_id:
             frame, number = frame_of(event.compile_id)
             if frame is not None:
                 # A compile id listed twice (retries) keeps its last listing.
-                self.by_frame.setdefault(frame, {})[number] = event.guards
+                self.by_frame.setdefault(frame, {})[number] = self._located(event.compile_id, event.guards)
+            self._symbols.pop(event.compile_id, None)
+
+    def _located(self, compile_id: str, guards: tuple[Guard, ...]) -> tuple[Guard, ...]:
+        lines = self._lines.pop(compile_id, None)
+        if not lines:
+            return guards
+        return tuple(_with_line(g, lines) for g in guards)
 
     def guards(self) -> Iterable[Guard]:
         return (g for per in self.by_frame.values() for gs in per.values() for g in gs)
+
+
+def _with_line(g: Guard, lines: Mapping[tuple[str, ...], str]) -> Guard:
+    if g.kind != SHAPE_GUARD_KIND or g.location or (g.comment and location_of(g.comment)):
+        return g
+    found = lines.get(condition_key(size_condition(g.expr)))
+    return dataclasses.replace(g, location=found) if found else g
+
+
+def listings_of(lines: Iterable[str]) -> GuardListings:
+    """Every frame's guard listings in a log, and nothing else: what a fix hint reads its facts from (an
+    nn.Module's attribute or a dataclass's, what automatic dynamic took) where no explain is built (``run``)."""
+    from guarddiag.logparse.parser import LogParser
+    from guarddiag.pipeline import paused_gc
+
+    listings = GuardListings()
+    parser = LogParser(keep_guards=None, locations=False)
+    with paused_gc():
+        for event in parser.parse(lines):
+            listings.add(event)
+        for event in parser.finish():
+            listings.add(event)
+    return listings
 
 
 def explain_events(events: Iterable[Event], torch_version: str | None = None, full: bool = False) -> Explanation:
@@ -92,8 +135,9 @@ def explain_functions(
     era = torch_era(torch_version, listings.guards())
     functions = tuple(functions)
     files = tuple(f.file for f in functions)
+    breaks = tuple(b for f in functions for b in f.graph_breaks)
     explained = tuple(
-        _explain_function(f, listings.by_frame.get(f.frame_ids[0], {}), torch_version, era, full, files, checks)
+        _explain_function(f, listings.by_frame.get(f.frame_ids[0], {}), torch_version, era, full, files, breaks, checks)
         for f in functions
         if f.compiles
     )
@@ -111,6 +155,7 @@ def _explain_function(
     era: str,
     full: bool,
     files: tuple[str, ...],
+    breaks: tuple[GraphBreak, ...],
     checks: HintChecker | None = None,
 ) -> FunctionExplanation:
     roles = local_roles(f.file, f.name, f.line)
@@ -122,7 +167,7 @@ def _explain_function(
     named = named_arguments(f, entries, files)
     entries = [named.entry(e) for e in entries]
     causes = Counter((e.causes[0].category, named.subject(e.causes[0])) for e in f.recompile_events)
-    hints = fix_hints(f, torch_version, era)
+    hints = fix_hints(f, torch_version, era, listings, breaks)
     hints = tuple(named.hint(h) for h in (checks(hints, f) if checks is not None else hints))
     keep = matters(f, entries)
     if not full:
@@ -130,9 +175,6 @@ def _explain_function(
         # recompiled folds whole: compiled after a graph break in library code, nothing in it changed.
         package = "" if torch_wrapper(f.file) or f.compiles > 1 else frame_package(f.file)
         entries = [fold_entry(e, keep, library_frame(f.file), package) for e in entries]
-    # Named in the label only when every entry is that function's (the wrapper may serve others too).
-    if named.every and named.function is not None and named.function.name not in {c.name for c in f.compiled_for}:
-        f = dataclasses.replace(f, compiled_for=(*f.compiled_for, named.function))
     return FunctionExplanation(
         function_label(f),
         f.name,

@@ -26,7 +26,7 @@ from guarddiag.explain.model import (
     TypeObject,
     ValueObject,
 )
-from guarddiag.model import Cause, CompiledFor, FunctionSummary
+from guarddiag.model import Cause, FunctionSummary
 from guarddiag.sourceinfo import ARGUMENT
 from guarddiag.wrapped import renamed_name, renamed_subject, wrapped_parameters
 
@@ -40,8 +40,6 @@ class NamedArguments:
     params: Mapping[int, str]
     entries: frozenset[str]
     every: bool
-    # The function itself, for the function's label (explain reads no guard locations, which name it).
-    function: CompiledFor | None = None
 
     def entry(self, e: CacheEntry) -> CacheEntry:
         """The entry with its ``args[i]`` rows named (when it was compiled for that function)."""
@@ -70,7 +68,7 @@ def named_arguments(f: FunctionSummary, entries: Sequence[CacheEntry], known_fil
         return NamedArguments({}, frozenset(), False)
     ours = {code_identity(e.objects) for e in entries if e.compile_id in located} - {()}
     renames = frozenset(e.compile_id for e in entries if code_identity(e.objects) in ours)
-    return NamedArguments(params, renames, bool(entries) and len(renames) == len(entries), function)
+    return NamedArguments(params, renames, bool(entries) and len(renames) == len(entries))
 
 
 def code_identity(objects: Iterable[GuardedObject]) -> tuple[tuple[str, str], ...]:

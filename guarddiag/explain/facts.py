@@ -17,6 +17,7 @@ from typing import NamedTuple
 from guarddiag.guardexpr import readable_source, source_group
 from guarddiag.guardkinds import AMBIENT_KINDS
 from guarddiag.ids import CompileId
+from guarddiag.logparse.guards import location_of
 from guarddiag.model import Guard
 
 _SRC = source_group("src")
@@ -39,8 +40,6 @@ _ISNAN = re.compile(r"^not math\.isnan\(" + _SRC + r"\)$")
 _SCALAR_RANGE = re.compile(r"^(?:-?\d+ <= " + _SRC + r"|" + _SRC2 + r" <= -?\d+)$")
 VALUE = re.compile(r"^" + _SRC + r" (?P<op>==|is not|is|!=) (?P<val>.+)$")
 SIZE_TERM = re.compile(r"(?P<src>[LG]\[[^\]]+\](?:\.\w+|\[[^\]]+\])*?)\.(?P<what>size|stride)\(\)\[(?P<dim>\d+)\]")
-LOWER = re.compile(r"^(?P<lo>\d+) <= (?P<term>\S+)$")
-UPPER = re.compile(r"^(?P<term>\S+) <= (?P<hi>\d+)$")
 _CODE_LINE = re.compile(r"^(?:def |return\b|if not |_var\d|Python shape guard function|\w+ = )")
 # torch's own modules and the builtins dict: a user's module reached the same way (``__import___main__``) is the user's.
 INTERNAL_GLOBAL = re.compile(r"^G\['__(?:import_torch\b|import_torch_dot_|builtins_dict)")
@@ -58,6 +57,9 @@ GLOBAL_NAME = re.compile(r"G\['[^']*'\]")
 MODULE_ATTRIBUTE = re.compile(r"^(?:[LG]\['[^']*'\]|[A-Za-z_]\w*)(?:\._modules\['[^']*'\])*\.\w+$")
 FLOAT_LITERAL = re.compile(r"\b\d+\.\d+")
 _ROOT_NAME = re.compile(r"[LG]\['([^']*)'\]")
+
+
+_NO_EXTRA: Mapping[str, str] = MappingProxyType({})
 
 
 class Fact(NamedTuple):
@@ -82,7 +84,8 @@ def read_guard(g: Guard) -> Fact | None:
     if (".size()[" in expr or ".stride()[" in expr) and not expr.startswith(("check_tensor(", "hasattr(")):
         size = SIZE_TERM.search(expr)
         if size is not None:
-            return Fact(size["src"], "shape", expr)
+            where = g.location or (location_of(g.comment) if g.comment else "")
+            return Fact(size["src"], "shape", expr, {"location": where} if where else _NO_EXTRA)
     for starts, pattern, make in _READERS:
         if expr.startswith(starts):
             m = pattern.match(expr)
@@ -190,18 +193,6 @@ def role(src: str, roles: Mapping[str, str]) -> str:
 
 def short_type(qualname: str) -> str:
     return qualname.rsplit(".", 1)[-1] if qualname else ""
-
-
-def size_dim(term: str) -> int | None:
-    """The dim of a size term (``L['x'].size()[1]`` -> 1); None for a stride or another expression."""
-    m = SIZE_TERM.fullmatch(term)
-    return int(m["dim"]) if m and m["what"] == "size" else None
-
-
-def term_text(term: str) -> str:
-    """``L['x'].size()[0]`` -> ``x.size(0)``."""
-    m = SIZE_TERM.search(term)
-    return f"{user_name(m['src'])}.size({m['dim']})" if m else term
 
 
 def frame_of(compile_id: str) -> tuple[str | None, int]:

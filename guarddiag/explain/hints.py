@@ -1,46 +1,94 @@
 """Fix hints and torch eras: what to change so that a cause that really recompiled stops doing so.
 
-Facts only: each hint is named (``HINTS``) with the object it is about; its words are in
-:mod:`guarddiag.render.explain_words`. A hint depends on the torch that wrote the log: its
-version when known, else its era, told by the shape of its guards.
+Facts only. For each cause that recompiled, :class:`CauseFacts` gathers what the log, the run and the
+user's source say about it: the hint family of its guard kind (``guardkinds.GuardKind.hint``), the
+object's owner (an nn.Module, a dataclass, a plain object), whether automatic dynamic took it, what the
+function changes in place, the graph break at its line. The family's rules (:data:`RULES`, tried in
+order; the first that answers decides) make a :class:`FixHint` of them: a hint id, the object, the lines
+to write as values (:class:`CodeLine`), and what guarddiag cannot tell with the choices for each case.
+The words are in :mod:`guarddiag.render.explain_hints`; docs/hints.md lists each hint and its rule.
+A hint depends on the torch that wrote the log: its version when known, else its era, told by the
+shape of its guards.
 """
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import re
-from collections.abc import Iterable
+import shlex
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from guarddiag.explain import facts as F
-from guarddiag.explain.model import FixHint
-from guarddiag.guardexpr import as_source, readable_source
-from guarddiag.model import Cause, FunctionSummary, Guard
+from guarddiag.explain.model import Choice, CodeLine, FixHint
+from guarddiag.flags import flag_name
+from guarddiag.guardexpr import as_source, readable_source, size_terms
+from guarddiag.guardkinds import KINDS, failure_kind
+from guarddiag.model import Cause, DynamicDims, FunctionSummary, GraphBreak, Guard
+from guarddiag.sourceinfo import NN_MODULE, FunctionSource, Statement, class_kind, function_at, local_roles
 from guarddiag.wrapped import frame_package
 
-# Every hint, and whether it is a "note" (the recompile is inherent or expected) rather than a "fix".
+# Every hint: "fix" when applying it removes the recompile, "note" when the recompile is inherent or expected.
 HINTS = {
     "reuse_module_or_upgrade": "fix",
     "inline_inbuilt_nn_modules": "fix",
-    "dynamic_range": "note",
-    "mark_dynamic": "fix",
-    "code_path": "note",
-    "int_attribute_or_upgrade": "fix",
     "allow_unspec_int_on_nn_module": "fix",
+    "int_attribute_or_upgrade": "fix",
+    "dynamic_sources": "fix",
+    "became_dynamic": "note",
     "float_as_tensor": "fix",
     "global_as_argument": "fix",
+    "code_path": "note",
     "steers_python": "note",
+    "module_or_object": "note",
+    "move_out_of_compiled": "fix",
+    "value_at_graph_break": "note",
+    "maybe_mark_dynamic": "fix",
+    "mark_dynamic": "fix",
+    "static_sizes": "fix",
+    "pad_to_buckets": "fix",
+    "size_one": "fix",
+    "avoid_size_one": "fix",
+    "dynamic_range": "note",
+    "library_input": "note",
+    "mutated_argument": "fix",
     "same_content": "fix",
     "stable_keys": "fix",
     "one_tensor_twice": "fix",
-    "mark_unbacked": "fix",
-    "library_input": "note",
     "ambient_state": "note",
+    "ambient_at_limit": "note",
+}
+# What a hint can say it cannot tell (FixHint.unknown); its choices answer each case.
+UNKNOWNS = (
+    "owner",  # whether the object holding an int attribute is an nn.Module (its class is not in the source at hand)
+    "value_use",  # whether the code needs the Python number (a loop count, a shape, an argument torch takes as a number)
+    "why_static",  # whether a size stayed static because of dynamic=False (or a config) or because the code needs it
+    "tensor_lifetime",  # whether a tensor that is no argument is one object kept across calls or made anew
+    "moved_values",  # a statement to move out reads values the function computes and does not return
+    "no_source",  # the compiled function's source is not at hand: whether it changes the object itself
+)
+# Config hints: the setting, the torch that added it, and the command that verifies it on the script.
+SETTINGS = {
+    "inline_inbuilt_nn_modules": ("torch._dynamo.config.inline_inbuilt_nn_modules", (2, 4)),
+    "allow_unspec_int_on_nn_module": ("torch._dynamo.config.allow_unspec_int_on_nn_module", (2, 7)),
+    "dynamic_sources": ("torch.compiler.config.dynamic_sources", (2, 7)),
+    "size_one": ("torch.fx.experimental._config.backed_size_oblivious", (2, 7)),
 }
 _CHECKS = {
     "inline_inbuilt_nn_modules": "guarddiag compare SCRIPT --flag inline_inbuilt_nn_modules=true",
     "allow_unspec_int_on_nn_module": "guarddiag compare SCRIPT --flag allow_unspec_int_on_nn_module",
     "steers_python": "guarddiag compare SCRIPT --flag recompile_limit=N",
 }
+# Per-dim entries of the dynamic-sources setting (``L['x']:0``): checked on torch 2.13; before it an entry
+# names a whole tensor (every dim dynamic), which torch 2.7 reads.
+_DIM_ENTRIES = (2, 13)
 _VERSION = re.compile(r"^(\d+)\.(\d+)")
+_ATTRIBUTE = re.compile(r"^(?P<parent>.+)\.(?P<attr>\w+)$")
+_PLAIN_ARGUMENT = re.compile(r"^L\['(?P<name>[A-Za-z_]\w*)'\]$")
+_INT = re.compile(r"^-?\d+$")
+_FLOAT = re.compile(r"^-?(?:\d+\.\d*|\.\d+|\d+(?:\.\d*)?[eE][-+]?\d+|inf|nan)$")
+_MODULE_INTERNALS = ("._modules", "._parameters", "._buffers")
 
 
 def _version_tuple(version: str | None) -> tuple[int, int] | None:
@@ -84,27 +132,308 @@ def _has_flag(torch_version: str | None, era: str, since: tuple[int, int]) -> bo
     return None
 
 
-def fix_hints(f: FunctionSummary, torch_version: str | None, era: str) -> tuple[FixHint, ...]:
-    """One hint per distinct advice for the causes that really recompiled, specific to the torch that wrote the log."""
-    seen: dict[str, tuple[Cause, int]] = {}
+@dataclass(frozen=True)
+class CauseFacts:
+    """What the log, the run and the user's source say about one cause that recompiled: what the rules decide on.
+
+    ``family``: the hint family of the cause's guard kind; ``groups``: what torch's failure text names (``what``,
+    ``dim``, ``expected``, ``actual``); ``source``: the object in torch's listing spelling; ``role``: the role of
+    its root name (``argument``, ``global``...; ``""`` when the source is not at hand); ``owner``: what holds an
+    attribute (sourceinfo's ``nn_module``, ``dataclass``, ``object``; ``unknown``; ``""``: no attribute);
+    ``dynamic``: what automatic dynamic made dynamic in the function; ``changed``: the tensors (and dims) whose
+    sizes changed between the entry the call failed against and the compile it caused; ``static_after``: that
+    compile still pins the size that changed; ``function``: the user's function around the compiled code;
+    ``graph_break``: the graph break at the line torch read the object on, if any."""
+
+    cause: Cause
+    count: int
+    file: str
+    family: str
+    row: str
+    groups: Mapping[str, str]
+    source: str
+    role: str
+    owner: str
+    dynamic: tuple[DynamicDims, ...]
+    changed: tuple[tuple[str, tuple[int, ...]], ...]
+    static_after: bool
+    function: FunctionSource | None
+    graph_break: GraphBreak | None
+    library: str
+    limit_hit: bool
+    torch_version: str | None
+    era: str
+
+    @property
+    def name(self) -> str:
+        return F.user_name(self.source)
+
+    @property
+    def function_name(self) -> str:
+        """The user's function a per-call line is about: the one the compiled code is (or continues)."""
+        return self.function.name if self.function is not None else ""
+
+    @property
+    def literal(self) -> str:
+        value = F.VALUE.match(as_source(self.cause.guard))
+        return value["val"] if value else ""
+
+    @property
+    def dim(self) -> int | None:
+        dim = self.groups.get("dim")
+        return int(dim) if dim else None
+
+    def has(self, hint: str) -> bool | None:
+        """Whether the torch that wrote the log has the setting of a config hint (None: cannot be told)."""
+        return _has_flag(self.torch_version, self.era, SETTINGS[hint][1])
+
+    def dims_of(self, source: str) -> tuple[int, ...] | None:
+        """The dims automatic dynamic made dynamic in ``source`` (``()``: a number made dynamic), None: not taken."""
+        wanted = readable_source(source)
+        return next((d.dims for d in self.dynamic if readable_source(d.source) == wanted), None)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a rule says: the hint, its object, the value it names, its lines, its choices, what it cannot tell."""
+
+    hint: str
+    subject: str
+    literal: str = ""
+    lines: tuple[CodeLine, ...] = ()
+    choices: tuple[Choice, ...] = ()
+    unknown: str = ""
+
+
+Rule = Callable[[CauseFacts], Answer | None]
+
+
+def fix_hints(
+    f: FunctionSummary,
+    torch_version: str | None,
+    era: str,
+    listings: Mapping[int, tuple[Guard, ...]] | None = None,
+    graph_breaks: Iterable[GraphBreak] = (),
+) -> tuple[FixHint, ...]:
+    """One hint per distinct advice for the causes that really recompiled, specific to the torch that wrote the log.
+
+    ``listings``: the function's guard listings by compile number; ``graph_breaks``: every graph break of the
+    run (a resume function's value is read on a line its parent function broke the graph at)."""
+    listings = listings or {}
+    seen: dict[str, tuple[Cause, int, str]] = {}
     for event in f.recompile_events:
         c = event.causes[0]
         key = f"{c.category}:{readable_source(c.source)}"
-        seen[key] = (seen[key][0], seen[key][1] + 1) if key in seen else (c, 1)
-    hints: dict[tuple[str, str, str], FixHint] = {}
-    for cause, count in seen.values():
-        found = _hint_for(cause, torch_version, era, _library(f.file))
+        seen[key] = (seen[key][0], seen[key][1] + 1, seen[key][2]) if key in seen else (c, 1, event.compile_id)
+    breaks = tuple(graph_breaks)
+    hints: dict[tuple[object, ...], FixHint] = {}
+    for cause, count, compile_id in seen.values():
+        found = _answer(_facts(cause, count, compile_id, f, torch_version, era, listings, breaks))
         if found is None:
             continue
-        same = hints.get(found)
-        name, subject, literal = found
+        key = (found.hint, found.subject, found.literal, found.lines, found.choices, found.unknown)
+        same = hints.get(key)
         causes = ((cause.category, cause.subject),) if same is None else (*same.causes, (cause.category, cause.subject))
-        hints[found] = FixHint(causes, count + (same.count if same else 0), name, subject, literal, _CHECKS.get(name, ""), HINTS[name])
+        hints[key] = FixHint(
+            causes,
+            count + (same.count if same else 0),
+            found.hint,
+            found.subject,
+            found.literal,
+            _check(found),
+            HINTS[found.hint],
+            found.lines,
+            found.choices,
+            found.unknown,
+        )
     return tuple(hints.values())
 
 
-_SIZE_CHANGE = re.compile(r"size mismatch at index (?P<dim>\d+)\. expected (?P<expected>\d+), actual (?P<actual>\d+)")
-_SIZE_DIM = re.compile(r"\.size\(\)\[(\d+)\]")
+def _answer(x: CauseFacts) -> Answer | None:
+    for rule in RULES.get(x.family, ()):
+        found = rule(x)
+        if found is not None:
+            return found
+    return None
+
+
+def _check(a: Answer) -> str:
+    """The command that verifies a config hint on the script: its settings, flipped together by ``guarddiag compare``."""
+    if a.hint in _CHECKS:
+        return _CHECKS[a.hint]
+    flags = [_flag(line) for line in a.lines if line.setting]
+    if not flags or len(flags) < len(a.lines):
+        return ""
+    return "guarddiag compare SCRIPT " + " ".join(f"--flag {f}" for f in flags) + (" --combined" if len(flags) > 1 else "")
+
+
+def _flag(line: CodeLine) -> str:
+    """``--flag``'s argument for a config line, quoted for a shell."""
+    name, value = config_of(line)
+    flag = f"{name}={value}"
+    # Sources hold single quotes (L['x']): double quotes keep them readable where nothing in them expands.
+    return f'"{flag}"' if "'" in flag and not set(flag) & set('"$`\\!') else shlex.quote(flag)
+
+
+def config_of(line: CodeLine) -> tuple[str, str]:
+    """The flip a config line makes, as ``guarddiag compare --flag`` takes it: (``compiler.dynamic_sources``,
+    ``L['x']:0``): the setting's catalog name, the value without its quotes (a bool as true/false)."""
+    raw = ast.literal_eval(line.value)
+    value = raw if isinstance(raw, str) else str(raw).lower() if isinstance(raw, bool) else line.value
+    return flag_name(line.setting), value
+
+
+def hint_configs(lines: tuple[CodeLine, ...]) -> tuple[tuple[str, str], ...]:
+    """The flips of a hint's (or a choice's) lines when every line is a config line (none: a code change)."""
+    return tuple(config_of(line) for line in lines) if lines and all(line.setting for line in lines) else ()
+
+
+# --- the facts ----------------------------------------------------------------------------------------
+
+
+def _family(c: Cause) -> tuple[str, str, Mapping[str, str]]:
+    """The hint family, kind and failure-text groups of a cause: from the row torch's text matches, else (an
+    inferred cause, a pasted text) from the first row of its category that has a family."""
+    found = failure_kind(as_source(c.text)) or failure_kind(c.text)
+    if found is not None and found[0].category.value == c.category:
+        row, m = found
+        return row.hint, row.name, {k: v for k, v in m.groupdict().items() if v is not None}
+    row = next((k for k in KINDS if k.category.value == c.category and k.hint), None)
+    return (row.hint, "", {}) if row is not None else ("", "", {})
+
+
+def _facts(
+    c: Cause,
+    count: int,
+    compile_id: str,
+    f: FunctionSummary,
+    torch_version: str | None,
+    era: str,
+    listings: Mapping[int, tuple[Guard, ...]],
+    breaks: tuple[GraphBreak, ...],
+) -> CauseFacts:
+    family, row, groups = _family(c)
+    source = _listing_source(c, f, listings)
+    guards = tuple(g for gs in listings.values() for g in gs)
+    number = F.frame_of(compile_id)[1]
+    before = listings.get(F.frame_of(c.cache_entry)[1], ()) if c.cache_entry else ()
+    function = function_at(f.file, f.line or 0) if f.file else None
+    return CauseFacts(
+        c,
+        count,
+        f.file,
+        family,
+        row,
+        groups,
+        source,
+        _role(source, f, function),
+        _owner(source, guards, f, era),
+        f.dynamic_dims,
+        _changed_sizes(before, listings.get(number, ())),
+        _static_after(source, groups, listings.get(number, ())),
+        function,
+        _break_at(c, f, breaks),
+        _library(f.file),
+        f.limit_hit,
+        torch_version,
+        era,
+    )
+
+
+def _listing_source(c: Cause, f: FunctionSummary, listings: Mapping[int, tuple[Guard, ...]]) -> str:
+    """The object in the listing spelling (``L['cfg'].top_k``): torch >= 2.6 prints failures bare, and a bare
+    name may be a global; the listings and the dynamic dims spell it as torch does."""
+    if not c.source or c.source.startswith(("L[", "G[")):
+        return c.source
+    wanted = readable_source(c.source)
+    for d in f.dynamic_dims:
+        if readable_source(d.source) == wanted:
+            return d.source
+    for guards in listings.values():
+        for g in guards:
+            if g.source and readable_source(g.source) == wanted:
+                return g.source
+    return as_source(c.source)
+
+
+def _role(source: str, f: FunctionSummary, function: FunctionSource | None) -> str:
+    """``argument``, ``global``, ``closure variable``, ``local`` for the root of ``source``; ``""`` when the source
+    is not at hand. A resume function's locals are those of the user's function it continues."""
+    if source.startswith("G["):
+        return "global"
+    root = F.root(source)
+    roles = local_roles(f.file, f.name, f.line)
+    if roles and root:
+        # A global torch >= 2.6 prints bare is spelled L[...] only when no listing names it.
+        return roles.get(root, "local" if source.startswith("L[") else "global")
+    if function is None or not root:
+        return ""
+    return "argument" if root in function.params else "local"
+
+
+def _owner(source: str, guards: tuple[Guard, ...], f: FunctionSummary, era: str) -> str:
+    """What holds an attribute ``P.attr``: an nn.Module when the listing reads module internals under ``P`` (or
+    torch 2.4 checks ``P`` by id(), as it does modules), else the kind of ``P``'s class in the user's file."""
+    m = _ATTRIBUTE.match(source)
+    if m is None or source.startswith("G[") and "._modules[" not in source:
+        return ""
+    parent = m["parent"]
+    if "._modules[" in parent:
+        return NN_MODULE
+    qualname = ""
+    for g in guards:
+        if g.source.startswith(parent) and g.source[len(parent) :].startswith(_MODULE_INTERNALS):
+            return NN_MODULE
+        if g.source == parent and g.kind in ("TYPE_MATCH", "ID_MATCH"):
+            fact = F.read_guard(g)
+            qualname = (fact.extra.get("type", "") if fact else "") or qualname
+            if g.kind == "ID_MATCH" and era.startswith("id-modules"):
+                return NN_MODULE
+    module, _, name = qualname.rpartition(".")
+    in_file = module == "__main__" or bool(f.file) and f.file.rsplit("/", 1)[-1].removesuffix(".py") == module.rpartition(".")[2]
+    kind = class_kind(f.file, name) if name and in_file else ""
+    return kind or "unknown"
+
+
+def _tensor_sizes(listing: tuple[Guard, ...]) -> dict[str, list[str]]:
+    """Each tensor a listing checks, with its sizes as listed (``None``: a dynamic dim)."""
+    sizes = {}
+    for g in listing:
+        fact = F.read_guard(g) if g.kind == "TENSOR_MATCH" else None
+        if fact is not None and fact.how == "tensor":
+            sizes[fact.source] = [s.strip() for s in fact.extra.get("size", "").split(",")]
+    return sizes
+
+
+def _changed_sizes(before: tuple[Guard, ...], after: tuple[Guard, ...]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The tensors checked by both listings whose sizes differ, and the dims that differ: what changed together."""
+    old = _tensor_sizes(before)
+    changed = []
+    for source, sizes in _tensor_sizes(after).items():
+        was = old.get(source)
+        if was is not None and len(was) == len(sizes):
+            dims = tuple(i for i, (a, b) in enumerate(zip(was, sizes, strict=True)) if a != b)
+            if dims:
+                changed.append((source, dims))
+    return tuple(changed)
+
+
+def _static_after(source: str, groups: Mapping[str, str], listing: tuple[Guard, ...]) -> bool:
+    """Whether the compile a size change caused still pins that dim (automatic dynamic did not take it)."""
+    dim = groups.get("dim")
+    if groups.get("what") != "size" or dim is None:
+        return False
+    sizes = _tensor_sizes(listing).get(source, [])
+    return int(dim) < len(sizes) and sizes[int(dim)].isdigit()
+
+
+def _break_at(c: Cause, f: FunctionSummary, breaks: tuple[GraphBreak, ...]) -> GraphBreak | None:
+    """The graph break on the line torch read the object on (``e4.py:13 in train_step``), in the function's file."""
+    where = c.location.partition(" in ")[0]
+    line = where.rpartition(":")[2]
+    if not line.isdigit() or not f.file:
+        return None
+    return next((b for b in breaks if b.location == f"{f.file}:{line}"), None)
 
 
 def _library(file: str | None) -> str:
@@ -113,55 +442,248 @@ def _library(file: str | None) -> str:
     return package if package != "torch" else ""
 
 
-def _is_argument(source: str) -> bool:
-    """A source reached from the compiled frame's arguments (``L[...]``), not a global."""
-    return (source or "").startswith("L[") or not (source or "").startswith("G[")
+# --- the lines ----------------------------------------------------------------------------------------
 
 
-def _hint_for(c: Cause, torch_version: str | None, era: str, library: str = "") -> tuple[str, str, str] | None:
-    """(hint, the object it is about, the literal value it names): one hint says the same for equal triples.
-    ``library``: the package whose code was compiled (its caller, not the user, builds the arguments)."""
-    src = F.user_name(c.source)
-    if c.category == "identity" and "." not in src and era.startswith("id-modules"):
-        inline = _has_flag(torch_version, era, (2, 4))
-        return ("reuse_module_or_upgrade" if inline is False else "inline_inbuilt_nn_modules"), src, ""
-    if c.category == "dynamic_shape":
-        # `2 <= x.size()[0]`: torch >= 2.6 prints the local bare; the dim is what mark_unbacked needs.
-        size = _SIZE_DIM.search(c.guard) or _SIZE_DIM.search(c.text)
-        return "dynamic_range", src, size[1] if size else ""
-    if c.category == "tensor" and "size" in c.subject + c.text:
-        size = _SIZE_CHANGE.search(c.text)
-        dim = size["dim"] if size else ""
-        if library and _is_argument(c.source):
-            return "library_input", src or "x", library
-        if size and "1" in (size["expected"], size["actual"]):
-            return "mark_unbacked", src or "x", dim
-        return "mark_dynamic", src or "x", dim
-    value = F.VALUE.match(as_source(c.guard))
-    literal = value["val"] if value else ""
-    if c.category == "value" and literal in ("True", "False", "None") or literal[:1] in ("'", '"'):
-        return "code_path", src, literal
-    if c.category == "value" and _is_module_attribute(c):
-        has = _has_flag(torch_version, era, (2, 7))
-        return ("int_attribute_or_upgrade" if has is False else "allow_unspec_int_on_nn_module"), src, ""
-    if c.category == "value" and F.FLOAT_LITERAL.search(c.text):
-        return "float_as_tensor", src, ""
-    if c.category == "value" and c.source.startswith("G["):
-        return "global_as_argument", src, ""
-    if c.category == "value":
-        return "steers_python", src, ""
-    if c.category == "container" and c.subject.startswith("keys of"):
-        return "stable_keys", src, ""
-    if c.category == "container":
-        return "same_content", src, ""
-    if c.category == "aliasing":
-        return "one_tensor_twice", c.subject.partition(":")[0], ""
-    if c.category == "global_state":
-        return "ambient_state", c.subject, ""
+def _setting(hint: str, value: str) -> CodeLine:
+    """A config line: ``torch.compiler.config.dynamic_sources = "L['x']:0"``, at the top of the script."""
+    setting = SETTINGS[hint][0]
+    return CodeLine(f"{setting} = {value}", "top_of_script", setting=setting, value=value)
+
+
+def _dynamic_sources(x: CauseFacts, tensors: Iterable[tuple[str, tuple[int, ...]]]) -> CodeLine:
+    """The dynamic-sources setting naming each source (and dim, where the torch reads per-dim entries)."""
+    # Unknown torch: whole tensors, which every torch with the setting reads (a per-dim entry another torch ignores).
+    per_dim = _has_flag(x.torch_version, x.era, _DIM_ENTRIES) is True
+    entries: list[str] = []
+    for source, dims in tensors:
+        entries += [f"{source}:{d}" for d in dims] if dims and per_dim else [source]
+    return _setting("dynamic_sources", repr(",".join(dict.fromkeys(entries))))
+
+
+def _marking(x: CauseFacts, marker: str, source: str, dim: int) -> CodeLine:
+    """``torch._dynamo.maybe_mark_dynamic(x, 0)`` before each call, on the value passed as ``x``."""
+    return CodeLine(f"torch._dynamo.{marker}({F.user_name(source)}, {dim})", "before_each_call", x.function_name, F.root(source))
+
+
+def _moved(statement: Statement, x: CauseFacts) -> tuple[CodeLine, ...]:
+    """The statement moved out of the compiled function to after each call, when it reads only what the caller
+    has: the parameters (the values passed), what the function returns (the call's result) and globals."""
+    fn = x.function
+    if fn is None or not statement.call:
+        return ()
+    computed = set(fn.bound) - set(fn.returned)
+    if computed & set(statement.reads):
+        return ()
+    result = fn.returned[0] if fn.returned else ""
+    return (CodeLine(statement.code, "after_each_call", fn.name, result, f"{x.file}:{statement.line}"),)
+
+
+# --- the rules, per hint family of the guard-kind table ---------------------------------------------------
+
+
+def _module_identity(x: CauseFacts) -> Answer | None:
+    """torch <= 2.4 checks an nn.Module by id(): another instance recompiles."""
+    if "." in x.name or not x.era.startswith("id-modules"):
+        return None
+    inline = _has_flag(x.torch_version, x.era, SETTINGS["inline_inbuilt_nn_modules"][1])
+    if inline is False:
+        return Answer("reuse_module_or_upgrade", x.name)
+    return Answer("inline_inbuilt_nn_modules", x.name, lines=(_setting("inline_inbuilt_nn_modules", "True"),))
+
+
+def _at_graph_break(x: CauseFacts) -> Answer | None:
+    """A value torch reads on a line that broke the graph (``log.info(..., loss.item())``): the line hands it to
+    Python; moving the line out of the compiled function removes the guard and the break."""
+    if x.graph_break is None or x.function is None:
+        return None
+    line = int(x.graph_break.location.rpartition(":")[2])
+    statement = x.function.statement_at(line)
+    if statement is None:
+        return None
+    lines = _moved(statement, x)
+    if lines:
+        return Answer("move_out_of_compiled", x.name, lines=lines)
+    return Answer("value_at_graph_break", x.name, unknown="moved_values" if statement.call else "")
+
+
+def _code_path(x: CauseFacts) -> Answer | None:
+    literal = x.literal
+    if literal in ("True", "False", "None") or literal[:1] in ("'", '"'):
+        return Answer("code_path", x.name, literal)
     return None
 
 
-def _is_module_attribute(c: Cause) -> bool:
-    """``self.layer_idx``: an attribute of an argument or global object (not a dict item)."""
-    src = c.source or ""
-    return bool(F.MODULE_ATTRIBUTE.match(src)) and not src.startswith("G[")
+def _module_int(x: CauseFacts) -> Answer | None:
+    """An int attribute of an nn.Module stays specialized (allow_unspec_int_on_nn_module=False): each value compiles."""
+    if x.owner != NN_MODULE or not _INT.match(x.literal) or x.dims_of(x.source) is not None:
+        return None
+    if x.has("allow_unspec_int_on_nn_module") is False:
+        return Answer("int_attribute_or_upgrade", x.name)
+    # The flag makes it an int like others (automatic dynamic: one recompile, then dynamic); the dynamic-sources
+    # setting, which torch lets override nn.Module specialization, makes it dynamic from the first compile.
+    first = (Choice("dynamic_sources", (_dynamic_sources(x, [(x.source, ())]),)),) if x.has("dynamic_sources") is not False else ()
+    return Answer("allow_unspec_int_on_nn_module", x.name, lines=(_setting("allow_unspec_int_on_nn_module", "True"),), choices=first)
+
+
+def _became_dynamic(x: CauseFacts) -> Answer | None:
+    """A number automatic dynamic made dynamic after this recompile: an int named in the dynamic-sources
+    setting is dynamic from the first compile; a float is made dynamic by passing a tensor."""
+    if x.dims_of(x.source) != ():
+        return None
+    if _FLOAT.match(x.literal) and not _INT.match(x.literal):
+        plain = _PLAIN_ARGUMENT.match(x.source) if x.role == "argument" else None
+        lines = (CodeLine(f"torch.tensor({plain['name']})", "wrap_argument", x.function_name, plain["name"]),) if plain else ()
+        return Answer("float_as_tensor", x.name, lines=lines)
+    if x.has("dynamic_sources") is False:
+        return Answer("became_dynamic", x.name)
+    return Answer("dynamic_sources", x.name, lines=(_dynamic_sources(x, [(x.source, ())]),))
+
+
+def _owner_unknown(x: CauseFacts) -> Answer | None:
+    """An int attribute that stays specialized on an object whose class guarddiag cannot see: an nn.Module's
+    would take the flag; any other object's int steers Python."""
+    if x.owner != "unknown" or not _INT.match(x.literal) or x.dims_of(x.source) is not None:
+        return None
+    flag = x.has("allow_unspec_int_on_nn_module") is not False
+    module = Choice("allow_unspec_int_on_nn_module", (_setting("allow_unspec_int_on_nn_module", "True"),)) if flag else None
+    other = Choice("steers_python")
+    return Answer("module_or_object", x.name, choices=tuple(c for c in (module, other) if c), unknown="owner")
+
+
+def _global_value(x: CauseFacts) -> Answer | None:
+    return Answer("global_as_argument", x.name) if x.role == "global" else None
+
+
+def _steers_python(x: CauseFacts) -> Answer | None:
+    """A number torch kept specialized although it changed: the code needs its Python value, or it is one
+    guarddiag cannot see a way around."""
+    return Answer("steers_python", x.name, unknown="value_use")
+
+
+def _library_input(x: CauseFacts) -> Answer | None:
+    if x.library and x.role in ("argument", ""):
+        return Answer("library_input", x.name or "x", x.library)
+    return None
+
+
+def _size_one(x: CauseFacts) -> Answer | None:
+    """A size of 0 or 1 where the entry had another (or the other way round): torch specializes sizes 0 and 1,
+    so a dynamic dim does not cover them; size-oblivious backed sizes do, on a dim that is dynamic."""
+    sizes = {x.groups.get("expected"), x.groups.get("actual")}
+    if x.groups.get("what") != "size" or x.dim is None or not sizes & {"0", "1"}:
+        return None
+    return _size_one_answer(x, _together(x, x.dim))
+
+
+def _together(x: CauseFacts, dim: int) -> list[tuple[str, tuple[int, ...]]]:
+    """The tensors and dims whose sizes changed in this recompile, the cause's own first (a batch dim changes
+    in every tensor of the batch: marking one leaves the others to recompile)."""
+    others = [(s, dims) for s, dims in x.changed if s != x.source]
+    own = next((dims for s, dims in x.changed if s == x.source), ())
+    return [(x.source, tuple(sorted({dim, *own}))), *others]
+
+
+def _size_one_answer(x: CauseFacts, to_mark: list[tuple[str, tuple[int, ...]]]) -> Answer:
+    avoid = Choice("avoid_size_one")
+    if x.has("size_one") is False:
+        return Answer("avoid_size_one", x.name, str(x.dim) if x.dim is not None else "")
+    lines = (_setting("size_one", "True"), *((_dynamic_sources(x, to_mark),) if to_mark else ()))
+    return Answer("size_one", x.name, str(x.dim) if x.dim is not None else "", lines, (avoid,))
+
+
+def _sizes(x: CauseFacts) -> Answer | None:
+    """A size that changed: make the dims that vary dynamic (every tensor whose size changed with it), or pad
+    to a few sizes. ``maybe_mark_dynamic`` on each new tensor a caller passes (``mark_dynamic`` raises where
+    torch must specialize, and marks one tensor object only); the dynamic-sources setting reaches any source."""
+    if x.groups.get("what") != "size" or x.dim is None:
+        return None
+    dim = x.dim
+    tensors = _together(x, dim)
+    config = (Choice("dynamic_sources", (_dynamic_sources(x, tensors),)),) if x.has("dynamic_sources") is not False else ()
+    pad = Choice("pad_to_buckets")
+    # A line before each call reaches what the caller passes; a module's parameter or buffer only the setting does.
+    passed = x.role == "argument" and all(F.root(s) != "self" and not any(p in s for p in _MODULE_INTERNALS) for s, _ in tensors)
+    markings = tuple(_marking(x, "maybe_mark_dynamic", s, d) for s, ds in tensors for d in ds)
+    marks = (Choice("maybe_mark_dynamic", markings),) if passed else ()
+    plain = passed and all(_PLAIN_ARGUMENT.match(s) for s, _ in tensors)
+    if x.static_after:
+        choices = (*(marks if plain or not config else ()), *config, pad)
+        return Answer("static_sizes", x.name, str(dim), choices=choices, unknown="why_static")
+    if x.role != "argument":
+        lives = Choice("mark_dynamic", tuple(_marking(x, "mark_dynamic", s, d) for s, ds in tensors for d in ds))
+        if config:
+            return Answer("dynamic_sources", x.name, str(dim), config[0].lines, (lives, pad), "tensor_lifetime")
+        return Answer("mark_dynamic", x.name, str(dim), lives.lines, (pad,), "tensor_lifetime")
+    if marks and (plain or not config):
+        return Answer("maybe_mark_dynamic", x.name, str(dim), markings, (*config, pad))
+    if config:
+        return Answer("dynamic_sources", x.name, str(dim), config[0].lines, (*marks, pad))
+    return Answer("pad_to_buckets", x.name, str(dim))
+
+
+def _below_range(x: CauseFacts) -> Answer | None:
+    """A dynamic entry's lower bound (``2 <= x.size(0)``) failed: a size of 0 or 1 came, which torch specializes."""
+    if x.cause.shape != "size_0_1":
+        return None
+    term = next((t for t in size_terms(x.cause.guard) if t["what"] == "size" and t["dim"]), None)
+    dim = term["dim"] if term is not None else ""
+    return _size_one_answer(dataclasses.replace(x, groups={**x.groups, "dim": dim}), [])
+
+
+def _dynamic_range(x: CauseFacts) -> Answer | None:
+    """Any other size guard of a dynamic entry that broke (a branch on a remainder, a bound, a relation): the
+    condition is the fact the words name; each side of it gets an entry of its own."""
+    return Answer("dynamic_range", x.name, x.cause.condition)
+
+
+def _mutated(x: CauseFacts) -> Answer | None:
+    """A container the compiled function itself changes (``history.append(loss)``): each call sees it changed,
+    so no caller can pass 'the same length'; the change moves out of the compiled function."""
+    if x.function is None:
+        return None
+    root = F.root(x.source) or x.name.partition(".")[0].partition("[")[0]
+    mutation = next((m for m in x.function.mutations if m.name == root), None)
+    if mutation is None:
+        return None
+    lines = _moved(mutation.statement, x)
+    return Answer("mutated_argument", x.name, mutation.how, lines, unknown="" if lines else "moved_values")
+
+
+def _no_source(x: CauseFacts) -> Answer | None:
+    """Without the function's source, whether it changes the container itself cannot be told: the advice to
+    pass the same content holds only if it does not."""
+    if x.function is not None:
+        return None
+    same = "stable_keys" if x.row in ("DICT_KEYS", "DICT_KEYS_MATCH") else "same_content"
+    return Answer(same, x.name, choices=(Choice(same), Choice("mutated_argument")), unknown="no_source")
+
+
+def _keys(x: CauseFacts) -> Answer | None:
+    return Answer("stable_keys", x.name) if x.row in ("DICT_KEYS", "DICT_KEYS_MATCH") else None
+
+
+def _content(x: CauseFacts) -> Answer | None:
+    return Answer("same_content", x.name)
+
+
+def _aliasing(x: CauseFacts) -> Answer | None:
+    return Answer("one_tensor_twice", x.cause.subject.partition(":")[0])
+
+
+def _ambient(x: CauseFacts) -> Answer | None:
+    """Grad mode, autocast...: one entry per setting is expected, unless the function is at its recompile
+    limit, where those entries take the place of others (every other cause's entries count twice)."""
+    return Answer("ambient_at_limit" if x.limit_hit else "ambient_state", x.cause.subject)
+
+
+# Each hint family (guardkinds.GuardKind.hint) and its rules, tried in order. A new fact is one more rule.
+RULES: dict[str, tuple[Rule, ...]] = {
+    "identity": (_module_identity,),
+    "value": (_at_graph_break, _code_path, _module_int, _became_dynamic, _owner_unknown, _global_value, _steers_python),
+    "tensor": (_library_input, _size_one, _sizes),
+    "dynamic_shape": (_below_range, _dynamic_range),
+    "container": (_at_graph_break, _mutated, _no_source, _keys, _content),
+    "aliasing": (_aliasing,),
+    "global_state": (_ambient,),
+}

@@ -18,6 +18,22 @@ SCHEMA = "guarddiag.explain/1"
 
 
 @dataclass(frozen=True)
+class SizeGuard:
+    """A symbolic-size guard of an entry that reads a tensor's sizes (torch's shape environment): its form
+    (a name of guardkinds.SHAPE_FORMS), its condition as the user would write it (``x.size(1) % 8 == 0``),
+    the tensor's dims it reads (a stride or storage offset: none), whether it reads another object's sizes
+    too, and the user's line behind it as torch names it (``""``: it names none; ``origin`` then holds torch's
+    own line that added it, where torch names that: ``_inductor/codegen/cpp.py:2273 in need_use_acc_helper``)."""
+
+    form: str
+    condition: str
+    dims: tuple[int, ...]
+    others: bool = False
+    location: str = ""
+    origin: str = ""
+
+
+@dataclass(frozen=True)
 class TensorObject:
     """A tensor checked by metadata: dtype, sizes (``None``: a dynamic dim), requires_grad."""
 
@@ -30,10 +46,8 @@ class TensorObject:
     dtype: str
     sizes: tuple[str, ...]
     requires_grad: str
-    # Per dynamic dim: (dim, lowest size, highest size or "").
-    ranges: tuple[tuple[int, str, str], ...] = ()
-    # Size relations with other tensors, as ``(left, right)`` in user terms: ``("y.size(0)", "x.size(0)")``.
-    relations: tuple[tuple[str, str], ...] = ()
+    # The entry's symbolic-size guards on its sizes (ranges, remainders, 0/1 specialization, relations).
+    size_guards: tuple[SizeGuard, ...] = ()
     count: int = 1
 
 
@@ -168,13 +182,51 @@ class CauseCount:
     count: int
 
 
+# Where a line to write goes (CodeLine.where):
+#   top_of_script     once, after the script's imports and before anything is compiled (a config setting);
+#   before_each_call  at each call of the compiled function, before it, on the value passed as ``target``;
+#   wrap_argument     at each call, the value passed as ``target`` replaced by ``code`` (``torch.tensor(lr)``);
+#   after_each_call   the statement ``at`` (the user's file:line) moves out of the compiled function to after
+#                     each call: the function's parameters are the values passed, what it returns is the call's result.
+WHERE = ("top_of_script", "before_each_call", "wrap_argument", "after_each_call")
+
+
+@dataclass(frozen=True)
+class CodeLine:
+    """A line to write, as a value: ``code`` in the user's names, ``where`` it goes (one of :data:`WHERE`),
+    ``function`` the user's function whose calls a per-call line goes at (a moved statement leaves it),
+    ``target`` the parameter a per-call line acts on, ``at`` the user's line a moved statement comes from,
+    ``setting`` the config flag a config line sets (``torch._dynamo.config.allow_unspec_int_on_nn_module``),
+    ``value`` the value it sets (as Python source: ``True``, ``"L['x']:0"``)."""
+
+    code: str
+    where: str
+    function: str = ""
+    target: str = ""
+    at: str = ""
+    setting: str = ""
+    value: str = ""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Another answer to the same causes: a hint id (words: render/explain_hints.py) and its lines (none: advice only)."""
+
+    hint: str
+    lines: tuple[CodeLine, ...] = ()
+
+
 @dataclass(frozen=True)
 class FixHint:
     """What to change so that a cause that really recompiled stops doing so.
 
-    ``hint`` names the advice (render/explain_words.py says it) about ``subject``, the object in user
-    terms; ``kind`` is "fix" when applying it removes the recompile (each is checked on a scenario
-    by tests/e2e/test_explain.py), "note" when the recompile is inherent or expected.
+    ``hint`` names the advice (render/explain_hints.py words it; docs/hints.md lists each and its rule)
+    about ``subject``, the object in user terms; ``lines`` are what to write; ``kind`` is "fix" when
+    applying them removes the recompile (tests/e2e/test_hints.py applies each to a real script), "note"
+    when the recompile is inherent or expected. ``unknown`` names what guarddiag cannot tell from the
+    log and the source (one of :data:`guarddiag.explain.hints.UNKNOWNS`): ``choices`` are then the
+    answers for each case; otherwise they are alternatives to ``lines``. ``check``: the command that
+    verifies a config hint on the script (``guarddiag compare``).
     """
 
     causes: tuple[tuple[str, str], ...]
@@ -184,6 +236,9 @@ class FixHint:
     literal: str = ""
     check: str = ""
     kind: str = "fix"
+    lines: tuple[CodeLine, ...] = ()
+    choices: tuple[Choice, ...] = ()
+    unknown: str = ""
     # A config hint's standing for this script: verified by a compare, shown to do nothing, or not
     # verified (guarddiag.verdicts.check_hints sets it; None: a code change, or not checked).
     verification: HintCheck | None = None

@@ -13,7 +13,11 @@ from typing import NamedTuple, TypeVar
 
 from guarddiag.explain import facts as F
 from guarddiag.explain.facts import Fact
-from guarddiag.explain.model import ContentObject, GuardedObject, IdentityObject, TensorObject, TypeObject, ValueObject
+from guarddiag.explain.model import ContentObject, GuardedObject, IdentityObject, SizeGuard, TensorObject, TypeObject, ValueObject
+from guarddiag.guardexpr import size_condition, size_terms
+from guarddiag.guardkinds import shape_form
+from guarddiag.resume import slot_index
+from guarddiag.sourceinfo import Roles
 
 # The value of an id()-checked bool on a torch that prints no type: True/False, told by the `.training` guards.
 BOOL_BY_ID = "True/False (checked by id)"
@@ -137,7 +141,7 @@ def row(node: Node, index: Index, roles: Mapping[str, str]) -> GuardedObject | N
     if node.of("shape") and not node.of("tensor"):
         return None  # folded into its tensor by objects.attach_shapes
     src = node.src
-    who = _Who(F.user_name(src), F.role(src, roles), F.root(src))
+    who = _who(src, roles)
     tensor = node.of("tensor")
     if tensor:
         return _tensor_row(who, src, tensor[0], node.of("shape"))
@@ -163,6 +167,23 @@ class _Who(NamedTuple):
     root: str
 
 
+# The role of a stack slot whose expression the source does not tell (see guarddiag.resume).
+STACK_VALUE = "stack value"
+
+
+def _who(src: str, roles: Mapping[str, str]) -> _Who:
+    """An object's name, its root's role and its root; a resume function's stack slot by the expression
+    it holds (``self.block(x)`` for ``___stack1``), where the source tells it."""
+    name, root = F.user_name(src), F.root(src)
+    index = slot_index(root)
+    if index is None or src.startswith("G["):
+        return _Who(name, F.role(src, roles), root)
+    held = roles.held if isinstance(roles, Roles) else ()
+    if index < len(held) and held[index]:
+        return _Who(held[index] + name[len(root) :], F.role(src, roles), root)
+    return _Who(name, STACK_VALUE, root)
+
+
 def _tensor_row(who: _Who, src: str, fact: Fact, shapes: list[Fact]) -> TensorObject:
     sizes = tuple(s.strip() for s in fact.extra["size"].split(",") if s.strip())
     dynamic = [i for i, s in enumerate(sizes) if s == "None"]
@@ -178,29 +199,26 @@ def _tensor_row(who: _Who, src: str, fact: Fact, shapes: list[Fact]) -> TensorOb
         fact.extra["dtype"],
         sizes,
         rg,
-        tuple((d, *_range_of(d, shapes)) for d in dynamic),
-        _relations(shapes) if dynamic else (),
+        _size_guards(src, shapes) if dynamic else (),
     )
 
 
-def _range_of(dim: int, shapes: list[Fact]) -> tuple[str, str]:
-    """The lowest and highest size (``""``: none) the shape guards give ``dim``."""
-    lo, hi = "0", ""
+def _size_guards(src: str, shapes: list[Fact]) -> tuple[SizeGuard, ...]:
+    """The entry's symbolic-size guards that read this tensor's sizes (or strides), each once, as torch listed them."""
+    found: dict[str, SizeGuard] = {}
     for s in shapes:
-        for pattern, key in ((F.LOWER, "lo"), (F.UPPER, "hi")):
-            m = pattern.match(s.value)
-            if m and F.size_dim(m["term"]) == dim:
-                lo, hi = (m["lo"], hi) if key == "lo" else (lo, m["hi"])
-    return lo, hi
-
-
-def _relations(shapes: list[Fact]) -> tuple[tuple[str, str], ...]:
-    out = []
-    for s in shapes:
-        if " == " in s.value and len(F.SIZE_TERM.findall(s.value)) == 2:
-            left, right = s.value.split(" == ", 1)
-            out.append((F.term_text(left), F.term_text(right)))
-    return tuple(out)
+        terms = size_terms(s.value)
+        mine = [t for t in terms if t["src"] == src]
+        if not mine:
+            continue
+        condition = size_condition(s.value)
+        dims = tuple(sorted({int(t["dim"]) for t in mine if t["what"] == "size" and t["dim"] is not None}))
+        others = any(t["src"] != src for t in terms)
+        where = s.extra.get("location", "")
+        # `(_inductor/codegen/cpp.py:2273 in need_use_acc_helper)` alone: torch's own line, no user code.
+        origin = where[1:-1] if where.startswith("(") and where.endswith(")") else ""
+        found.setdefault(condition, SizeGuard(shape_form(condition), condition, dims, others, "" if origin else where, origin))
+    return tuple(found.values())
 
 
 def _value(who: _Who, src: str, value: str) -> ValueObject:

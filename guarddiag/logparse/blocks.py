@@ -17,6 +17,7 @@ from guarddiag.logparse.events import (
     GuardListing,
     LimitWarning,
     RecompileAnnounced,
+    StackFrame,
 )
 from guarddiag.logparse.guards import TreeReader
 
@@ -31,6 +32,8 @@ TUPLE_START = r"""\(['"]"""
 TRIGGERED_TEXT = "triggered by the following guard failure"  # "... failure:" or "... failure(s):"
 GUARD_COUNT = r"guard \d+ failures:"
 STACK_TEXT = "User stack trace:"
+# One frame of it, as traceback prints frames: ``File "task_heads.py", line 16, in forward``.
+STACK_FRAME = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)$')
 LIMIT_TEXT = "torch._dynamo hit config."
 LIMIT_SIZE = r"(?P<limit>\w+) \((?P<value>\d+)\)"
 LIMIT_FUNCTION_TEXT = "function: '"
@@ -54,6 +57,11 @@ _ADVICE = re.compile(r"^The following environment variable would enable dynamic 
 GRAPH_BREAK = re.compile(r"^Graph break")
 _LINE_NUMBER = re.compile(r":\d+")
 _GB_REASON = re.compile(r"^\s*(?:Graph Break Reason|Reason): (?P<reason>.*)$")
+# torch 2.2-2.5 end a graph break's traceback with its exception: ``torch._dynamo.exc.Unsupported: builtin: print``.
+_GB_EXCEPTION = re.compile(r"^torch\._dynamo\.exc\.\w+: (?P<reason>.+)$")
+# A warning that names a graph break ahead of torch's record of it: ``Graph break from `Tensor.item()`, consider setting:``.
+_GB_WARNING = re.compile(r"^Graph break from `(?P<what>[^`]+)`")
+_GB_USER_CODE = re.compile(r"^Graph break: from user code at")
 # Bare continuation lines of a guard listing in torch 2.0/2.1 logs.
 _BARE_GUARD = re.compile(
     r"^\s*(?:\+-|\| |___|check_tensor|hasattr\(|[LG]\[|not |utils_device|len\(|isinstance|Eq\(|Ne\(|-?\d+ (?:<=|[<>=]))"
@@ -123,6 +131,8 @@ class RecompileBlock(Block):
         self.name, self.file, self.line = m["name"], m["file"], int(m["line"])
         self.failures: list[GuardFailure] = []
         self.in_stack = False
+        # The frames of the last failure's "User stack trace:" (torch >= 2.11), as read so far.
+        self.stack: list[StackFrame] = []
 
     def feed(self, body: str) -> bool:
         if heads_reasons(body.strip()):
@@ -134,18 +144,38 @@ class RecompileBlock(Block):
         if _ADVICE.match(rest):
             return True  # torch's advice under the reasons (torch >= 2.8), not a guard that failed
         if rest.startswith(STACK_TEXT):
-            self.in_stack = True
+            self.in_stack = bool(self.failures)
             return True
         if rest[:1].isspace() or (self.in_stack and m["ce"] is None and rest.startswith("File ")):
+            if self.in_stack:
+                self._stack_line(rest.strip())
             return True
-        self.in_stack = False
+        self._end_stack()
         self.failures.append(GuardFailure(m["ce"], rest))
         return True
+
+    def _stack_line(self, text: str) -> None:
+        """``File "x.py", line 16, in forward`` opens a frame; the line under it is that frame's code."""
+        frame = STACK_FRAME.match(text)
+        if frame is not None:
+            self.stack.append(StackFrame(frame["file"], int(frame["line"]), frame["function"]))
+        elif self.stack and not self.stack[-1].code:
+            last = self.stack[-1]
+            self.stack[-1] = StackFrame(last.file, last.line, last.function, text)
+
+    def _end_stack(self) -> None:
+        """The stack read belongs to the failure above it."""
+        if self.in_stack and self.stack and self.failures:
+            last = self.failures[-1]
+            self.failures[-1] = GuardFailure(last.cache_entry, last.text, tuple(self.stack))
+        self.in_stack = False
+        self.stack = []
 
     def accepts_bare(self, body: str) -> bool:
         return body[:1].isspace()
 
     def close(self) -> list[Event]:
+        self._end_stack()
         return [RecompileAnnounced(self.cid, self.name, self.file, self.line, tuple(self.failures))]
 
 
@@ -177,19 +207,41 @@ class LimitBlock(Block):
 
 
 class GraphBreakBlock(Block):
-    def __init__(self, cid: str | None, body: str) -> None:
+    """A graph break: where (``FILE:LINE``) and torch's reason. torch 2.6+ write ``Graph Break Reason:
+    Encountered graph break when attempting to trace CALL: ...:`` and the reason itself (the graph
+    break's type, ``Unsupported Tensor.item() call ...``) below it; 2.2-2.5 end the record with the
+    exception (``torch._dynamo.exc.Unsupported: builtin: print ...``); 2.0-2.1 put it in the first line."""
+
+    def __init__(self, cid: str | None, body: str, channel: bool = False) -> None:
         self.cid = cid
+        self.channel = channel
         self.location = _graph_break_location(body)
         old = re.match(r"^Graph break: (?P<reason>.+?) from user code at", body)
-        self.reason = old["reason"] if old else ""
+        warning = _GB_WARNING.match(body)
+        self.reason = old["reason"] if old else f"{warning['what']} (a warning)" if warning else ""
+        self._warning = warning is not None
+        # The reason line ends with a colon: the reason proper is the next line that says something,
+        # and torch's explanation of it the line after.
+        self._reason_below = False
+        self._explained = False
 
     def feed(self, body: str) -> bool:
         if GRAPH_BREAK.match(body):
-            return False
+            # A warning's own "Graph break: from user code at:" line goes on with it.
+            return self._warning and not self.location and bool(_GB_USER_CODE.match(body))
+        text = body.strip()
         m = _GB_REASON.match(body)
         if m is not None and not self.reason:
             self.reason = m["reason"].strip()
-        elif not self.reason and self.location == "" and body.strip():
+            self._reason_below = self.reason.endswith(":")
+        elif self._reason_below and text:
+            self.reason, self._reason_below, self._explained = text, False, True
+        elif self._explained and text.startswith("Explanation: "):
+            # torch's explanation of the graph break's type: `print` with argument types [...]
+            self.reason, self._explained = f"{self.reason}: {text.removeprefix('Explanation: ')}", False
+        elif (m := _GB_EXCEPTION.match(text)) is not None and not self.reason:
+            self.reason = m["reason"].strip()
+        elif self.location == "" and text:
             loc = re.search(r"File \"(?P<f>[^\"]+)\", line (?P<l>\d+)", body)
             if loc:
                 self.location = f"{loc['f']}:{loc['l']}"
@@ -199,7 +251,7 @@ class GraphBreakBlock(Block):
         return body[:1].isspace() or bool(_GB_REASON.match(body))
 
     def close(self) -> list[Event]:
-        return [GraphBreakSeen(self.cid, self.location, self.reason)]
+        return [GraphBreakSeen(self.cid, self.location, self.reason, self.channel)]
 
 
 def _graph_break_location(body: str) -> str:

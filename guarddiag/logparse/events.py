@@ -25,11 +25,23 @@ class CompileSeen:
 
 
 @dataclass(frozen=True, slots=True)
+class StackFrame:
+    """One frame of the ``User stack trace:`` torch >= 2.11 prints under a guard failure: where the guard
+    was installed while tracing, outermost first (``file`` as torch names it, ``code`` its line)."""
+
+    file: str
+    line: int
+    function: str
+    code: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class GuardFailure:
-    """One reason a cache entry rejected a call, as torch printed it."""
+    """One reason a cache entry rejected a call, as torch printed it, and the user stack torch printed under it."""
 
     cache_entry: str | None
     text: str
+    stack: tuple[StackFrame, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +88,46 @@ class LimitWarning:
 
 @dataclass(frozen=True, slots=True)
 class GraphBreakSeen:
-    """A graph break message."""
+    """A graph break message; ``channel``: torch's record of it on the ``graph_breaks`` log channel
+    (torch 2.1+), not a warning that names a graph break elsewhere (``Tensor.item()``'s)."""
 
     compile_id: str | None
     location: str
     reason: str
+    channel: bool = False
 
 
-Event = FrameNamed | CompileSeen | RecompileAnnounced | GuardListing | LimitWarning | GraphBreakSeen
+@dataclass(frozen=True, slots=True)
+class SymbolCreated:
+    """``create_symbol s27 = 12 for L['x'].size()[1] ...``: a size (or number) of the compile made symbolic."""
+
+    compile_id: str | None
+    symbol: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class SizeGuardAdded:
+    """``eval Eq(s27, s23) [guard added] return x + b  # model.py:5 in f (...)``: a symbolic-size guard the compile
+    added, over its symbols, with the user's line that added it (where torch names one)."""
+
+    compile_id: str | None
+    expr: str
+    location: str
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class StanceRefusalSeen:
+    """The RuntimeError of a call ``fail_on_recompile`` refused, as the script printed it into the log
+    (torch 2.7+ name the function's file and name, and give a reason per cache entry)."""
+
+    name: str
+    file: str
+    reasons: tuple[str, ...]
+
+
+Event = (
+    FrameNamed | CompileSeen | RecompileAnnounced | GuardListing | LimitWarning | GraphBreakSeen | SymbolCreated | SizeGuardAdded
+    | StanceRefusalSeen
+)

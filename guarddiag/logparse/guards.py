@@ -153,9 +153,15 @@ class TreeReader:
             return
         if label.endswith("Accessor") or not label.isupper():
             return
-        expr, location = split_comment(rest) if self._locations else (guard_expr(rest), "")
         parent = self._sources[depth - 1] if 0 < depth <= len(self._sources) else ""
-        guard = Guard(label, parent or first_source(expr), expr, location)
+        if self._locations:
+            expr, location = split_comment(rest)
+            guard = Guard(label, parent or first_source(expr), expr, location)
+        else:
+            # The comment kept unread, as a counting parser keeps it: what a wrapper frame compiled is read from it.
+            cut = rest.find("  # ")
+            expr = guard_expr(rest)
+            guard = Guard(label, parent or first_source(expr), expr, comment=rest[cut + 4 :] if cut >= 0 else "")
         if seen is not None:
             seen[(text, parent)] = guard
         self.guards.append(guard)

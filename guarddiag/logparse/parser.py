@@ -12,13 +12,14 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from guarddiag.ids import CompileId, in_generation, ranked
+from guarddiag.ids import CACHE_ENTRY, CompileId, in_generation, ranked
 from guarddiag.logparse.blocks import (
     GRAPH_BREAK,
     LIMIT,
     LIMIT_TAIL,
     RECOMPILING,
     RECOMPILING_TUPLE,
+    TRIGGERED_TEXT,
     Block,
     GraphBreakBlock,
     GuardBlock,
@@ -27,12 +28,20 @@ from guarddiag.logparse.blocks import (
     ShapeFnBlock,
     recompile_from_tuple,
 )
-from guarddiag.logparse.events import CompileSeen, Event, FrameNamed, GuardListing
+from guarddiag.logparse.events import CompileSeen, Event, FrameNamed, GuardListing, SizeGuardAdded, StanceRefusalSeen, SymbolCreated
 from guarddiag.logparse.framing import Framed, frame, strip_rank
+from guarddiag.logparse.guards import location_of
 
 # Artifacts whose every line guarddiag is expected to understand (--strict counts these).
 OWN_ARTIFACTS = frozenset({"__guards", "__recompiles", "__recompiles_verbose", "__graph_breaks"})
 MAX_SAMPLES = 5
+
+# fail_on_recompile's RuntimeError, which a script may print into the log it writes (torch 2.7+ name the function).
+_FAIL_ON_RECOMPILE = re.compile(
+    r"Detected recompile when torch\.compile stance is 'fail_on_recompile'\. filename: '(?P<file>[^']*)', "
+    r"function name: '(?P<name>[^']*)'"
+)
+_FAIL_REASON = re.compile(rf"^\s*- (?P<reason>{CACHE_ENTRY}: .*)$")
 
 # torch._dynamo.reset() logs this (dynamo channel, INFO) before compile ids restart at [0/0].
 _RESET = "torch._dynamo.reset"
@@ -92,6 +101,8 @@ class LogParser:
         self._prefix = "\x00"
         self._prefix_len = 0
         self._prefix_block: Block | None = None
+        # A printed fail_on_recompile error being read: its function, then its reasons line by line.
+        self._refusal: tuple[str, str, list[str]] | None = None
 
     def parse(self, lines: Iterable[str]) -> Iterator[Event]:
         """Parse a whole stream: every event, in log order, then those of still-open blocks."""
@@ -159,11 +170,12 @@ class LogParser:
                 self._new_generation(framed.rank)
         if framed is None:
             _, body = strip_rank(line)
-            if self._last is not None and self._last.accepts_bare(body):
+            ended, taken = self._printed_refusal(body)
+            if not taken and self._last is not None and self._last.accepts_bare(body):
                 self._last.feed(body)
-            return []
+            return ended
         self.counters.torch_lines += 1
-        out: list[Event] = []
+        out: list[Event] = self._end_refusal() if self._refusal is not None else []
         if framed.compile_id is not None:
             seen = self._compile_seen(framed)
             if seen is not None:
@@ -194,10 +206,34 @@ class LogParser:
 
     def finish(self) -> list[Event]:
         """Close every open block (a truncated log still yields what it had)."""
-        out: list[Event] = []
+        out: list[Event] = self._end_refusal()
         for key in list(self._open):
             out.extend(self._close(key))
         return out
+
+    def _printed_refusal(self, body: str) -> tuple[list[Event], bool]:
+        """What an unframed line does to a printed fail_on_recompile error: the events it ends (the error
+        read so far, when the line is no part of it) and whether the line was its own (its first line, or
+        a reason under it)."""
+        if self._refusal is not None:
+            m = _FAIL_REASON.match(body)
+            if m is not None:
+                self._refusal[2].append(m["reason"])
+                return _NONE, True
+            if body.strip().startswith(TRIGGERED_TEXT):
+                return _NONE, True
+        m = _FAIL_ON_RECOMPILE.search(body) if "fail_on_recompile" in body else None
+        ended = self._end_refusal() if self._refusal is not None else _NONE
+        if m is not None:
+            self._refusal = (m["name"], m["file"], [])
+        return ended, m is not None
+
+    def _end_refusal(self) -> list[Event]:
+        if self._refusal is None:
+            return []
+        name, file, reasons = self._refusal
+        self._refusal = None
+        return [StanceRefusalSeen(name, file, tuple(reasons))]
 
     def _in_generation(self, framed: Framed) -> Framed:
         rank = framed.rank
@@ -268,7 +304,7 @@ class LogParser:
                 self.counters.unknown(line)
             return events or []
         if block is None and GRAPH_BREAK.match(body) and f.artifact in ("__graph_breaks", None):
-            block = GraphBreakBlock(cid, body)
+            block = GraphBreakBlock(cid, body, f.artifact == "__graph_breaks")
         if block is None:
             m = LIMIT.search(body)
             if m is not None:
@@ -280,6 +316,9 @@ class LogParser:
             m = start_tracing(body)
             if m is not None:
                 return [FrameNamed(cid, m["name"], m["file"] or "", int(m["line"]) if m["line"] else None)]
+            if f.artifact is None and cid is not None and ("[guard added]" in body or "create_symbol " in body):
+                shape = shape_env_event(cid, body)
+                return [shape] if shape is not None else []
             if f.artifact in OWN_ARTIFACTS:
                 self.counters.unknown(line)
             return []
@@ -287,6 +326,25 @@ class LogParser:
         self._open_of_rank[key[0]] = key
         self._last = block
         return []
+
+
+# torch's shape environment (symbolic_shapes.py, dynamo channel): a symbol made for a source, a guard added over symbols.
+_CREATE_SYMBOL = re.compile(r"create_symbol (?P<sym>[a-z]+\d+) = \S+ for (?P<src>\S+) \[")
+_GUARD_ADDED = re.compile(r"\beval (?P<expr>.+?) \[guard added\] ?(?P<rest>.*)$")
+
+
+def shape_env_event(cid: str, body: str) -> SymbolCreated | SizeGuardAdded | None:
+    """A shape environment's line: a symbol it created for a source, or a guard it added (not one it suppressed)."""
+    m = _CREATE_SYMBOL.search(body)
+    if m is not None:
+        return SymbolCreated(cid, m["sym"], m["src"])
+    m = _GUARD_ADDED.search(body)
+    if m is None or m["expr"].startswith("[guard suppressed]"):
+        return None
+    rest = m["rest"].partition(", for more info")[0]
+    code, _, comment = rest.partition("  # ")
+    location = location_of(comment) if comment else ""
+    return SizeGuardAdded(cid, m["expr"].strip(), location, " ".join(code.split()) if location else "")
 
 
 def start_tracing(body: str) -> re.Match[str] | None:

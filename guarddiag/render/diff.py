@@ -60,6 +60,8 @@ def _function_to_dict(f: FunctionDelta) -> dict[str, object]:
         "recompiles_after": f.recompiles_after,
         "limit_hit_before": f.limit_hit_before,
         "limit_hit_after": f.limit_hit_after,
+        "refused_calls_before": f.refused_before,
+        "refused_calls_after": f.refused_after,
         "removed": f.removed,
         "added": f.added,
         "unchanged": f.unchanged,
@@ -93,6 +95,7 @@ def _limit(f: FunctionDelta) -> str:
 
 
 def _rows(d: RunDiff) -> list[list[object]]:
+    refused = _any_refused(d)
     return [
         [
             function_label(f.function),
@@ -102,6 +105,7 @@ def _rows(d: RunDiff) -> list[list[object]]:
             f.added,
             f.unchanged,
             _limit(f),
+            *([_arrow(f.refused_before, f.refused_after) if f.refused_before or f.refused_after else ""] if refused else []),
             f.status,
         ]
         for f in _ordered(d)
@@ -109,6 +113,15 @@ def _rows(d: RunDiff) -> list[list[object]]:
 
 
 _HEADERS = ["function", "compiles", "recompiles", "removed", "added", "unchanged", "limit hit", "status"]
+
+
+def _any_refused(d: RunDiff) -> bool:
+    return any(f.refused_before or f.refused_after for f in d.functions)
+
+
+def _headers(d: RunDiff) -> list[str]:
+    """The table's columns; ``refused`` (calls a compiler stance refused to recompile) only where there are any."""
+    return _HEADERS[:-1] + (["refused"] if _any_refused(d) else []) + _HEADERS[-1:]
 
 
 def _totals(d: RunDiff) -> str:
@@ -123,7 +136,7 @@ def _table(diffs: Sequence[RunDiff]) -> str:
             out.append("")
         out += [f"{d.before_label} -> {d.after_label}: {_totals(d)}", ""]
         if d.functions:
-            out += [tabulate(_rows(d), headers=_HEADERS), ""]
+            out += [tabulate(_rows(d), headers=_headers(d)), ""]
         for f in _ordered(d):
             if not f.causes:
                 continue
@@ -150,7 +163,7 @@ def markdown_sections(diffs: Sequence[RunDiff]) -> list[str]:
     for d in diffs:
         out += ["", f"### {markdown_text(d.before_label)} -> {markdown_text(d.after_label)}", "", _totals(d), ""]
         rows = [[markdown_code(str(row[0]), table=True), *row[1:]] for row in _rows(d)]
-        out += [tabulate(rows, headers=_HEADERS, tablefmt="github"), ""]
+        out += [tabulate(rows, headers=_headers(d), tablefmt="github"), ""]
         out += [f"- {markdown_text(line)}" for line in verdict(d)]
     return out
 
@@ -193,6 +206,8 @@ def _verdict_line(d: RunDiff, f: FunctionDelta) -> str:
         line += "; now hits the recompile limit"
     elif f.limit_hit_before and not f.limit_hit_after:
         line += "; no longer hits the recompile limit"
+    if f.refused_before != f.refused_after:
+        line += f"; calls a compiler stance refused to recompile: {f.refused_before} -> {f.refused_after}"
     return line
 
 

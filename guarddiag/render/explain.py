@@ -6,7 +6,7 @@ import dataclasses
 
 from guarddiag.explain import Explanation
 from guarddiag.render.escape import markdown_code, markdown_text, visible_values
-from guarddiag.render.explain_words import EntryWords, ExplanationWords, FunctionWords, explanation_words
+from guarddiag.render.explain_words import EntryWords, ExplanationWords, FunctionWords, HintWords, explanation_words, hint_details
 from guarddiag.render.formats import FORMATS, render_as
 
 __all__ = ["FORMATS", "explanation_to_dict", "render_explanation"]
@@ -71,12 +71,32 @@ def _text(e: ExplanationWords) -> str:
         for cause in f.causes:
             out.append(f"  recompiled: {cause}")
         for h in f.hints:
-            out.append(f"  {h.kind} ({h.cause}): {h.hint}" + (f"\n      check: {h.check}" if h.check else ""))
-            out += [f"      {h.verified}"] if h.verified else []
+            out += _hint_text(h)
     out += ["", f"note: {e.note}"]
     if not e.full:
         out.append(f"note: {FOLDED_NOTE}")
     return "\n".join(out)
+
+
+def _hint_text(h: HintWords) -> list[str]:
+    """A hint: its advice, then what it says under it (:func:`hint_details`)."""
+    return [f"  {h.kind} ({h.cause}): {h.hint}", *(f"  {line}" for line in hint_details(h))]
+
+
+def _hint_markdown(h: HintWords) -> list[str]:
+    out = [
+        f"- **{markdown_text(h.kind)}** ({markdown_text(h.cause)}): {markdown_text(h.hint)}"
+        + (f" (check: {markdown_code(h.check)})" if h.check else "")
+    ]
+    out += [f"  - {markdown_text(line.place)}: {markdown_code(line.code)}" for line in h.lines]
+    if h.verified:
+        out.append(f"  - {markdown_text(h.verified)}")
+    if h.cannot_tell:
+        out.append(f"  - {markdown_text(h.cannot_tell)}" + ("; the choices:" if h.choices else ""))
+    for c in h.choices:
+        out.append(f"  - {'' if h.cannot_tell else 'or: '}{markdown_text(c.hint)}")
+        out += [f"    - {markdown_text(line.place)}: {markdown_code(line.code)}" for line in c.lines]
+    return out
 
 
 def _entry_text(entry: EntryWords, full: bool) -> list[str]:
@@ -120,12 +140,8 @@ def _markdown(e: ExplanationWords) -> str:
             for other in f.entries[1:]:
                 out.append(f"- {markdown_code(other.compile_id)}: {markdown_text('; '.join(other.differs)) or 'same guards'}")
         out += [f"- recompiled: {markdown_text(c)}" for c in f.causes]
-        out += [
-            f"- **{markdown_text(h.kind)}** ({markdown_text(h.cause)}): {markdown_text(h.hint)}"
-            + (f" (check: {markdown_code(h.check)})" if h.check else "")
-            + (f"\n  - {markdown_text(h.verified)}" if h.verified else "")
-            for h in f.hints
-        ]
+        for h in f.hints:
+            out += _hint_markdown(h)
     out += ["", f"> {markdown_text(e.note)}"]
     return "\n".join(out) + "\n"
 

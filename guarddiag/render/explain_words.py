@@ -16,6 +16,7 @@ from guarddiag.explain.model import (
     SCHEMA,
     CacheEntry,
     CallablesObject,
+    CodeLine,
     ContentObject,
     Explanation,
     FamilyObject,
@@ -24,11 +25,12 @@ from guarddiag.explain.model import (
     FunctionExplanation,
     GuardedObject,
     IdentityObject,
+    SizeGuard,
     TensorObject,
     TypeObject,
     ValueObject,
 )
-from guarddiag.render.explain_hints import hint_cause, hint_text
+from guarddiag.render.explain_hints import choice_text, hint_cause, hint_text, line_where, unknown_text
 from guarddiag.render.explain_rows import ObjectWords, folded_words
 from guarddiag.render.flips import check_sentence
 from guarddiag.verdicts import NO_EFFECT
@@ -52,14 +54,47 @@ class EntryWords:
 
 
 @dataclass(frozen=True)
+class LineWords:
+    """A line to write: its code, where it goes (an id of explain.model.WHERE, and what to do in words), the
+    user's function whose calls it goes at, the parameter it acts on, the user's line a moved statement
+    comes from, and the config setting and value it sets."""
+
+    code: str
+    where: str
+    place: str
+    function: str = ""
+    target: str = ""
+    at: str = ""
+    setting: str = ""
+    value: str = ""
+
+
+@dataclass(frozen=True)
+class ChoiceWords:
+    """Another answer to the same causes: its hint id, its advice and its lines."""
+
+    id: str
+    hint: str
+    lines: tuple[LineWords, ...] = ()
+
+
+@dataclass(frozen=True)
 class HintWords:
-    """A fix hint: the causes it is for, the advice, the command that checks it, "fix" or "note"."""
+    """A fix hint: the causes it is for, the advice, the command that checks it, "fix" or "note"; as values,
+    its id, its object, the lines to write, the choices, and what guarddiag cannot tell (``unknown``: an id
+    of explain.hints.UNKNOWNS, ``cannot_tell`` its words)."""
 
     cause: str
     count: int
     hint: str
     check: str = ""
     kind: str = "fix"
+    id: str = ""
+    subject: str = ""
+    lines: tuple[LineWords, ...] = ()
+    choices: tuple[ChoiceWords, ...] = ()
+    unknown: str = ""
+    cannot_tell: str = ""
     # Where a config hint stands for the script (render/flips.check_sentence): verified, or not with the command.
     verified: str = ""
 
@@ -109,14 +144,45 @@ def _function(f: FunctionExplanation, said: dict[int, ObjectWords]) -> FunctionW
             words = EntryWords(words.compile_id, words.objects, words.ambient, differs, words.folded)
         entries.append(words)
     causes = tuple(f"{c.count}x {c.category}: {c.subject}" for c in f.causes)
-    hints = tuple(_hint(h) for h in f.hints)
+    hints = tuple(hint_words(h, f.name) for h in f.hints)
     return FunctionWords(f.label, f.name, f.file, f.line, f.compiles, f.recompiles, tuple(entries), causes, hints, f.no_code)
 
 
-def _hint(h: FixHint) -> HintWords:
-    """A hint in words, with where it stands for the script; a config hint a compare showed to do nothing
+def hint_words(h: FixHint, function: str) -> HintWords:
+    """A hint's facts and their words; ``function``: the compiled function its per-call lines are about."""
+
+    def lines(found: tuple[CodeLine, ...]) -> tuple[LineWords, ...]:
+        return tuple(
+            LineWords(x.code, x.where, line_where(x, function), x.function or function, x.target, x.at, x.setting, x.value) for x in found
+        )
+
+    choices = tuple(ChoiceWords(c.hint, choice_text(c, h.subject, h.literal), lines(c.lines)) for c in h.choices)
+    words = HintWords(
+        hint_cause(h), h.count, hint_text(h), h.check, h.kind, h.hint, h.subject, lines(h.lines), choices, h.unknown, unknown_text(h)
+    )
+    return _verified(words, h)
+
+
+def hint_details(h: HintWords) -> list[str]:
+    """What a hint says under its advice, indented from it: each line to write and where, the command that
+    checks it or where it stands for the script, what guarddiag cannot tell, and the choices with their lines
+    (explain's text and run's report alike)."""
+    out = [f"    {line.place}: {line.code}" for line in h.lines]
+    if h.check:
+        out.append(f"    check: {h.check}")
+    if h.verified:
+        out.append(f"    {h.verified}")
+    if h.cannot_tell:
+        out.append(f"    {h.cannot_tell}; the choices:" if h.choices else f"    {h.cannot_tell}")
+    for c in h.choices:
+        out.append(f"    {'' if h.cannot_tell else 'or: '}{c.hint}")
+        out += [f"      {line.place}: {line.code}" for line in c.lines]
+    return out
+
+
+def _verified(words: HintWords, h: FixHint) -> HintWords:
+    """A hint in words with where it stands for the script; a config hint a compare showed to do nothing
     is said as such (kind "tried"), not as a fix."""
-    words = HintWords(hint_cause(h), h.count, hint_text(h), h.check, h.kind)
     check = h.verification
     if check is None:
         return words
@@ -216,10 +282,10 @@ def _tensor(o: TensorObject) -> ObjectWords:
     name, sizes = o.name, o.sizes
     shown = "[" + ", ".join("*" if s == "None" else s for s in sizes) + "]"
     detail = f"tensor {o.dtype} {shown} requires_grad={o.requires_grad}"
-    ranges = [_range(lo, hi) for _, lo, hi in o.ranges]
-    dynamic = [d for d, _, _ in o.ranges]
+    dynamic = [i for i, s in enumerate(sizes) if s == "None"]
     if dynamic:
-        detail += "; dynamic dim " + ", ".join(f"{d} ({r})" for d, r in zip(dynamic, ranges, strict=True))
+        guards = ", ".join(f"`{g.condition}`" for g in o.size_guards)
+        detail += f"; dynamic dim {', '.join(map(str, dynamic))}" + (f" (size guards: {guards})" if guards else "")
     recompile = [f"another dtype, device or requires_grad for `{name}` recompiles"]
     static = [str(i) for i, s in enumerate(sizes) if s != "None"]
     if static:
@@ -228,14 +294,42 @@ def _tensor(o: TensorObject) -> ObjectWords:
     elif not sizes:
         recompile.append(f"a `{name}` with dimensions (not 0-d) recompiles")
     ok = [f"new values in `{name}`: no recompile, only its metadata is checked"]
-    if dynamic:
-        ok.append(f"another size of `{name}` at dim {', '.join(map(str, dynamic))}: no recompile, dynamic ({'; '.join(ranges)})")
-        recompile.extend(f"breaking `{left} == {right}` recompiles" for left, right in o.relations)
+    layout = any(g.form == "layout" for g in o.size_guards)
+    for d in dynamic:
+        said = _dynamic_dim(name, d, [g for g in o.size_guards if d in g.dims and g.form != "layout"])
+        ok.append(said + (", with the same memory layout (its stride guards below)" if layout else ""))
+    # Every guard that a size could break, once: a remainder, a bound, a relation with another input.
+    recompile += [_breaking(g) for g in o.size_guards if g.form != "size_0_1"]
     return ObjectWords(_label(o), o.how, detail, tuple(recompile), tuple(ok), sources=o.sources, pinned=o.pinned)
 
 
-def _range(lo: str, hi: str) -> str:
-    return f"size >= {lo}" + (f" and <= {hi}" if hi else "") + (", sizes 0 and 1 get their own entry" if lo == "2" else "")
+def _dynamic_dim(name: str, dim: int, guards: list[SizeGuard]) -> str:
+    """Which other sizes at a dynamic dim reuse the entry: those that keep every size guard on it (torch checks
+    each); with none but 0/1 specialization's, any size from 2 up."""
+    kept = [g for g in guards if g.form != "size_0_1"]
+    if not kept:
+        return f"another size of `{name}` at dim {dim}: no recompile, dynamic (size >= 2, sizes 0 and 1 get their own entry)"
+    conditions = " and ".join(f"`{g.condition}`" for g in guards)
+    return f"another size of `{name}` at dim {dim} that keeps {conditions}: no recompile (a size that breaks one recompiles)"
+
+
+_BREAKING = {
+    "divisibility": "a branch on a remainder",
+    "range": "a size range",
+    "lower_bound": "a lower bound",
+    "upper_bound": "an upper bound",
+    "specialized": "a size specialized to one value",
+    "excluded": "a size value left out",
+    "layout": "the memory layout: a transposed or sliced view breaks it",
+    "relation": "a relation between sizes",
+    "expression": "a size expression",
+}
+
+
+def _breaking(g: SizeGuard) -> str:
+    """``breaking `x.size(1) % 8 == 0` recompiles (a branch on a remainder, at model.py:5 in pad)``."""
+    where = f", at {g.location}" if g.location else f", added by torch at {g.origin}" if g.origin else ", at a line torch does not name"
+    return f"breaking `{g.condition}` recompiles ({_BREAKING.get(g.form, g.form)}{where})"
 
 
 def _value(o: ValueObject) -> ObjectWords:

@@ -162,18 +162,22 @@ def check_sentence(check: HintCheck) -> str:
     return f"not verified: {check.command} measures it"
 
 
-def advice_lines(a: CauseAdvice) -> list[str]:
-    """Under a cause group of a run report: its fix hint and where it stands for this script, and the
-    flips a compare of it measured working. A config hint a compare showed to do nothing is not a fix."""
+def advice_lines(a: CauseAdvice, function: str = "") -> list[str]:
+    """Under a cause group of a run report: its fix hint as explain gives it (the lines to write, the choices,
+    what guarddiag cannot tell) and where it stands for this script, and the flips a compare of it measured
+    working. A config hint a compare showed to do nothing is not a fix. ``function``: the compiled function
+    its per-call lines are about."""
+    from guarddiag.render.explain_words import hint_details, hint_words  # explain's words import this module
+
     out = []
     check = a.check
     if a.hint is not None and check is not None and check.status == NO_EFFECT:
         out.append(check_sentence(check))
     elif a.hint is not None:
-        out.append(f"{a.hint.kind}: {hint_text(a.hint)}")
-        if check is not None:
-            out.append(f"  {check_sentence(check)}")
-        elif a.hint.kind == "fix":
+        words = dataclasses.replace(hint_words(a.hint, function), check="", verified=check_sentence(check) if check else "")
+        out.append(f"{words.kind}: {words.hint}")
+        out += [line[2:] for line in hint_details(words)]
+        if check is None and words.kind == "fix":
             out.append(f"  {_CODE_CHANGE}")
     for o in a.found:
         out.append(f"compare measured {flip_label(o)}: {outcome_sentence(o, times=False)}")

@@ -5,7 +5,8 @@ JSON/YAML schema versions (``schema`` key):
   function) and ``findings[]`` (facts, plus the ``message`` and ``details`` the table shows).
   Added since, optional for readers: ``settings_file`` (the settings file in force, null: none found)
   and ``torch`` (``{baseline, now}``, null unless a count moved against a baseline of another or an
-  unknown torch; each null when not known).
+  unknown torch; each null when not known); per row ``refused_calls`` and ``refused_calls_baseline``
+  (calls a compiler stance refused to recompile), and the finding kind ``refused``.
 """
 
 from __future__ import annotations
@@ -18,19 +19,37 @@ from tabulate import tabulate
 
 from guarddiag.divergence import divergence_to_dict
 from guarddiag.gate import Finding, GateResult, TorchChange
-from guarddiag.model import uncounted
+from guarddiag.model import Run, uncounted, uncounted_stances
 from guarddiag.render import escape
 from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
 from guarddiag.render.job import logs_at
-from guarddiag.render.summary import cause_group_line, cause_groups
-from guarddiag.render.words import capture_gap, function_label, limit_sentence, script_outcome, unobserved_sentence
+from guarddiag.render.summary import cause_group_line, cause_groups, refusal_group_line, refusal_groups
+from guarddiag.render.words import (
+    capture_gap,
+    function_label,
+    limit_sentence,
+    place_label,
+    script_outcome,
+    uncounted_stance_sentence,
+    unobserved_sentence,
+)
 
 CHECK_SCHEMA = "guarddiag.check/1"
 _HEADERS = ["script", "function", "baseline", "now", "allowed", "limit hits", "status"]
 
 
+def _headers(result: GateResult) -> list[str]:
+    """The table's columns; ``refused`` only where a function's calls were refused (now or in the baseline)."""
+    return _HEADERS[:-1] + (["refused"] if _any_refused(result) else []) + _HEADERS[-1:]
+
+
+def _any_refused(result: GateResult) -> bool:
+    return any(r.refused or r.refused_before for r in result.rows)
+
+
 def _rows(result: GateResult) -> list[list[object]]:
+    refused = _any_refused(result)
     return [
         [
             r.script,
@@ -39,6 +58,7 @@ def _rows(result: GateResult) -> list[list[object]]:
             r.after,
             "-" if r.allowed is None else r.allowed,
             _limit_cell(r.limit_hits_before, r.limit_hits),
+            *([_limit_cell(r.refused_before, r.refused)] if refused else []),
             r.status,
         ]
         for r in result.rows
@@ -46,7 +66,7 @@ def _rows(result: GateResult) -> list[list[object]]:
 
 
 def _limit_cell(before: int | None, now: int) -> str:
-    """Limit hits, baseline -> now, where there are any."""
+    """Limit hits (or refused calls), baseline -> now, where there are any."""
     if not now and not before:
         return ""
     return f"{'-' if before is None else before} -> {now}"
@@ -89,12 +109,12 @@ def finding_message(f: Finding) -> str:
     """The finding in one line: ``forward (model.py:30): 7 recompiles, 2 over the 5 allowed (baseline 5)``."""
     if f.kind == "script_failed":
         assert f.run is not None, "a script_failed finding carries its run"
-        why = script_outcome(f.run) if f.run.status != "ok" else capture_gap(f.run) or unobserved_sentence(uncounted(f.run)[0])
+        why = script_outcome(f.run) if f.run.status != "ok" else capture_gap(f.run) or _too_low(f.run)
         log = f"; {logs_at(f.run)}" if f.run.log_path else ""
         return f"{f.script}: {why}; not compared with the baseline{log}"
     if f.function is None:
         if f.kind == "gone" and f.name:
-            return f"{f.name} ({f.file}:{f.line}): in the baseline, not compiled in this run"
+            return f"{place_label(f.name, f.file, f.line)}: in the baseline, not compiled in this run"
         return f"{f.script}: not in the baseline; `--update` adds it"
     label, recompiles = function_label(f.function), f.function.recompiles
     if f.kind == "regression":
@@ -105,6 +125,14 @@ def finding_message(f: Finding) -> str:
         return f"{label}: {recompiles} recompiles, down from {f.baseline}; record it with `guarddiag check --update`"
     if f.kind == "limit_hit":
         return f"{label}: {limit_sentence(f.function.limit_hits[0])}"
+    if f.kind == "refused":
+        assert f.allowed is not None, "refused calls are measured against what is allowed"
+        calls = f.function.refused_calls
+        was = f"baseline {f.baseline}" if f.baseline is not None else "not in the baseline"
+        return (
+            f"{label}: {calls} call{'s' if calls != 1 else ''} a compiler stance refused to recompile, "
+            f"{calls - f.allowed} over the {f.allowed} allowed ({was}); those calls ran without compiled code"
+        )
     if f.kind == "new_cause":
         return f"{label}: recompiles for a cause the baseline did not have: {', '.join(f.categories)}"
     if f.kind == "rank_divergence":
@@ -114,8 +142,17 @@ def finding_message(f: Finding) -> str:
     raise ValueError(f"unknown finding kind {f.kind!r}")
 
 
+def _too_low(run: Run) -> str:
+    """Why a run that finished has counts too low to compare: a process not observed, a stance not counted."""
+    missed = uncounted(run)
+    return unobserved_sentence(missed[0]) if missed else uncounted_stance_sentence(uncounted_stances(run)[0], run.torch_version)
+
+
 def finding_details(f: Finding) -> list[str]:
-    """The recompile causes behind a failing finding (for ``new_cause``: only the new categories)."""
+    """The recompile causes behind a failing finding (for ``new_cause``: only the new categories; for
+    ``refused``: the causes of the refused calls)."""
+    if f.function is not None and f.kind == "refused":
+        return [refusal_group_line(g) for g in refusal_groups(f.function)]
     if f.function is None or f.kind not in ("regression", "limit_hit", "new_cause"):
         return []
     groups = cause_groups(f.function)
@@ -131,7 +168,7 @@ def _finding_lines(f: Finding) -> list[str]:
 def render_text(result: GateResult) -> str:
     """The terminal report: a table of every checked function, then what failed and what improved."""
     result = escape.visible_values(result)
-    out = [tabulate(_rows(result), headers=_HEADERS)] if result.rows else ["no compiled functions"]
+    out = [tabulate(_rows(result), headers=_headers(result))] if result.rows else ["no compiled functions"]
     for f in result.findings:
         if f.kind != "gone":
             out += [""] + _finding_lines(f)
@@ -169,6 +206,8 @@ def check_to_dict(result: GateResult) -> dict[str, object]:
                 "allowed": r.allowed,
                 "limit_hits_baseline": r.limit_hits_before,
                 "limit_hits": r.limit_hits,
+                "refused_calls_baseline": r.refused_before,
+                "refused_calls": r.refused,
                 "status": r.status,
             }
             for r in result.rows
@@ -204,7 +243,7 @@ def render_markdown(result: GateResult) -> str:
     if result.rows:
         code = escape.markdown_code
         rows = [[code(str(script), table=True), code(str(label), table=True), *rest] for script, label, *rest in _rows(result)]
-        out.append(tabulate(rows, headers=_HEADERS, tablefmt="github"))
+        out.append(tabulate(rows, headers=_headers(result), tablefmt="github"))
     for f in result.findings:
         details = [f"  - {escape.markdown_text(d)}" for d in finding_details(f)]
         out += ["", f"- **{f.kind}** {escape.markdown_text(finding_message(f))}", *details]

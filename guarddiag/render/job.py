@@ -7,6 +7,7 @@ import os
 
 from guarddiag.ids import rank_of
 from guarddiag.model import Job, JobProcess, Run
+from guarddiag.render.words import function_label
 
 __all__ = ["job_notes", "log_line", "logs_at", "process_headers", "process_rows"]
 
@@ -40,7 +41,7 @@ def job_notes(run: Run) -> list[str]:
             shown = ", ".join(f"{r.label}: {r.torch_version or 'unknown'}" for r in job.records)
             notes.append(f"the records come from different torch versions: {shown}")
     if run.source == "parse" and (job is None or job.read_as == "pieces"):
-        unranked = sorted({f.name for f in run.functions if not f.rank})
+        unranked = sorted({function_label(f, process=False) for f in run.functions if not f.rank and f.name})
         if unranked and any(rank_of(f.rank) is not None for f in run.functions):
             notes.append(
                 f"{', '.join(unranked)} compiled without a [rankN]: prefix (before init_process_group): their lines may come "

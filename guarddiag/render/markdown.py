@@ -13,14 +13,18 @@ from guarddiag.render.job import job_notes, process_headers, process_rows
 from guarddiag.render.summary import (
     advice_notes,
     budget_lines,
+    cause_group_words,
     cause_groups,
     compiles_cell,
     failed_sentence,
+    graph_break_lines,
     group_advice_lines,
     headline,
     limit_sentence,
     near_limit_lines,
     parse_note,
+    refusal_group_line,
+    refusal_groups,
     run_notes,
     wants_details,
 )
@@ -47,7 +51,8 @@ def render(run: Run, advice: RunAdvice | None = None) -> str:
     timed = any(f.compile_s is not None for f in run.functions)
     shown = shown_functions(run)
     rows = [[markdown_code(s.label, table=True), *_counts(run, s.function)] + ([_seconds(s)] if timed else []) for s in shown]
-    headers = ["function", "compiles", "recompiles", "limit hit", "graph breaks"] + (["compile s"] if timed else [])
+    refused = ["refused"] if run.stances else []
+    headers = ["function", "compiles", "recompiles", "limit hit", *refused, "graph breaks"] + (["compile s"] if timed else [])
     if run.job is not None and run.job.processes:
         processes = [[_cell(v) for v in row] for row in process_rows(run)]
         out += [tabulate(processes, headers=process_headers(run.job), tablefmt="github"), ""]
@@ -58,10 +63,12 @@ def render(run: Run, advice: RunAdvice | None = None) -> str:
             out += ["", f"### {markdown_code(s.label)}" + (" (each)" if s.folded else ""), ""]
             advised = advice.of(f) if advice is not None else None
             for g in cause_groups(f):
-                out.append(f"- {g.count}x **{markdown_text(g.category)}**: {markdown_text(g.subject)}")
+                out.append(f"- {g.count}x **{markdown_text(g.category)}**: {markdown_text(cause_group_words(g))}")
                 out += [_advice_item(line) for line in group_advice_lines(advised, g.category, g.subject)]
             out += [f"- {markdown_text(failed_sentence(c))}" for c in f.failed_compiles]
             out += [f"- {markdown_text(limit_sentence(hit))}" for hit in f.limit_hits]
+            out += [f"- {markdown_text(line)}" for line in graph_break_lines(f)]
+            out += [f"- {markdown_text(refusal_group_line(r))}" for r in refusal_groups(f)]
             out += [f"- {markdown_text(line)}" for line in (near_limit_lines(run, f) if s.folded else budget_lines(run, f))]
     divergence = [markdown_text(line) for line in headline_lines(run)]
     if divergence:
@@ -84,7 +91,8 @@ def _cell(value: object) -> object:
 
 
 def _counts(run: Run, f: FunctionSummary) -> list[object]:
-    return [compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks)]
+    refused = [f.refused_calls] if run.stances else []
+    return [compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", *refused, len(f.graph_breaks)]
 
 
 def _seconds(s: Shown) -> str:

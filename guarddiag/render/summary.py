@@ -6,19 +6,27 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from guarddiag.guardexpr import readable_source
 from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
-from guarddiag.model import FunctionSummary, LateHook, Run, uncounted
+from guarddiag.model import Cause, DictKeys, FunctionSummary, LateHook, Run, uncounted, uncounted_stances
+from guarddiag.places import location_file
 from guarddiag.render.words import (
     capture_gap,
+    cause_words,
     compile_time_sentence,
     failed_sentence,
     function_label,
+    keys_sentence,
     limit_sentence,
     near_limit_sentence,
+    parsed_stance_sentence,
+    refused_words,
     script_outcome,
+    short_path,
+    source_label,
+    uncounted_stance_sentence,
     unobserved_sentence,
+    wrapper_label,
 )
 
 if TYPE_CHECKING:
@@ -26,20 +34,25 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CauseGroup",
+    "RefusalGroup",
     "advice_notes",
     "budget_lines",
     "cause_group_line",
+    "cause_group_words",
     "cause_groups",
     "compiles_cell",
     "failed_sentence",
     "function_detail_lines",
     "function_label",
+    "graph_break_lines",
     "group_advice_lines",
     "headline",
     "late_hook_sentence",
     "limit_sentence",
     "near_limit_lines",
     "parse_note",
+    "refusal_group_line",
+    "refusal_groups",
     "run_notes",
     "wants_details",
 ]
@@ -59,9 +72,12 @@ def headline(run: Run) -> str:
     quiet = len(ranks - set(processes))
     where = f" in {len(processes)} process{'es' if len(processes) != 1 else ''}" if len(processes) > 1 or len(ranks) > 1 else ""
     where += f" ({len(ranks)} ranks{f', {quiet} showing no compile' if quiet else ''})" if len(ranks) > 1 else ""
+    # Only a run whose script used a stance that refuses to recompile counts the calls it refused.
+    refused = f", {run.refused_calls} calls refused by a compiler stance" if run.stances else ""
+    refused += " (not all countable: see the warning)" if uncounted_stances(run) else ""
     return (
         f"{len(run.functions)} compiled functions{where}, {run.compiles} compiles, {run.recompiles} recompiles, "
-        f"{run.limit_hits} recompile-limit hits, {run.graph_breaks} graph breaks ({torch})"
+        f"{run.limit_hits} recompile-limit hits{refused}, {run.graph_breaks} graph breaks ({torch})"
     )
 
 
@@ -86,6 +102,9 @@ def run_notes(run: Run) -> list[tuple[str, str]]:
             notes.append(("note", "the script ran guarddiag itself: that run's compiles are in its own record, not in this one"))
         elif u in uncounted(run):  # one that never loaded torch compiled nothing: the record names it
             notes.append(("warning", unobserved_sentence(u)))
+    notes += [("warning", uncounted_stance_sentence(u, run.torch_version)) for u in uncounted_stances(run)]
+    if run.source == "parse" and run.stances:
+        notes.append(("note", parsed_stance_sentence()))
     notes += [("warning", late_hook_sentence(run, h)) for h in run.late_hooks if _missed(h)]
     notes += [("note", n) for n in run.flag_notes]
     return notes
@@ -159,7 +178,7 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None, advice: Fu
     out = []
     if len(f.compiled_for) > 1:
         out.append(
-            f"  one code object ({f.name}) for {len(f.compiled_for)} callables: they share one cache and one recompile limit, "
+            f"  one code object for {len(f.compiled_for)} callables, {wrapper_label(f)}: they share one cache and one recompile limit, "
             "so each one's variants count against the others"
         )
     if f.code_objects > 1:
@@ -171,8 +190,13 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None, advice: Fu
         unlogged = f" ({g.unlogged} not logged by torch, inferred from guard listings)" if g.unlogged else ""
         out.append(f"  {cause_group_line(g)}{unlogged}")
         out.append(f"      e.g. {g.example[:160]}")
+        out += [f"      keys: {keys_sentence(k)[:240]}" for k in g.keys[:4]]
         if g.where:
             out.append(f"      at {g.where[:160]}")
+        elif g.inner:
+            out.append(f"      at {g.inner[:160]} {INNER_LINE}")
+        elif g.cause.shape:
+            out.append("      at a line torch does not name (the guard's comment names no user code)")
         if g.also:
             shown = "; ".join(g.also[:4]) + (f"; and {len(g.also) - 4} more" if len(g.also) > 4 else "")
             out.append(f"      also changed since that cache entry: {shown}")
@@ -186,6 +210,12 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None, advice: Fu
     for a in advice.causes if advice is not None else ():
         if (a.category, a.subject) not in grouped:
             out += [f"      {line}" for line in group_advice_lines(advice, a.category, a.subject)]
+    out += [f"  {line}" for line in graph_break_lines(f)]
+    for r in refusal_groups(f):
+        out.append(f"  {refusal_group_line(r)}")
+        out.append(f"      e.g. {r.example[:160]}")
+        if r.where:
+            out.append(f"      at {r.where[:160]}")
     out += [f"  {line}" for line in budget_lines(run, f)] if run is not None else []
     return out
 
@@ -197,7 +227,7 @@ def group_advice_lines(advice: FunctionAdvice | None, category: str, subject: st
         return []
     from guarddiag.render.flips import advice_lines  # only a run's report advises: parse and the watch start without it
 
-    return advice_lines(found)
+    return advice_lines(found, advice.function.name if advice is not None else "")
 
 
 def advice_notes(advice: RunAdvice | None) -> list[str]:
@@ -208,6 +238,21 @@ def advice_notes(advice: RunAdvice | None) -> list[str]:
 
     note = advice_note(advice)
     return [note] if note else []
+
+
+def graph_break_lines(f: FunctionSummary) -> list[str]:
+    """``graph break at model.py:31 in 2 compiles: Failed to trace builtin operator: ...``: each place a
+    function broke its graph, with torch's reason and how many of its compiles broke there (torch
+    counts one graph break per compile that breaks)."""
+    places: dict[tuple[str, str], int] = {}
+    for g in f.graph_breaks:
+        places[g.location, g.reason] = places.get((g.location, g.reason), 0) + 1
+    out = []
+    for (location, reason), n in places.items():
+        where = f" at {short_path(location)}" if location else ""
+        why = f": {reason[:200]}" if reason else " (torch's reason is not in the log)"
+        out.append(f"graph break{where} in {n} compile{'s' if n != 1 else ''}{why}")
+    return out
 
 
 def budget_lines(run: Run, f: FunctionSummary) -> list[str]:
@@ -223,14 +268,15 @@ def near_limit_lines(run: Run, f: FunctionSummary) -> list[str]:
 
 
 def dynamic_dims_sentence(f: FunctionSummary) -> str:
-    """``dynamic after the run: `x` dim 0, `t` (its value) ...``: the recompiles on those sizes and values are over."""
-    shown = ", ".join(f"`{readable_source(d.source)}` {_dynamic_part(d.dims)}" for d in f.dynamic_dims[:6])
+    """``dynamic after the run: `x` dim 0, `t` (its value) ...``: other sizes and values there reuse an entry while its guards hold."""
+    shown = ", ".join(f"`{source_label(f, d.source)}` {_dynamic_part(d.dims)}" for d in f.dynamic_dims[:6])
     more = f" and {len(f.dynamic_dims) - 6} more" if len(f.dynamic_dims) > 6 else ""
     kinds = {"sizes" if d.dims else "values" for d in f.dynamic_dims}
     specialized = "; sizes 0 and 1 are still specialized" if "sizes" in kinds else ""
+    # Not "no more recompiles": a dynamic entry holds only while its size guards do (a remainder, a bound, a relation).
     return (
         f"dynamic after the run: {shown}{more} (a compile in the cache is dynamic there: other {' and '.join(sorted(kinds))} "
-        f"reuse it, so no more recompiles are expected on them{specialized})"
+        f"reuse it while its guards hold, which `guarddiag explain` lists{specialized})"
     )
 
 
@@ -241,12 +287,13 @@ def _dynamic_part(dims: tuple[int, ...]) -> str:
 
 def wants_details(f: FunctionSummary) -> bool:
     """Whether a function gets a section of its own under the table."""
-    return bool(f.recompiles or f.limit_hit or f.failed_compiles)
+    return bool(f.recompiles or f.limit_hit or f.failed_compiles or f.refusals or f.graph_breaks)
 
 
 @dataclass(frozen=True)
 class CauseGroup:
-    """Recompiles of one function that share a category and subject."""
+    """Recompiles of one function that share a category and subject (a symbolic-size guard's subject is its
+    condition: each distinct one is its own group)."""
 
     category: str
     subject: str
@@ -257,6 +304,11 @@ class CauseGroup:
     also: tuple[str, ...] = ()
     # The user's line behind the example's guard: ``model.py:21 in forward: return x / self.t``.
     where: str = ""
+    # Where the user's line is not in the log: the innermost line torch names, torch's or a library's.
+    inner: str = ""
+    # The first recompile's decisive cause (its shape form and condition), and each distinct change of a dict's keys.
+    cause: Cause = Cause("other", "", "", "", "")
+    keys: tuple[DictKeys, ...] = ()
 
 
 def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
@@ -265,17 +317,74 @@ def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
     counts: dict[tuple[str, str], list] = {}
     for event in f.recompile_events:
         cause = event.causes[0]
-        where = f"{cause.location}: {cause.code}" if cause.location and cause.code else cause.location
-        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where])
+        where = _line(cause.location, cause.code)
+        inner = _line(cause.inner_location, cause.inner_code)
+        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where, inner, cause, {}])
+        # The user's line when any recompile of the group shows it (torch 2.4 comments a later one in Dynamo's code).
+        entry[4] = entry[4] or where
         entry[0] += 1
         entry[1] += 0 if event.logged else 1
         entry[3].update(dict.fromkeys(f"{c.category}: {c.subject}" for c in event.also))
+        if cause.keys is not None:
+            entry[7][cause.keys] = None
     groups = [
-        CauseGroup(cat, subj, n, unlogged, ex, tuple(also), where) for (cat, subj), (n, unlogged, ex, also, where) in counts.items()
+        CauseGroup(cat, subj, n, unlogged, ex, tuple(also), where, inner, first, tuple(keys))
+        for (cat, subj), (n, unlogged, ex, also, where, inner, first, keys) in counts.items()
     ]
     return sorted(groups, key=lambda g: -g.count)
 
 
+def _line(location: str, code: str) -> str:
+    """``model.py:21 in forward: return x / self.t``; a full path (torch's user stack prints them) shortened
+    as a function's label shortens it, a path torch shortened as it is."""
+    file = location_file(location)
+    if os.path.isabs(file) or file[1:3] in (":\\", ":/"):
+        location = short_path(file) + location[len(file) :]
+    return f"{location}: {code}" if location and code else location
+
+
+# Said after a line that is torch's or a library's: the guard is real, the user's line is not known.
+INNER_LINE = "(torch's or a library's code: the log does not show the line of yours that led there)"
+
+
+def cause_group_words(g: CauseGroup) -> str:
+    """What a group's recompiles are about (:func:`guarddiag.render.words.cause_words` of its cause)."""
+    return cause_words(g.cause) if g.cause.shape else g.subject
+
+
 def cause_group_line(g: CauseGroup) -> str:
     """``5x value: value of `self.layer_idx` on argument `self```."""
-    return f"{g.count}x {g.category}: {g.subject}"
+    return f"{g.count}x {g.category}: {cause_group_words(g)}"
+
+
+@dataclass(frozen=True)
+class RefusalGroup:
+    """Calls of one function a stance refused for one cause: its stance, the cause's category and
+    subject (``""``: torch gave no reason), how many calls, an example reason and the user's line."""
+
+    stance: str
+    category: str
+    subject: str
+    calls: int
+    example: str
+    where: str = ""
+
+
+def refusal_groups(f: FunctionSummary) -> list[RefusalGroup]:
+    """A function's refused calls grouped by stance and cause, the most calls first."""
+    groups: dict[tuple[str, str, str], list] = {}
+    for r in f.refusals:
+        c = r.cause
+        key = (r.stance, c.category, c.subject) if c is not None else (r.stance, "", "")
+        where = _line(c.location, c.code) if c is not None else ""
+        entry = groups.setdefault(key, [0, c.text.split(" # ")[0] if c is not None else "", where])
+        entry[0] += r.calls
+    found = [RefusalGroup(stance, cat, subj, n, ex, where) for (stance, cat, subj), (n, ex, where) in groups.items()]
+    return sorted(found, key=lambda g: -g.calls)
+
+
+def refusal_group_line(g: RefusalGroup) -> str:
+    """``5 calls ran eagerly instead of recompiling (stance eager_on_recompile): tensor: size of ...``."""
+    calls = f"{g.calls} call{'s' if g.calls != 1 else ''} {refused_words(g.stance)}"
+    why = f"{g.category}: {g.subject}" if g.subject else "torch gives no reason for them on this version"
+    return f"{calls}: {why}"

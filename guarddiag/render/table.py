@@ -40,7 +40,9 @@ def render(run: Run, advice: RunAdvice | None = None) -> str:
     shown = shown_functions(run)
     rows = [_row(run, s.label, s.function) for s in shown]
     if rows:
-        out += ["", simple_table(rows, ["function", "compiles", "recompiles", "limit hit", "graph breaks"])]
+        # A run whose script used a stance that refuses to recompile shows the calls it refused.
+        refused = ["refused"] if run.stances else []
+        out += ["", simple_table(rows, ["function", "compiles", "recompiles", "limit hit", *refused, "graph breaks"])]
     for s in shown:
         f = s.function
         if not wants_details(f):
@@ -65,4 +67,5 @@ def render(run: Run, advice: RunAdvice | None = None) -> str:
 
 
 def _row(run: Run, label: str, f: FunctionSummary) -> list[object]:
-    return [label, compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", len(f.graph_breaks) or ""]
+    refused = [f.refused_calls or ""] if run.stances else []
+    return [label, compiles_cell(run, f), f.recompiles, "yes" if f.limit_hit else "", *refused, len(f.graph_breaks) or ""]

@@ -3,13 +3,33 @@ compile, a log that lost lines. The data layer holds the facts; these are the on
 
 from __future__ import annotations
 
+from guarddiag.guardexpr import readable_source
 from guarddiag.limits import LimitBudget
-from guarddiag.model import CompiledFor, FailedCompile, FunctionSummary, LimitHit, Run, Unobserved, compile_gaps
+from guarddiag.model import (
+    Cause,
+    CompiledFor,
+    DictKeys,
+    FailedCompile,
+    FunctionSummary,
+    LimitHit,
+    Resume,
+    Run,
+    StanceUse,
+    Unobserved,
+    compile_gaps,
+)
+from guarddiag.resume import resume_of, slot_index, slot_name
+from guarddiag.wrapped import torch_wrapper
 
 _OUTCOMES = {
     "eager": "torch runs it without compiling from here on",
     "raised": "the call raised FailOnRecompileLimitHit (fail_on_recompile_limit_hit or fullgraph=True)",
     "compiled_again": "torch compiled it again later (the limit was raised, its cache reset, or another isolated region)",
+}
+# What a compiler stance did with a call it refused to recompile (Refusal.stance).
+_REFUSED = {
+    "eager_on_recompile": "ran eagerly instead of recompiling (stance eager_on_recompile)",
+    "fail_on_recompile": "raised RuntimeError instead of recompiling (stance fail_on_recompile)",
 }
 _FAILED = {
     "error": "failed",
@@ -20,19 +40,51 @@ _ENDED = {"timeout": "timed out", "killed": "was killed", "interrupted": "was in
 
 
 def function_label(f: FunctionSummary, process: bool = True) -> str:
-    """``forward (model.py:12) [rank1]``, or the frame id when the log never named the frame;
-    ``process=False`` leaves out the process (a sentence that names the ranks itself)."""
+    """The one name of a function in every report: ``forward (model.py:12) [rank1]``; a resume function
+    after a graph break by the user's function and the line (``train_step, after the graph break at line 19
+    (train.py)``); a wrapper torch compiles (its ``inner``) by what the user compiled through it
+    (``Sequential (module)``); the frame id when the log never named the frame. ``process=False`` leaves
+    out the process (a sentence that names the ranks itself)."""
     if not f.name:
         return f"<unidentified frame {', '.join(f.frame_ids)}>"
-    where = (f"{short_path(f.file)}:{f.line}" if f.line is not None else short_path(f.file)) if f.file else "?"
-    rank = f.rank
-    label = f"{f.name} ({where})"
-    if f.compiled_for:
-        # torch compiled a wrapper (its `inner`, a library's decorator): name what the user compiled first.
-        label = f"{', '.join(compiled_for_name(c) for c in f.compiled_for)} via {label}"
+    # torch compiled its wrapper (`inner`, a library's decorator): the user knows what they compiled.
+    compiled = ", ".join(compiled_for_name(c) for c in f.compiled_for)
+    label = compiled or place_label(f.name, f.file, f.line, f.resume)
     if f.code_objects > 1:
         label += f" [{f.code_objects} code objects]"
+    rank = f.rank
     return label + (f" [{rank}]" if rank and process else "")
+
+
+def place_label(name: str, file: str, line: int | None, resume: Resume | None = None) -> str:
+    """``forward (model.py:12)``, or for a resume function ``train_step, after the graph break at line 19
+    (train.py)``: a function by name, file and first line (a baseline's entry, which keeps no more)."""
+    resume = resume or resume_of(name, line)
+    if resume is not None:
+        at = f" at line {resume.line}" if resume.line is not None else ""
+        return f"{resume.function}, after the graph break{at} ({short_path(file) if file else '?'})"
+    where = (f"{short_path(file)}:{line}" if line is not None else short_path(file)) if file else "?"
+    return f"{name} ({where})"
+
+
+def source_label(f: FunctionSummary, source: str) -> str:
+    """A guarded object in the user's words: ``m.layer_idx`` for ``L['m'].layer_idx``; a resume function's
+    stack slot by the expression it holds (``self.head(x)`` for ``___stack0``) where the source told it."""
+    readable = readable_source(source)
+    index = slot_index(readable)
+    if index is None or f.resume is None:
+        return readable
+    name = slot_name(index)
+    held = next((s.expression for s in f.resume.slots if s.name == name and s.expression), "")
+    return held + readable[len(name) :] if held else readable
+
+
+def wrapper_label(f: FunctionSummary) -> str:
+    """The code object compiled for a wrapped callable, as torch names it: ``torch's wrapper `inner`
+    (_dynamo/external_utils.py:67)``, a library's ``the wrapper `wrapper` (utils/generic.py:940)``."""
+    whose = "torch's wrapper" if torch_wrapper(f.file) else "the wrapper"
+    where = f"{short_path(f.file)}:{f.line}" if f.line is not None else short_path(f.file)
+    return f"{whose} `{f.name}` ({where})"
 
 
 def compiled_for_name(c: CompiledFor) -> str:
@@ -95,11 +147,54 @@ def _process_words(process: str) -> str:
     return "the script's process" if not process else f"process {process}"
 
 
+# What each form of symbolic-size guard (guardkinds.SHAPE_FORMS) keeps, said before its condition.
+_SHAPE_FORMS = {
+    "divisibility": "a branch on a size's remainder",
+    "size_0_1": "size 0/1 specialization (torch compiles sizes 0 and 1 on their own)",
+    "range": "a size range",
+    "lower_bound": "a lower bound on a size",
+    "upper_bound": "an upper bound on a size",
+    "specialized": "a size specialized to one value",
+    "excluded": "a size value left out",
+    "layout": "a stride (memory layout) guard",
+    "relation": "a relation between sizes",
+    "expression": "a size expression",
+}
+
+
+def cause_words(c: Cause) -> str:
+    """What a cause is about: its subject, or for a symbolic-size guard its form and the condition the
+    entry needs (``a branch on a size's remainder: the entry holds only while `x.size(1) % 8 == 0```)."""
+    if c.shape:
+        return f"{_SHAPE_FORMS.get(c.shape, c.shape)}: the entry holds only while `{c.condition}`"
+    return c.subject
+
+
+def keys_sentence(keys: DictKeys) -> str:
+    """Which keys of a dict came, went or moved, as far as the guard listings tell."""
+    if keys.before is None:
+        return "which keys changed: the guard listings in the log do not say"
+    before = ", ".join(keys.before) or "none"
+    if keys.after is None:
+        return f"the entry's keys were {before}; the call's keys are not in the log (it has no guard listing of its own)"
+    added = [k for k in keys.after if k not in keys.before]
+    removed = [k for k in keys.before if k not in keys.after]
+    parts = [f"{', '.join(added)} added"] if added else []
+    parts += [f"{', '.join(removed)} removed"] if removed else []
+    if not parts and keys.ordered and keys.before != keys.after:
+        parts.append("the same keys in another order")
+    if not parts:
+        parts.append("the listings show the same keys" + ("" if keys.ordered else " (torch guarded the key set: the order is not known)"))
+    return f"{'; '.join(parts)} (keys were {before}, now {', '.join(keys.after) or 'none'})"
+
+
 def limit_sentence(hit: LimitHit) -> str:
     """``hit recompile_limit (8) at 0/8 on value of argument `n`: torch runs it without compiling from here on``."""
     # A paste's hit may name its process alone (``rank7:``): no compile number.
     where = "" if not hit.compile_id else f" in {hit.compile_id[:-1]}" if hit.compile_id.endswith(":") else f" at {hit.compile_id}"
-    why = f" on {hit.cause.subject}" if hit.cause is not None else ""
+    why = f" on {cause_words(hit.cause)}" if hit.cause is not None else ""
+    if hit.cause is not None and hit.cause.keys is not None:
+        why += f" ({keys_sentence(hit.cause.keys)})"
     limit = f"{hit.limit} ({hit.value})" if hit.limit else "the recompile limit (the log begins below the warning's line that names it)"
     return f"hit {limit}{where}{why}: {_OUTCOMES.get(hit.outcome, hit.outcome)}"
 
@@ -154,3 +249,33 @@ def run_compile_time_sentence(run: Run) -> str | None:
     if total is None or again is None:
         return None
     return f"compile time {seconds(total)} s, {seconds(again)} s{_share(again, total)} of it in recompiles"
+
+
+def refused_words(stance: str) -> str:
+    """What a stance did with the calls it refused: ``ran eagerly instead of recompiling (stance ...)``."""
+    return _REFUSED.get(stance, f"refused by stance {stance}")
+
+
+def parsed_stance_sentence() -> str:
+    """What a parsed log cannot show of the calls compiler stances refused."""
+    return (
+        "a log shows a call fail_on_recompile refused only where the script printed its RuntimeError into it, and "
+        "nothing of the calls eager_on_recompile ran eagerly (torch logs none): `guarddiag run` counts both"
+    )
+
+
+def uncounted_stance_sentence(use: StanceUse, torch_version: str | None) -> str:
+    """Why the calls a stance refused are not in the counts, and what would count them."""
+    where = f" in {_process_words(use.process)}" if use.process else ""
+    if use.stance == "skip_guard_eval_unsafe":
+        return (
+            f"compiled code ran with skip_guard_eval_unsafe=True{where}: torch then checks only the guards that tell "
+            "cache entries apart, so a call that would have recompiled may have run another entry's code (its results "
+            "may be wrong) or raised RuntimeError; guarddiag can see neither, so such calls are not counted; run "
+            "without it to count them"
+        )
+    torch = f"torch {torch_version}" if torch_version else "this torch"
+    return (
+        f"the script set stance {use.stance}{where}, and {torch} gives guarddiag no way to see the calls it refuses "
+        "(torch 2.7 and later do): calls it served without recompiling are not counted"
+    )

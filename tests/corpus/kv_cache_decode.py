@@ -1,4 +1,14 @@
-"""Greedy decoding with a KV cache: a tiny decoder whose per-layer caches grow one token per step."""
+"""Greedy decoding with a KV cache: a tiny decoder whose per-layer caches grow one token per step.
+
+Two prompts (6 and 9 tokens), each prefilled (`caches=None`, `ids` of the prompt's length) then decoded
+8 tokens one at a time (`ids` of length 1, the caches of the last step passed back). torch 2.13 compiles
+`forward` 5 times: the prefill, the first decode step (`caches` None -> a list, `ids` 6 -> 1 at dim 1),
+the second (the caches' length at dim 2: automatic dynamic), the second prompt (`ids` 9 at dim 1 and
+`start` become dynamic), and its first decode step. The prefill and decode paths are two entries by
+nature (`caches is None` picks the path); a length of 1 gets its own entry even on a dynamic dim.
+guarddiag's hint for `ids` (size-oblivious backed sizes with `ids` dim 1 dynamic from the first compile)
+removes the recompiles on `ids`: 4 compiles.
+"""
 import _truth
 import torch
 import torch.nn as nn

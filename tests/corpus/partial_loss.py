@@ -1,8 +1,16 @@
 """Label-smoothing schedule: the loss is a functools.partial whose label_smoothing changes every epoch;
-each epoch also evaluates under no_grad."""
-import _truth
+each epoch also evaluates under no_grad.
+
+Each epoch calls `step` with grad on and under no_grad, with a new `label_smoothing`. torch 2.13
+compiles it 8 times and then hits the recompile limit (8): later calls run uncompiled. 6 of the 7
+recompiles come from `label_smoothing`, a float keyword F.cross_entropy takes as a Python number, which
+torch keeps specialized (automatic dynamic does not take it); grad mode doubles the entries. No line
+removes that: guarddiag's hints say torch needs the number (few distinct values, or raise the limit)
+and that grad mode at the limit is not "no fix needed".
+"""
 import functools
 
+import _truth
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

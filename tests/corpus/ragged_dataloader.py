@@ -1,4 +1,11 @@
-"""Training a small classifier from a DataLoader whose last batch is short (100 samples, batch 32)."""
+"""Training a small classifier from a DataLoader whose last batch is short (100 samples, batch 32).
+
+Batches of 32, 32, 32 and 4, two epochs; `loss.backward()` inside the compiled step breaks the graph.
+torch 2.13 compiles `train_step` for batch 32 and recompiles on the batch of 4 (`xb` and `yb` at dim 0;
+automatic dynamic then makes both dynamic): 2 compiles, and the code after the break is skipped (nothing
+to compile). Each batch is a new tensor: guarddiag's hint marks dim 0 of `xb` and `yb` with
+`maybe_mark_dynamic` before each call (or names them in the dynamic-sources setting): one compile.
+"""
 import _truth
 import torch
 import torch.nn as nn

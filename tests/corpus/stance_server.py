@@ -1,5 +1,12 @@
 """A model server with static shapes: warm up on the expected batch sizes, then lock the compiler so that
-no request pays a compile; requests of other batch sizes are served eagerly."""
+no request pays a compile; requests of other batch sizes are served eagerly.
+
+`torch.compile(model, dynamic=False)`: torch 2.13 compiles for batch 4, recompiles for batch 8 and keeps
+it static (2 compiles); under `eager_on_recompile`, 5 of the 8 requests (3, 17, 1, 2, 33) match no
+entry and run eagerly. guarddiag cannot tell whether the size stayed static by choice or because the
+code needs it, and says so; its choices are the dynamic-sources setting for dim 0 (one compile, and
+every request served compiled) or padding requests to a few bucket sizes.
+"""
 import _truth
 import torch
 import torch.nn as nn

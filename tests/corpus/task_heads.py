@@ -1,4 +1,9 @@
-"""A multi-task model: one trunk, a head per task in an nn.ModuleDict, the task chosen by name per call."""
+"""A multi-task model: one trunk, a head per task in an nn.ModuleDict, the task chosen by name per call.
+
+The task name picks the head: torch 2.13 compiles `forward` once per task name (3 compiles), and the
+later calls with a known name reuse their entry. Inherent: guarddiag's hint is a note (a string that
+picks a code path), with no line to write.
+"""
 import _truth
 import torch
 import torch.nn as nn

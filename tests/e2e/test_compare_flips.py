@@ -109,13 +109,13 @@ def test_flags_lists_the_compiler_and_fx_modules(workdir):
     assert "fx.backed_size_oblivious" in proc.stdout
 
 
-@pytest.mark.flips_inductor
+@pytest.mark.inductor
 @pytest.mark.parametrize(
     ("script", "offered"),
     [("tests/corpus/dataclass_config.py", False), ("scenarios/module_int_attribute.py", True)],
 )
 def test_on_inductor_allow_unspec_int_on_nn_module_is_offered_only_for_nn_module_ints(tmp_path, script, offered):
-    """The slow check (default inductor backend; `-m flips_inductor`): a dataclass's int is not offered the
+    """The slow check (default inductor backend; `make test-inductor`): a dataclass's int is not offered the
     nn.Module flag, an nn.Module's int is, and what compare measured is torch's own count."""
     source = (ROOT / script).read_text().replace("import _truth\n", "").replace("_truth.write()\n", "")
     (tmp_path / "model.py").write_text(source.replace('torch.compile(backend="eager")', "torch.compile"))

@@ -21,10 +21,15 @@ unset). Per compiled function, keyed by ``(co_name, co_filename, co_firstlineno)
   to the most recent earlier record with a ``co_name`` and the same frame id (the ``0`` of ``0/2``).
   ``torch._dynamo.reset()`` numbers frames from 0 again, so "most recent" is what keeps this right;
 * ``compile_ids``: the compile ids of the function's own records (ok and failed), in order;
-  ``refused_ids``: those of its refused attempts.
+  ``refused_ids``: those of its refused attempts;
+* ``recompile_reasons``: torch's own reason for each of its recompiles (``recompile_reason`` of the record,
+  the first failing guard torch names), in order.
 
 Records without ``co_name`` that are not limit refusals (backward / compiled-autograd entries) are
 only counted under ``ignored``.
+
+With ``GUARDDIAG_CORPUS_BACKEND`` set (``eager``), ``torch.compile`` called without a backend uses that
+one: the corpus scripts are written for inductor, and the fast form of their tests runs them eagerly.
 """
 
 from __future__ import annotations
@@ -68,6 +73,23 @@ def _install() -> str:
 
 
 _MODE = _install()
+
+
+def _default_backend(backend: str) -> None:
+    """``torch.compile`` without a ``backend`` gets ``backend`` (every spelling: bare decorator, called, on a module)."""
+    import torch
+
+    compile_ = torch.compile
+
+    def compile_with(model=None, **kwargs):
+        kwargs.setdefault("backend", backend)
+        return compile_(model, **kwargs)
+
+    torch.compile = compile_with
+
+
+if os.environ.get("GUARDDIAG_CORPUS_BACKEND"):
+    _default_backend(os.environ["GUARDDIAG_CORPUS_BACKEND"])
 
 
 def _all_records() -> list:
@@ -114,9 +136,12 @@ def summary() -> dict:
             entry = functions.setdefault(
                 key,
                 {"co_name": key[0], "co_filename": key[1], "co_firstlineno": key[2],
-                 "ok": 0, "failed": 0, "refused": 0, "compile_ids": [], "refused_ids": [], "fail_types": []},
+                 "ok": 0, "failed": 0, "refused": 0, "compile_ids": [], "refused_ids": [], "fail_types": [],
+                 "recompile_reasons": []},
             )
             entry["compile_ids"].append(compile_id)
+            if getattr(record, "recompile_reason", None):
+                entry["recompile_reasons"].append(record.recompile_reason)
             if getattr(record, "fail_type", None):
                 entry["failed"] += 1
                 entry["fail_types"].append(record.fail_type)

@@ -45,7 +45,7 @@ from tests.conftest import LOGS
         ("___dict_version(G['cfg']) == 12", "container", "G['cfg']", "content of global `cfg`"),
         ("___check_obj_id(L['self'], 140234234234)", "identity", "L['self']", "local `self`: a different object"),
         ("___check_type_id(L['m'], 94388580481504)", "type", "L['m']", "local `m`: another type"),
-        ("2 <= L['x'].size()[0]", "dynamic_shape", "L['x']", "a size relation of local `x`"),
+        ("2 <= L['x'].size()[0]", "dynamic_shape", "L['x']", "size guard `2 <= x.size(0)`"),
         ("G['Cfg'].scale == 2.0   # x", "value", "G['Cfg'].scale", "value of `Cfg.scale` on global `Cfg`"),
         ("___check_current_backend(140000)", "other", "", "the compiler backend"),
         ("Eq(s0, 3) and something", "other", "", "unclassified guard"),

@@ -167,7 +167,7 @@ def test_a_function_only_in_b_is_new_and_only_in_a_is_gone():
     assert by_name["forward"].status == "same"
     assert d.functions[0] is new  # the biggest change comes first
     assert verdict(d) == [
-        "B adds 1 recompile of torch_dynamo_resume_in_forward_at_31 (scenarios/graph_break.py:31) (global_state: grad mode); "
+        "B adds 1 recompile of forward, after the graph break at line 31 (scenarios/graph_break.py) (global_state: grad mode); "
         "not compiled in A"
     ]
     gone = {f.name: f for f in diff_runs(full, partial).functions}[resume.name]

@@ -61,6 +61,8 @@ LIMIT = LOGS / "torch-2.13.0" / "recompile_limit.log"
 FAILURES = LOGS / "torch-2.13.0" / "reset_and_failures.log"
 BRANCH = LOGS / "torch-2.13.0" / "torchrun" / "branch4.log"
 LOGDIR = LOGS / "torch-2.13.0" / "torchrun" / "logdir"
+NAMES = LOGS / "torch-2.13.0" / "stack_slots.log"
+HEADS = LOGS / "torch-2.13.0" / "module_dict_heads.log"
 
 # Control, format (bidi, zero-width), surrogate, line and paragraph separator characters: never raw.
 _RAW = {"Cc", "Cf", "Cs", "Zl", "Zp"}
@@ -159,6 +161,12 @@ def _poison(value: str):
                     c["text"] = f"{value} == 1"
                     c["location"] = f"{value}.py:3 in {value}" if c["location"] else c["location"]
                     c["code"] = value if c["code"] else c["code"]
+                    c["inner_location"] = f"{value}.py:5 in {value}" if c["inner_location"] else c["inner_location"]
+                    c["inner_code"] = value if c["inner_code"] else c["inner_code"]
+            if f.get("resume"):
+                f["resume"]["function"] = value
+                for slot in f["resume"]["slots"]:
+                    slot["expression"] = f"self.{value}(x)"
             for h in f["limit_hits"]:
                 h["last_reason"] = value
                 if h["cause"]:
@@ -187,6 +195,14 @@ def _real_runs() -> dict[str, Run]:
         "failures": parse_logs([str(FAILURES)]),
         "ranks": parse_logs([str(BRANCH)]),
         "job": parse_logs([str(LOGDIR)]),
+        # resume functions with stack slots, and a cause in torch's own code (its user stack dropped)
+        "names": parse_logs([str(NAMES)]),
+        "inner": replace(
+            parse_logs([str(HEADS)]),
+            functions=tuple(replace(f, recompile_events=tuple(
+                replace(e, causes=tuple(replace(c, location="", code="", inner_location=c.location, inner_code=c.code) for c in e.causes))
+                for e in f.recompile_events)) for f in parse_logs([str(HEADS)]).functions),
+        ),
     }
 
 

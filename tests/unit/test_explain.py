@@ -155,8 +155,10 @@ def test_tensor_shape_dynamic_dim_and_its_range_fold_into_the_tensor(version):
     assert _row(f, "argument `x`").detail == "tensor float32 [32, 20] requires_grad=False"
     dyn = _row(f, "argument `x`", entry=1)
     assert dyn.how == "tensor metadata (dynamic dims)"
-    assert "dynamic dim 0 (size >= 2" in dyn.detail
-    assert _says(dyn.no_recompile, "another size of `x` at dim 0: no recompile")
+    assert dyn.detail.endswith("; dynamic dim 0 (size guards: `2 <= x.size(0)`, `y.size(0) == x.size(0)`)")
+    # Another size of `x` alone breaks the relation with `y`: "no recompile" only where every guard holds (#25).
+    assert _says(dyn.no_recompile, "another size of `x` at dim 0 that keeps `2 <= x.size(0)` and `y.size(0) == x.size(0)`: no recompile")
+    assert not _says(dyn.no_recompile, "another size of `x` at dim 0: no recompile")
     assert _says(dyn.recompiles, "another size of `x` at dim 1 recompiles")
     assert _says(_row(f, "argument `y`", entry=1).recompiles, "breaking `y.size(0) == x.size(0)` recompiles")
     assert not [o for e in f.entries for o in e.objects if "size()" in o.name]

@@ -94,8 +94,8 @@ def test_the_no_grad_wrappers_args_are_named_by_the_wrapped_functions_parameters
     assert f.entries[1].differs == ("argument `decay`: dynamic float (type checked, value not)",)
     assert any("`args[0]`" in d for d in f.entries[2].differs)  # the Sequential's input, not ema_update's `avg`
     assert "value of argument `decay`" in " ".join(f.causes)
-    # The wrapper serves the Sequential too: its label does not claim to be ema_update's.
-    assert f.label == "inner (_dynamo/external_utils.py:67)"
+    # The wrapper serves the Sequential too: its label names both, as `guarddiag parse` of this log does.
+    assert f.label == "ema_update (causes/wrapped_callables.py), Sequential (module)"
 
 
 def test_args_keep_torchs_name_when_the_wrapped_function_cannot_be_read():

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from guarddiag.compare import ComparePlan, Variant, VariantResult, build_report, flip_variants
+from guarddiag.explain import listings_of
 from guarddiag.flags import catalog_from_dict
 from guarddiag.flips import FLIPS, KEEPS_COMPILED, cause_facts, plan_flips
 from guarddiag.model import Run
@@ -209,6 +210,10 @@ def test_flip_variants_are_one_configuration_per_flip():
 # --- verdicts kept for run and explain ----------------------------------------------------------------
 
 
+# The baseline log's guard listings: the facts a run's hint is decided from (an nn.Module's int attribute).
+_LISTINGS = listings_of((LOGS / "torch-2.13.0" / "module_int_attribute.log").open(encoding="utf-8")).by_frame
+
+
 def _verdict_setup(tmp_path, variant_log):
     script = str(ROOT / "scenarios" / "module_int_attribute.py")
     base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script=script)
@@ -224,21 +229,22 @@ def _verdict_setup(tmp_path, variant_log):
 
 def test_a_hint_compare_verified_says_so_in_the_run_report(tmp_path):
     base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
-    advice = run_advice(base, load_verdicts(base, tmp_path))
+    advice = run_advice(base, load_verdicts(base, tmp_path), _LISTINGS)
     (cause,) = advice.functions[0].causes
     assert cause.hint.hint == "allow_unspec_int_on_nn_module" and cause.check.status == VERIFIED
     lines = advice_lines(cause)
-    assert lines[0].startswith("fix: set torch._dynamo.config.allow_unspec_int_on_nn_module = True")
-    assert lines[1] == "  verified by compare (allow_unspec_int_on_nn_module=true): removes 4 of 5 recompiles; output not compared"
+    assert lines[0].startswith("fix: `self.layer_idx` is an int attribute of an nn.Module")
+    assert lines[1].endswith(": torch._dynamo.config.allow_unspec_int_on_nn_module = True")  # the line to write
+    assert lines[2] == "  verified by compare (allow_unspec_int_on_nn_module=true): removes 4 of 5 recompiles; output not compared"
     # Another script, other arguments or another torch: nothing is known.
     other = replace(base, argv=("--layers", "8"))
-    assert run_advice(other, load_verdicts(other, tmp_path)).functions[0].causes[0].check.status == NOT_VERIFIED
+    assert run_advice(other, load_verdicts(other, tmp_path), _LISTINGS).functions[0].causes[0].check.status == NOT_VERIFIED
 
 
 def test_a_hint_a_compare_showed_to_do_nothing_is_not_shown_as_a_fix(tmp_path):
     # The baseline's own log as the flip's: the flip "changed nothing", as it does for a dataclass's int.
     base = _verdict_setup(tmp_path, LOGS / "torch-2.13.0" / "module_int_attribute.log")
-    (cause,) = run_advice(base, load_verdicts(base, tmp_path)).functions[0].causes
+    (cause,) = run_advice(base, load_verdicts(base, tmp_path), _LISTINGS).functions[0].causes
     assert cause.check.status == NO_EFFECT
     (line,) = advice_lines(cause)
     assert line.startswith("not a fix here: compare measured allow_unspec_int_on_nn_module=true: removes none of 5 recompiles")
@@ -247,7 +253,7 @@ def test_a_hint_a_compare_showed_to_do_nothing_is_not_shown_as_a_fix(tmp_path):
 
 def test_not_verified_names_the_exact_compare_that_verifies_it(tmp_path):
     base = replace(_run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script="my model.py"), argv=("--steps", "3"))
-    (cause,) = run_advice(base, load_verdicts(base, tmp_path)).functions[0].causes
+    (cause,) = run_advice(base, load_verdicts(base, tmp_path), _LISTINGS).functions[0].causes
     assert cause.check.status == NOT_VERIFIED
     assert cause.check.command == "guarddiag compare 'my model.py' --flag allow_unspec_int_on_nn_module=true -- --steps 3"
 
@@ -262,7 +268,7 @@ def test_a_verdict_file_of_another_version_is_ignored_and_said_to_be(tmp_path):
     assert kept.verdicts == () and (kept.ignored, kept.schema) == ("other_schema", "guarddiag.verdicts/99")
     from guarddiag.render.flips import advice_note
 
-    assert "is not used (written by another guarddiag: schema guarddiag.verdicts/99)" in advice_note(run_advice(base, kept))
+    assert "is not used (written by another guarddiag: schema guarddiag.verdicts/99)" in advice_note(run_advice(base, kept, _LISTINGS))
     path.write_text("{ torn")
     assert load_verdicts(base, tmp_path).ignored == "not_json"
     # A later compare replaces it.
@@ -282,7 +288,7 @@ def test_a_run_with_its_own_flags_is_told_that_compare_measures_against_torchs_d
     from guarddiag.render.flips import check_sentence
 
     base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script="model.py", flags={"recompile_limit": "16"})
-    (cause,) = run_advice(base, load_verdicts(base, tmp_path)).functions[0].causes
+    (cause,) = run_advice(base, load_verdicts(base, tmp_path), _LISTINGS).functions[0].causes
     assert check_sentence(cause.check) == (
         "not verified for a run with --flag recompile_limit=16: guarddiag compare model.py --flag "
         "allow_unspec_int_on_nn_module=true measures it against torch's defaults"
@@ -295,7 +301,7 @@ def test_a_hostile_script_name_in_a_hint_command_is_escaped_in_every_format(tmp_
 
     hostile = "evil\x1b]52;c;SGVsbG8=\x07\u202e\n::error::x.py"
     base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script=hostile)
-    text = render(base, fmt, run_advice(base, load_verdicts(base, tmp_path)))
+    text = render(base, fmt, run_advice(base, load_verdicts(base, tmp_path), _LISTINGS))
     assert "\x1b" not in text and "\u202e" not in text and "\n::error::" not in text
     assert "allow_unspec_int_on_nn_module=true" in text
 
@@ -315,3 +321,58 @@ def test_a_flip_that_moves_recompiles_to_another_function_is_no_fix():
     (o,) = report.causes[0].outcomes
     assert o.removed == 4 and not o.fewer_in_run and not o.works
     assert "in the whole run 5 recompiles -> 8: not fewer, so no fix" in outcome_sentence(o, times=False)
+
+
+# --- a hint's own flip: planned first, verified exactly ----------------------------------------------------
+
+
+def test_the_flip_a_hint_names_is_planned_first_as_the_hint_writes_it():
+    """ragged-like sizes: tensor_shape.log's hint names `x` (with its dim) in the dynamic-sources setting; compare
+    measures exactly that value first, whatever the table's own rows build, so that the hint itself is verified."""
+    from guarddiag.verdicts import hinted_flips
+
+    log = LOGS / "torch-2.13.0" / "tensor_shape.log"
+    run = _run(log, script="x.py")
+    hinted = hinted_flips(run, listings_of(log.open(encoding="utf-8")).by_frame)
+    size = next(configs for (_, key), configs in hinted.items() if key[0] == "tensor")
+    assert size == (("compiler.dynamic_sources", "L['x']:0,L['y']:0"),)  # the batch's tensors together, by dim
+    target = next(t for t in plan_flips(_catalog("2.13.0"), run, hinted=hinted).targets if t.category == "tensor")
+    assert _candidates(target)[0] == size[0]
+
+
+def test_a_free_text_flag_takes_commas_in_its_one_value():
+    """`--flag compiler.dynamic_sources=L['x']:0,L['y']` is one configuration (torch reads the list), not two
+    values to try; a boolean's `NAME=V1,V2` still tries each value."""
+    from guarddiag.compare import plan_compare
+
+    catalog = _catalog("2.13.0")
+    plan = plan_compare(catalog, ["compiler.dynamic_sources=L['x']:0,L['y']", "specialize_float=true,false"], False, ["py"])
+    assert [v.flags for v in plan.variants] == [
+        (("compiler.dynamic_sources", "L['x']:0,L['y']"),),
+        (("specialize_float", "true"),),
+        (("specialize_float", "false"),),
+    ]
+
+
+def test_a_hint_is_verified_by_its_own_flip_not_by_another_value_of_its_flag(tmp_path):
+    """A compare that measured the flag with another value than the hint writes does not verify the hint: the
+    measurement is of another change."""
+    from guarddiag.explain.model import CodeLine, FixHint
+    from guarddiag.verdicts import hint_check
+
+    base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+    verdicts = load_verdicts(base, tmp_path)
+    (f,) = base.functions
+    causes = tuple(cause_keys_of(f))
+    line = CodeLine("x = True", "top_of_script", setting="torch._dynamo.config.allow_unspec_int_on_nn_module", value="True")
+    same = FixHint(causes, 5, "allow_unspec_int_on_nn_module", "self.layer_idx", lines=(line,))
+    assert hint_check(same, causes, f, verdicts, base).status == VERIFIED
+    other = replace(same, lines=(replace(line, value="False"),))
+    check = hint_check(other, causes, f, verdicts, base)
+    assert check.status == NOT_VERIFIED and "--flag allow_unspec_int_on_nn_module=false" in check.command
+
+
+def cause_keys_of(f):
+    from guarddiag.verdicts import cause_keys
+
+    return cause_keys(f).keys()

@@ -52,20 +52,12 @@ def install(folder: str) -> bool:
         if _STATE:
             return True
         _STATE.update(folder=folder, pid=os.getpid())
-        _when_imported(_guarddiag_process, _MODULE, _patch_registrations)
-        _when_imported(_guarddiag_process, _EVAL_FRAME, _patch_compiled_module)
+        _guarddiag_process.when_imported(_MODULE, _patch_registrations)
+        _guarddiag_process.when_imported(_EVAL_FRAME, _patch_compiled_module)
         atexit.register(_write)
         return True
     except Exception:  # noqa: BLE001 - a diagnostic never stops the user's script
         return False
-
-
-def _when_imported(process, name: str, patch) -> None:  # noqa: ANN001
-    module = sys.modules.get(name)
-    if module is not None:
-        patch(module)
-    else:
-        sys.meta_path.insert(0, process.AfterImport(name, patch))
 
 
 def _patch_registrations(module) -> None:  # noqa: ANN001

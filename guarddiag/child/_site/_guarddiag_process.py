@@ -29,6 +29,7 @@ MODULE = "torch._dynamo.utils"
 # limit, which torch records without a code object), fail_type, reason (first line, capped),
 # compile_s (seconds Dynamo spent on the attempt, backend included; None when torch did not time
 # it) and recompile_limit (torch._dynamo.config's value when the record was made; None: unknown).
+# Records without a compile_id are guarddiag's own (emit): a sink that wants compiles skips them.
 Sink = Callable[[dict], None]
 _SINKS: list[Sink] = []
 _REASON_CHARS = 300
@@ -44,6 +45,13 @@ def add_sink(sink: Sink) -> bool:
             sys.meta_path.insert(0, AfterImport(MODULE, _install))
         return True
     return _install(utils)
+
+
+def emit(record: dict) -> None:
+    """Hand a record of guarddiag's own (not a compile: ``_guarddiag_stance``'s refused calls) to the sinks."""
+    for sink in list(_SINKS):
+        with contextlib.suppress(Exception):  # a diagnostic never breaks the user's script
+            sink(record)
 
 
 def remove_sink(sink: Sink) -> None:
@@ -133,13 +141,27 @@ def _install(utils: object) -> bool:
     return True
 
 
+def when_imported(name: str, patch: Callable[[object], object]) -> None:
+    """Run ``patch(module)`` on module ``name``: now when it is loaded, else right after it loads. Patches
+    of one module share one finder: the first finder of a name takes its import, and a second would never run."""
+    module = sys.modules.get(name)
+    if module is not None:
+        patch(module)
+        return
+    waiting = next((f for f in sys.meta_path if isinstance(f, AfterImport) and f.name == name), None)
+    if waiting is not None:
+        waiting.patches.append(patch)
+    else:
+        sys.meta_path.insert(0, AfterImport(name, patch))
+
+
 class AfterImport:
-    """A meta path finder that runs ``patch(module)`` right after module ``name`` is executed, before
+    """A meta path finder that runs its patches on module ``name`` right after it is executed, before
     anything uses it; it leaves the meta path at the first import of that name."""
 
     def __init__(self, name: str, patch: Callable[[object], object]) -> None:
         self.name = name
-        self.patch = patch
+        self.patches = [patch]
 
     def find_spec(self, fullname: str, path=None, target=None):  # noqa: ANN001 - the meta path protocol
         if fullname != self.name:
@@ -152,7 +174,8 @@ class AfterImport:
 
         def exec_and_patch(module) -> None:  # noqa: ANN001
             exec_module(module)
-            self.patch(module)
+            for patch in self.patches:
+                patch(module)
 
         spec.loader.exec_module = exec_and_patch
         return spec

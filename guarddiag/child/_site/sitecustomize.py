@@ -5,7 +5,8 @@ Once such a process imports torch, its log handlers are created while ``sys.stde
 of its own in the run folder (``torch.child-<pid>.log``), as the main process's are: its torch
 logs are kept and parsed instead of flooding the terminal; torch's own record of its compiles goes
 beside it (``_guarddiag_process``), and hooks it adds to compiled modules late are watched
-(``_guarddiag_hooks``); a torchrun worker notes its rank beside its log. Standard library only;
+(``_guarddiag_hooks``), calls a compiler stance refused to recompile are counted into that record
+(``_guarddiag_stance``); a torchrun worker notes its rank beside its log. Standard library only;
 it never imports torch itself, and it hands over to any ``sitecustomize`` the environment already had.
 """
 
@@ -60,3 +61,6 @@ finally:
         import _guarddiag_hooks
 
         _guarddiag_hooks.install(_LOG_DIR)
+        import _guarddiag_stance
+
+        _guarddiag_stance.install()

@@ -1,0 +1,182 @@
+"""Fix hints as facts, on logs recorded from the corpus scripts and scenarios (torch 2.13, eager backend).
+
+Each hint's id, object, lines (code, where, target) and what it cannot tell are decided from the log and the
+source; tests/e2e/test_hints.py applies the same lines to the scripts and counts torch's compiles.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from guarddiag.commands.explain import explain_lines
+from guarddiag.explain.hints import HINTS, RULES, UNKNOWNS
+from guarddiag.explain.model import WHERE, FixHint
+from guarddiag.guardkinds import KINDS
+from guarddiag.render.explain_hints import _CHOICES, _HINTS, _UNKNOWN, _WHERE
+from guarddiag.render.explain_words import explanation_words
+from guarddiag.sourceinfo import DATACLASS, NN_MODULE, PLAIN_OBJECT, class_kind, function_at
+from tests.conftest import LOGS, ROOT, in_checkout
+
+
+def _hints(log: str, function: str, source: bool = True, version: str | None = "2.13.0+cpu") -> tuple[FixHint, ...]:
+    """The hints of one function; ``source``: the scripts at hand, ``version``: the torch the run record names,
+    as in a user's run."""
+    with (LOGS / "torch-2.13.0" / f"{log}.log").open(encoding="utf-8") as fh:
+        facts = explain_lines(map(in_checkout, fh) if source else fh, torch_version=version)
+    (f,) = [f for f in facts.functions if f.name == function]
+    return f.hints
+
+
+def _codes(h: FixHint) -> list[tuple[str, str, str]]:
+    return [(line.code, line.where, line.target) for line in h.lines]
+
+
+def test_a_dataclass_int_made_dynamic_is_named_in_the_dynamic_sources_setting_not_the_module_flag():
+    (h,) = _hints("dataclass_config", "sample_scores")
+    assert (h.hint, h.subject, h.kind) == ("dynamic_sources", "cfg.top_k", "fix")
+    assert _codes(h) == [("torch.compiler.config.dynamic_sources = \"L['cfg'].top_k\"", "top_of_script", "")]
+    assert h.lines[0].setting == "torch.compiler.config.dynamic_sources" and h.lines[0].value == "\"L['cfg'].top_k\""
+    assert h.check == "guarddiag compare SCRIPT --flag \"compiler.dynamic_sources=L['cfg'].top_k\""
+    # Without the source the facts are the same: automatic dynamic took it, so it is no nn.Module int.
+    assert _hints("dataclass_config", "sample_scores", source=False)[0].hint == "dynamic_sources"
+
+
+def test_a_plain_objects_int_is_no_module_int_either():
+    (h,) = _hints("noise_scheduler", "denoise")
+    assert h.hint == "dynamic_sources" and "L['sched'].t" in h.lines[0].code
+
+
+def test_an_nn_module_int_gets_the_module_flag_with_the_dynamic_sources_choice():
+    (h,) = _hints("module_int_attribute", "forward")
+    assert h.hint == "allow_unspec_int_on_nn_module" and h.count == 5
+    assert _codes(h) == [("torch._dynamo.config.allow_unspec_int_on_nn_module = True", "top_of_script", "")]
+    assert [(c.hint, [line.code for line in c.lines]) for c in h.choices] == [
+        ("dynamic_sources", ["torch.compiler.config.dynamic_sources = \"L['self'].layer_idx\""])
+    ]
+
+
+def test_new_tensors_of_varying_size_are_marked_before_each_call_every_one_that_changed():
+    (h,) = _hints("ragged_dataloader", "train_step")
+    assert h.hint == "maybe_mark_dynamic" and not h.unknown
+    assert _codes(h) == [
+        ("torch._dynamo.maybe_mark_dynamic(xb, 0)", "before_each_call", "xb"),
+        ("torch._dynamo.maybe_mark_dynamic(yb, 0)", "before_each_call", "yb"),
+    ]
+    assert all(line.function == "train_step" for line in h.lines)
+    assert [c.hint for c in h.choices] == ["dynamic_sources", "pad_to_buckets"]
+    assert h.choices[0].lines[0].code == "torch.compiler.config.dynamic_sources = \"L['xb']:0,L['yb']:0\""
+    # A log alone does not name its torch: whole tensors, which every torch with the setting reads.
+    (bare,) = _hints("ragged_dataloader", "train_step", version=None)
+    assert bare.choices[0].lines[0].code == "torch.compiler.config.dynamic_sources = \"L['xb'],L['yb']\""
+    (padded,) = _hints("padded_batches", "forward")
+    assert [line.code for line in padded.lines] == [
+        "torch._dynamo.maybe_mark_dynamic(ids, 1)",
+        "torch._dynamo.maybe_mark_dynamic(mask, 1)",
+    ]
+    assert not [line for h in (h, padded) for line in h.lines if "mark_dynamic(" in line.code and "maybe" not in line.code]
+
+
+def test_a_size_kept_static_after_it_changed_says_it_cannot_tell_why_and_gives_the_choices():
+    (h,) = _hints("stance_server", "inner")
+    assert (h.hint, h.unknown, h.lines) == ("static_sizes", "why_static", ())
+    assert [c.hint for c in h.choices] == ["dynamic_sources", "pad_to_buckets"]
+    assert h.choices[0].lines[0].code == "torch.compiler.config.dynamic_sources = \"L['args'][0]:0\""
+
+
+def test_a_batch_of_one_gets_size_oblivious_sizes_and_its_dim_marked():
+    (h,) = _hints("last_batch_one", "score")
+    assert h.hint == "size_one" and h.literal == "0"
+    assert [line.setting for line in h.lines] == [
+        "torch.fx.experimental._config.backed_size_oblivious",
+        "torch.compiler.config.dynamic_sources",
+    ]
+    assert "--flag fx.backed_size_oblivious=true" in h.check and h.check.endswith("--combined")
+    assert [c.hint for c in h.choices] == ["avoid_size_one"]
+    assert not any("mark_unbacked" in line.code for line in h.lines)
+
+
+def test_a_list_the_function_appends_to_is_no_same_length_advice():
+    (h,) = _hints("history_append", "train_step")
+    assert (h.hint, h.literal, h.count) == ("mutated_argument", "append", 7)
+    (line,) = h.lines
+    assert (line.code, line.where, line.target, line.function) == ("history.append(loss.detach())", "after_each_call", "loss", "train_step")
+    assert line.at.endswith("tests/corpus/history_append.py:23")
+
+
+def test_logging_with_item_inside_the_compiled_function_moves_out():
+    (step,) = _hints("train_logging", "train_step")
+    (resumed,) = _hints("train_logging", "torch_dynamo_resume_in_train_step_at_28")
+    for h in (step, resumed):
+        assert h.hint == "move_out_of_compiled"
+        (line,) = h.lines
+        assert (line.code, line.where, line.target, line.function) == (
+            'log.info("step %d loss %.4f", step, loss.item())',
+            "after_each_call",
+            "loss",
+            "train_step",
+        )
+
+
+def test_grad_mode_at_the_recompile_limit_is_never_no_fix_needed():
+    hints = {h.hint: h for h in _hints("partial_loss", "step")}
+    assert "ambient_state" not in hints and hints["ambient_at_limit"].kind == "note"
+    smoothing = hints["steers_python"]
+    assert smoothing.subject == "loss_fn.keywords['label_smoothing']" and smoothing.unknown == "value_use" and not smoothing.lines
+    assert "no fix needed" not in explanation_words_of("partial_loss", "step")
+
+
+def explanation_words_of(log: str, function: str) -> str:
+    with (LOGS / "torch-2.13.0" / f"{log}.log").open(encoding="utf-8") as fh:
+        words = explanation_words(explain_lines(map(in_checkout, fh)))
+    return " ".join(h.hint for f in words.functions if f.name == function for h in f.hints)
+
+
+def test_a_string_that_picks_a_path_is_a_note():
+    (h,) = _hints("task_heads", "forward")
+    assert (h.hint, h.kind, h.literal) == ("code_path", "note", "'sentiment'")
+
+
+def test_the_json_carries_each_hint_as_values():
+    with (LOGS / "torch-2.13.0" / "history_append.log").open(encoding="utf-8") as fh:
+        words = explanation_words(explain_lines(map(in_checkout, fh)))
+    (h,) = [h for f in words.functions for h in f.hints]
+    assert (h.id, h.subject, h.kind) == ("mutated_argument", "history", "fix")
+    (line,) = h.lines
+    assert (line.where, line.target, line.function) == ("after_each_call", "loss", "train_step")
+    assert line.place.startswith("move from ") and "out of `train_step` to after each call" in line.place
+
+
+def test_every_hint_unknown_and_place_has_words_and_every_family_rules():
+    assert set(_HINTS) == set(HINTS)
+    assert set(_CHOICES) <= set(HINTS)
+    assert set(_UNKNOWN) == set(UNKNOWNS)
+    assert set(_WHERE) == set(WHERE)
+    assert {k.hint for k in KINDS if k.hint} == set(RULES)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("SampleConfig", DATACLASS), ("Block", NN_MODULE), ("Scheduler", PLAIN_OBJECT), ("Missing", "")],
+)
+def test_class_kind_reads_the_users_class(name: str, kind: str):
+    files = {"SampleConfig": "dataclass_config", "Block": "regional_blocks", "Scheduler": "noise_scheduler", "Missing": "task_heads"}
+    assert class_kind(str(ROOT / "tests" / "corpus" / f"{files[name]}.py"), name) == kind
+
+
+def test_function_at_reads_what_a_function_changes_returns_and_binds():
+    fn = function_at(str(ROOT / "tests" / "corpus" / "history_append.py"), 21)
+    assert fn is not None and fn.name == "train_step" and fn.params == ("xb", "yb", "history") and fn.returned == ("loss",)
+    (m,) = fn.mutations
+    assert (m.name, m.how, m.statement.code, m.statement.call) == ("history", "append", "history.append(loss.detach())", True)
+    assert fn.bound == ("loss",)
+    # A resume function's first line is inside the user's function: the same function.
+    logging_fn = function_at(str(ROOT / "tests" / "corpus" / "train_logging.py"), 28)
+    assert logging_fn is not None and logging_fn.name == "train_step" and logging_fn.mutations == ()
+
+
+def test_without_the_source_a_container_hint_says_it_cannot_tell_who_changes_it():
+    (h,) = _hints("list_length", "fuse_pyramid", source=False)
+    assert (h.hint, h.unknown) == ("same_content", "no_source")
+    assert [c.hint for c in h.choices] == ["same_content", "mutated_argument"]
+    (known,) = _hints("list_length", "fuse_pyramid")
+    assert (known.hint, known.unknown, known.choices) == ("same_content", "", ())
