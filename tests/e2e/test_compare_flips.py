@@ -58,7 +58,8 @@ def test_run_and_explain_of_the_compared_script_say_the_hint_was_verified(compar
     workdir, _, _ = compared_module_int
     run = run_guarddiag("run", "model.py", cwd=workdir)
     assert run.returncode == 0, run.stderr
-    assert "fix: set torch._dynamo.config.allow_unspec_int_on_nn_module = True" in run.stdout
+    assert "fix: `self.layer_idx` is an int attribute of an nn.Module" in run.stdout
+    assert ": torch._dynamo.config.allow_unspec_int_on_nn_module = True" in run.stdout  # the line to write
     assert "verified by compare (allow_unspec_int_on_nn_module=true): removes 4 of 5 recompiles" in run.stdout
     assert "compare measured compiler.dynamic_sources=L['self'].layer_idx: removes 5 of 5 recompiles" in run.stdout
     doc = json.loads(run_guarddiag("run", "model.py", "-f", "json", cwd=workdir).stdout.split("\n", 3)[3])
