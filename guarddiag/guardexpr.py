@@ -39,6 +39,8 @@ _NAMED_SOURCE = re.compile(rf"{SOURCE_ROOT}[^']*'\](?:\.(?!size\(|stride\(|stora
 # torch >= 2.6 prints locals bare in failure texts: ``2 <= x.size()[0]``.
 _BARE_SIZED = re.compile(r"\b([A-Za-z_]\w*(?:\.\w+)*)\.(?:size|stride|storage_offset)\(")
 _BARE_ROOT = re.compile(r"^([A-Za-z_]\w*)")
+# A resume function's stack slot (``___stack0``): a local, though spelled like torch's guard helpers.
+_STACK_SLOT = re.compile(r"^___stack\d+\b")
 
 # What normalize_guard puts in place of an object id or address.
 ID_MARK = "<id>"
@@ -70,8 +72,8 @@ def readable_expr(text: str) -> str:
 def as_source(text: str) -> str:
     """Failure texts of torch >= 2.6 print ``m.layer_idx`` where listings print ``L['m'].layer_idx``:
     the listing spelling, so that listing patterns apply (also to a whole guard, ``lr == 0.1``)."""
-    if text.startswith(("L[", "G[", "___")):
-        return text
+    if text.startswith(("L[", "G[")) or text.startswith("___") and not _STACK_SLOT.match(text):
+        return text  # a guard helper (``___check_obj_id(...)``); a resume function's stack slot is a local
     return _BARE_ROOT.sub(r"L['\1']", text, count=1)
 
 

@@ -25,7 +25,7 @@ from guarddiag.explain.model import Choice, CodeLine, FixHint
 from guarddiag.flags import flag_name
 from guarddiag.guardexpr import as_source, readable_source, size_terms
 from guarddiag.guardkinds import KINDS, failure_kind
-from guarddiag.model import Cause, DynamicDims, FunctionSummary, GraphBreak, Guard
+from guarddiag.model import Cause, DynamicDims, FunctionSummary, GraphBreak, Guard, StackSlot
 from guarddiag.sourceinfo import NN_MODULE, FunctionSource, Statement, class_kind, function_at, local_roles
 from guarddiag.wrapped import frame_package
 
@@ -163,10 +163,16 @@ class CauseFacts:
     limit_hit: bool
     torch_version: str | None
     era: str
+    # A resume function's stack slots: a slot is named by the expression it holds where the source tells it.
+    slots: tuple[StackSlot, ...] = ()
 
     @property
     def name(self) -> str:
-        return F.user_name(self.source)
+        """The object in the user's words: ``cfg.top_k``; a stack slot as the user's expression it holds."""
+        name = F.user_name(self.source)
+        root = F.root(self.source)
+        slot = next((s for s in self.slots if s.name == root and s.expression), None)
+        return f"{slot.expression}{name[len(root):]}" if slot is not None and name.startswith(root) else name
 
     @property
     def function_name(self) -> str:
@@ -337,6 +343,7 @@ def _facts(
         f.limit_hit,
         torch_version,
         era,
+        f.resume.slots if f.resume is not None else (),
     )
 
 

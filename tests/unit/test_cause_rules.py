@@ -278,3 +278,13 @@ def test_a_refused_calls_suppositions_that_another_reason_refutes_fall():
     assert reasons[0].subject == "grad mode"
     chosen = decisive_refused(reasons, frame.pins, against, lambda what: 0)
     assert chosen is not None and reasons[chosen].source == SMOOTHING_SOURCE
+
+
+def test_a_stack_slot_that_decides_a_recompile_is_not_also_listed_as_what_else_changed():
+    """A resume function's slot (`___stack0`) is a local, though torch's guard helpers start with `___` too: the
+    decisive cause's object was listed again under `also` (one as `___stack0`, one as `L['___stack0']`)."""
+    resumed = [f for f in parse_log(str(V213 / "stack_slots.log")).functions if f.resume is not None and f.recompiles]
+    assert resumed
+    for f in resumed:
+        for e in f.recompile_events:
+            assert all(a.source != "L['___stack0']" for a in e.also), (e.causes[0].source, e.also)
