@@ -188,7 +188,7 @@ def plan_lines(report: CompareReport) -> list[str]:
     line += f" (one run each; {len(flips.capped)} more over --max-flips {flips.max_flips}, not run)" if flips.capped else " (one run each)"
     times = "compile times are each run's own, compiled without torch's compile caches"
     if report.parallel > 1:
-        times += f": the baseline ran alone, the flips {report.parallel} at a time on shared cores (--jobs 1 times each alone)"
+        times += f": the baseline ran alone, the flips {report.parallel} at a time on shared cores (--jobs 1 runs each alone)"
     return [line, times]
 
 
