@@ -301,34 +301,37 @@ def _format(value: object) -> str:
 
 
 def _check(row: Flip, flag_name: str, value: str, catalog: Catalog, version: tuple[int, int] | None) -> Skipped | None:
-    """Why this candidate is not run in the target torch, or None when it is."""
-    flag = catalog.flags.get(flag_name)
-    if flag is None:
-        return Skipped(flag_name, value, "not_in_torch", catalog.torch_version)
-    target = catalog.target(flag)
-    reason = flag.no_op_reason() or target.no_op_reason()
-    if reason:
-        return Skipped(flag_name, value, "no_op", reason)
+    """Why this candidate of a table row is not run in the target torch, or None when it is."""
+    found = _unavailable(flag_name, value, catalog)
+    if found is not None:
+        return found
     if version is not None and (row.since and version < row.since or row.until and version >= row.until):
         return Skipped(flag_name, value, "not_in_version", catalog.torch_version)
     if not value:
         return Skipped(flag_name, value, "unnamed")
+    target = catalog.target(catalog.flags[flag_name])
     if target.choices_only and value not in [_format(c) for c in target.choices]:
         return Skipped(flag_name, value, "no_such_value", catalog.torch_version)
-    if _format(target.value) == value:
-        return Skipped(flag_name, value, "in_force")
-    return None
+    return _in_force(flag_name, value, catalog)
 
 
 def _hinted_check(flag_name: str, value: str, catalog: Catalog) -> Skipped | None:
     """Why a hint's own flip is not run in the target torch (the hint knows its torch by version), or None."""
+    return _unavailable(flag_name, value, catalog) or _in_force(flag_name, value, catalog)
+
+
+def _unavailable(flag_name: str, value: str, catalog: Catalog) -> Skipped | None:
+    """The target torch has no such flag, or it does nothing there."""
     flag = catalog.flags.get(flag_name)
     if flag is None:
         return Skipped(flag_name, value, "not_in_torch", catalog.torch_version)
-    target = catalog.target(flag)
-    reason = flag.no_op_reason() or target.no_op_reason()
-    if reason:
-        return Skipped(flag_name, value, "no_op", reason)
+    reason = flag.no_op_reason() or catalog.target(flag).no_op_reason()
+    return Skipped(flag_name, value, "no_op", reason) if reason else None
+
+
+def _in_force(flag_name: str, value: str, catalog: Catalog) -> Skipped | None:
+    """The value is the one in force: nothing to flip."""
+    target = catalog.target(catalog.flags[flag_name])
     return Skipped(flag_name, value, "in_force") if _format(target.value) == value else None
 
 
