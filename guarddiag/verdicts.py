@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import shlex
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from guarddiag.compare import CompareReport, FlipOutcome
 from guarddiag.diff import CauseKey, cause_key
+from guarddiag.flags import shell_word
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Guard, Run
 from guarddiag.store import write_atomic
@@ -221,7 +221,7 @@ def compare_command(run: Run | None, flip: tuple[str, str] | None = None, more: 
     else:
         script = run.script if run is not None and run.script else "SCRIPT"
         words = ["guarddiag", "compare", script, *options, *(["--", *run.argv] if run is not None and run.argv else [])]
-    return " ".join(w if w == "SCRIPT" else shlex.quote(w) for w in words)
+    return " ".join(w if w == "SCRIPT" else shell_word(w) for w in words)
 
 
 def _status(outcomes: Iterable[FlipOutcome]) -> str:

@@ -16,13 +16,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from guarddiag.explain import facts as F
 from guarddiag.explain.model import Choice, CodeLine, FixHint
-from guarddiag.flags import flag_name
+from guarddiag.flags import flag_name, shell_word
 from guarddiag.guardexpr import as_source, readable_source, size_terms
 from guarddiag.guardkinds import KINDS, failure_kind
 from guarddiag.model import Cause, DynamicDims, FunctionSummary, GraphBreak, Guard, StackSlot
@@ -276,9 +275,7 @@ def _check(a: Answer) -> str:
 def _flag(line: CodeLine) -> str:
     """``--flag``'s argument for a config line, quoted for a shell."""
     name, value = config_of(line)
-    flag = f"{name}={value}"
-    # Sources hold single quotes (L['x']): double quotes keep them readable where nothing in them expands.
-    return f'"{flag}"' if "'" in flag and not set(flag) & set('"$`\\!') else shlex.quote(flag)
+    return shell_word(f"{name}={value}")
 
 
 def config_of(line: CodeLine) -> tuple[str, str]:

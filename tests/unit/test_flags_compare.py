@@ -282,3 +282,19 @@ def test_the_child_finds_each_flags_config_module_by_its_prefix():
     assert catalog_name("torch._inductor.config.max_autotune") == "inductor.max_autotune"
     assert catalog_name("torch._dynamo.config.recompile_limit") == "recompile_limit"
     assert catalog_name("torch.elsewhere.config.x") == "torch.elsewhere.config.x"
+
+
+@pytest.mark.parametrize(
+    "word",
+    ["compiler.dynamic_sources=L['ids']:1", "L['x'];rm -rf ~", "$(touch /tmp/x)'", "`id`'", "a'b\\c", "line\nbreak'", "it's !x", "plain"],
+)
+def test_a_word_guarddiag_tells_users_to_paste_is_that_one_word_in_a_shell(word: str):
+    """The compare commands and --flag arguments of hints are built from source names: quoted, each is one word
+    whatever it holds (a POSIX shell splits and expands it as shlex does), and a plain source stays readable."""
+    import shlex
+
+    from guarddiag.flags import shell_word
+
+    assert shlex.split(shell_word(word)) == [word]
+    if word.startswith("compiler."):
+        assert shell_word(word) == "\"compiler.dynamic_sources=L['ids']:1\""
