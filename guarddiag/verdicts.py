@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
+import os
 import shlex
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -102,8 +105,12 @@ class Verdicts:
 
 
 NO_VERDICTS = Verdicts(None)
-# Why a verdict file is not used (Verdicts.ignored): another guarddiag's schema, not JSON, damaged fields.
-IGNORED = ("other_schema", "not_json", "damaged")
+# Why a verdict file is not used (Verdicts.ignored): another guarddiag's schema, not JSON, damaged fields;
+# no regular file at its path (a link, a FIFO, a device, a folder), one far larger than any compare writes,
+# one that cannot be opened.
+IGNORED = ("other_schema", "not_json", "damaged", "not_a_file", "too_large", "unreadable")
+# A compare keeps a few hundred bytes per flip and cause: a file past this was not written by guarddiag.
+MAX_BYTES = 16 * 1024 * 1024
 
 
 def verdicts_of(report: CompareReport, now: str) -> tuple[Verdict, ...]:
@@ -124,11 +131,12 @@ def load_verdicts(run: Run, folder: Path = FOLDER) -> Verdicts:
     key = key_of(run)
     if key is None:
         return NO_VERDICTS
+    text, why = _read(_path(key, folder))
+    if text is None:
+        return Verdicts(key, (), why)  # why "": none kept, never compared
     try:
-        data = json.loads(_path(key, folder).read_text(encoding="utf-8"))
-    except OSError:
-        return Verdicts(key)  # none kept: never compared
-    except (ValueError, UnicodeDecodeError):
+        data = json.loads(text)
+    except (ValueError, RecursionError):
         return Verdicts(key, (), "not_json")
     schema = data.get("schema") if isinstance(data, dict) else None
     if schema not in KNOWN_SCHEMAS:
@@ -137,8 +145,30 @@ def load_verdicts(run: Run, folder: Path = FOLDER) -> Verdicts:
         if _key_from(data["key"]) != key:
             return Verdicts(key)  # another key with the same digest prefix: not ours
         return Verdicts(key, tuple(_verdict_from(v) for v in data["verdicts"]))
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
         return Verdicts(key, (), "damaged", str(schema))
+
+
+def _read(path: Path) -> tuple[str | None, str]:
+    """The text of the verdict file at ``path``, or None and why it is not read (:data:`IGNORED`; ``""``: there
+    is none). Only a regular file is read, never through a link, without waiting on a FIFO, up to MAX_BYTES."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None, ""
+    except OSError as exc:
+        return None, "not_a_file" if exc.errno == errno.ELOOP else "unreadable"
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None, "not_a_file"
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        return None, "too_large"
+    try:
+        return data.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        return None, "not_json"
 
 
 def keep_verdicts(report: CompareReport, folder: Path = FOLDER) -> None:
@@ -156,7 +186,8 @@ def keep_verdicts(report: CompareReport, folder: Path = FOLDER) -> None:
     older = [v for v in kept.verdicts if (v.function, v.cause, v.outcome.flag, v.outcome.value) not in measured]
     doc = {"schema": SCHEMA, "key": dataclasses.asdict(key), "verdicts": [_verdict_to(v) for v in (*older, *fresh)]}
     with contextlib.suppress(OSError):
-        write_atomic(_path(key, folder), json.dumps(doc, indent=1) + "\n")
+        # Whatever is at the path (a link, a FIFO) is replaced by the new file, never written through.
+        write_atomic(_path(key, folder), json.dumps(doc, indent=1) + "\n", follow=False)
 
 
 def _verdict_to(v: Verdict) -> dict[str, object]:
@@ -170,10 +201,31 @@ def _verdict_to(v: Verdict) -> dict[str, object]:
 
 
 def _verdict_from(raw: dict) -> Verdict:
-    fields = {f.name for f in dataclasses.fields(FlipOutcome)}
-    outcome = FlipOutcome(**{k: v for k, v in raw["outcome"].items() if k in fields})
+    outcome = raw["outcome"]
+    kinds = {f.name: f.type for f in dataclasses.fields(FlipOutcome)}
+    # Every field as FlipOutcome types it: a count a number >= 0, never a bool or a string (reports do sums with them).
+    bad = next((k for k, v in outcome.items() if k in kinds and not _typed(str(kinds[k]), v)), None)
+    if bad is not None:
+        raise ValueError(f"outcome.{bad}")
+    outcome = FlipOutcome(**{k: v for k, v in outcome.items() if k in kinds})
     category, source, pattern = (str(x) for x in raw["cause"])
-    return Verdict(FunctionKey(**raw["function"]), (category, source, pattern), str(raw["subject"]), outcome, str(raw["compared_at"]))
+    function = FunctionKey(**raw["function"])
+    if not all(isinstance(v, str) for v in function[:3]) or not (function.line is None or type(function.line) is int):
+        raise ValueError("function")
+    return Verdict(function, (category, source, pattern), str(raw["subject"]), outcome, str(raw["compared_at"]))
+
+
+def _typed(kind: str, value: object) -> bool:
+    """Whether ``value`` read from JSON has the type a FlipOutcome field is annotated with (``int | None``)."""
+    if value is None:
+        return kind.endswith("| None")
+    if kind.startswith("int"):
+        return type(value) is int and value >= 0
+    if kind.startswith("float"):
+        return type(value) in (int, float)
+    if kind.startswith("bool"):
+        return type(value) is bool
+    return kind == "str" and type(value) is str
 
 
 def _key_from(raw: dict) -> VerdictKey:

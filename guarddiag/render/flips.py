@@ -190,6 +190,9 @@ _IGNORED = {
     "other_schema": "written by another guarddiag: schema {schema}",
     "not_json": "its file is not JSON",
     "damaged": "its file is damaged ({schema})",
+    "not_a_file": "its path holds no regular file (a link, a FIFO, a device or a folder), which guarddiag does not read",
+    "too_large": "its file is far larger than any compare writes",
+    "unreadable": "its file cannot be opened",
 }
 
 # A code-change hint: compare flips config, it cannot check a change of the user's code.

@@ -376,3 +376,81 @@ def cause_keys_of(f):
     from guarddiag.verdicts import cause_keys
 
     return cause_keys(f).keys()
+
+
+def _load_soon(base, folder):
+    """load_verdicts in a thread, given 10 s: a FIFO at the path would make it wait for a writer forever."""
+    import threading
+
+    found = []
+    worker = threading.Thread(target=lambda: found.append(load_verdicts(base, folder)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert found, "load_verdicts waited on the verdict path"
+    return found[0]
+
+
+def test_a_verdict_path_that_holds_no_regular_file_is_named_never_read_through_or_waited_on(tmp_path):
+    import os
+
+    base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+    (path,) = tmp_path.glob("*.json")
+    saved = tmp_path / "elsewhere" / "kept.json"
+    saved.parent.mkdir()
+    path.rename(saved)
+    cases = {"fifo": lambda: os.mkfifo(path), "device": lambda: path.symlink_to("/dev/zero"), "folder": path.mkdir,
+             "link to a verdict file": lambda: path.symlink_to(saved)}
+    for name, make in cases.items():
+        make()
+        kept = _load_soon(base, tmp_path)
+        assert (kept.ignored, kept.verdicts) == ("not_a_file", ()), name
+        from guarddiag.render.flips import advice_note
+
+        assert "its path holds no regular file" in advice_note(run_advice(base, kept, _LISTINGS)), name
+        if name != "folder":
+            # The next compare replaces what is at the path; it writes through no link (a planted one could name any file).
+            before = saved.read_bytes()
+            _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+            assert path.is_file() and not path.is_symlink() and saved.read_bytes() == before, name
+            assert load_verdicts(base, tmp_path).verdicts, name
+            path.unlink()
+        else:
+            path.rmdir()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["deep", "outcome_list", "count_string", "count_negative", "count_bool", "function_list", "line_string", "huge", "latin1"],
+)
+def test_a_damaged_verdict_file_is_one_note_never_a_crash(tmp_path, damage):
+    from guarddiag.render import render
+    from guarddiag.render.flips import advice_note
+
+    base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+    (path,) = tmp_path.glob("*.json")
+    doc = json.loads(path.read_text())
+    outcome, function = doc["verdicts"][0]["outcome"], doc["verdicts"][0]["function"]
+    edits = {
+        "outcome_list": lambda: doc["verdicts"][0].update(outcome=[1]),
+        "count_string": lambda: outcome.update(before="5"),
+        "count_negative": lambda: outcome.update(after=-3),
+        "count_bool": lambda: outcome.update(added=True),
+        "function_list": lambda: doc["verdicts"][0].update(function=["forward"]),
+        "line_string": lambda: function.update(line="30"),
+    }
+    if damage == "deep":
+        path.write_text("[" * 100_000)
+    elif damage == "huge":
+        path.write_text(json.dumps(doc | {"pad": "x" * (17 * 1024 * 1024)}))
+    elif damage == "latin1":
+        path.write_bytes(json.dumps(doc).encode().replace(b"forward", b"forw\xe4rd"))
+    else:
+        edits[damage]()
+        path.write_text(json.dumps(doc))
+    kept = load_verdicts(base, tmp_path)
+    assert kept.verdicts == () and kept.ignored in ("not_json", "damaged", "too_large")
+    advice = run_advice(base, kept, _LISTINGS)
+    assert advice.functions[0].causes[0].check.status == NOT_VERIFIED
+    assert "is not used (" in advice_note(advice)
+    for fmt in FORMATS:
+        render(base, fmt, advice)
