@@ -186,7 +186,9 @@ class FlipOutcome:
     ``stdout_changed``: the flip's run printed something else than the baseline's (None: not known);
     ``unstable``: the function's compile count varied between repeats of the flip; ``run_*`` and
     ``graph_breaks_*``: the whole run's recompiles, limit hits and graph breaks in both (a flip can move
-    recompiles to another function: a graph break it causes makes new ones)."""
+    recompiles to another function: a graph break it causes makes new ones); ``failed_*``: the function's
+    compiles that installed no code, ``run_failed_*`` the whole run's (a compile that fails under
+    ``suppress_errors`` runs its calls eagerly, with no recompile)."""
 
     flag: str
     value: str
@@ -211,6 +213,20 @@ class FlipOutcome:
     run_limit_hits_after: int = 0
     graph_breaks_before: int = 0
     graph_breaks_after: int = 0
+    failed_before: int = 0
+    failed_after: int = 0
+    run_failed_before: int = 0
+    run_failed_after: int = 0
+
+    @property
+    def lost_compiled_code(self) -> bool:
+        """The flip made compiles fail (in the function or anywhere in the run), or left the function with no
+        compile that installed code where the baseline had one: its calls ran eagerly, not compiled."""
+        if self.status != "ok":
+            return False
+        if self.failed_after > self.failed_before or self.run_failed_after > self.run_failed_before:
+            return True
+        return self.compiles_after - self.failed_after <= 0 < self.compiles_before - self.failed_before
 
     @property
     def fewer_in_run(self) -> bool:
@@ -232,7 +248,7 @@ class FlipOutcome:
     def works(self) -> bool:
         """Whether the flip did what it is for: removed recompiles of the cause with fewer in the whole run
         (or, a raised limit, kept the refused calls compiled), in a run that finished and was the same each time."""
-        if self.status != "ok" or self.unstable:
+        if self.status != "ok" or self.unstable or self.lost_compiled_code:
             return False
         if self.effect == KEEPS_COMPILED:
             return self.keeps_compiled
@@ -349,4 +365,8 @@ def _outcome(target: Target, base: Run, result: VariantResult, candidate: Candid
         run_limit_hits_after=result.run.limit_hits,
         graph_breaks_before=base.graph_breaks,
         graph_breaks_after=result.run.graph_breaks,
+        failed_before=len(before_f.failed_compiles),
+        failed_after=len(after_f.failed_compiles) if after_f else 0,
+        run_failed_before=sum(len(f.failed_compiles) for f in base.functions),
+        run_failed_after=sum(len(f.failed_compiles) for f in result.run.functions),
     )

@@ -96,7 +96,9 @@ def _cause_to_dict(c: CauseResult) -> dict[str, object]:
         "skipped": [asdict(x) for x in t.skipped],
         "not_run": [{"flag": f, "value": v} for f, v in c.not_run],
         "outcomes": [
-            asdict(o) | {"removed": o.removed, "keeps_compiled": o.keeps_compiled, "works": o.works} for o in c.outcomes
+            asdict(o)
+            | {"removed": o.removed, "keeps_compiled": o.keeps_compiled, "lost_compiled_code": o.lost_compiled_code, "works": o.works}
+            for o in c.outcomes
         ],
     }
 

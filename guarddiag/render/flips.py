@@ -81,10 +81,21 @@ def outcome_sentence(o: FlipOutcome, times: bool = True) -> str:
         hits = f"limit hits {o.limit_hits_before} -> {o.limit_hits_after}"
         parts = [f"keeps the refused calls compiled ({hits})" if o.keeps_compiled else f"leaves the refused calls ({hits})"]
     parts += [f"adds {o.added} recompile{'s' if o.added != 1 else ''} of other causes"] if o.added else []
+    parts += [_lost(o)] if o.lost_compiled_code else []
     parts += [_run_change(o)] if _moved(o) or o.graph_breaks_after != o.graph_breaks_before else []
     parts += [t for t in [_seconds_change(o)] if t and times]
     parts.append({True: "output differs from the baseline's", False: "output unchanged", None: "output not compared"}[o.stdout_changed])
     return "; ".join(parts)
+
+
+def _lost(o: FlipOutcome) -> str:
+    """Compiles the flip made fail (under suppress_errors their calls run eagerly): fewer recompiles, no fix."""
+    if o.failed_after > o.failed_before or o.run_failed_after > o.run_failed_before:
+        return (
+            f"compiles that installed no code {o.run_failed_before} -> {o.run_failed_after} in the whole run "
+            f"({o.failed_before} -> {o.failed_after} of this function): their calls ran without compiled code, so no fix"
+        )
+    return "no compile of the function installed code with it: its calls ran without compiled code, so no fix"
 
 
 def _moved(o: FlipOutcome) -> bool:

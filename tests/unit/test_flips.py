@@ -454,3 +454,33 @@ def test_a_damaged_verdict_file_is_one_note_never_a_crash(tmp_path, damage):
     assert "is not used (" in advice_note(advice)
     for fmt in FORMATS:
         render(base, fmt, advice)
+
+
+def _recorded(name: str) -> Run:
+    """A run folder recorded with `guarddiag run` (its log and torch's own record of each compile), read as run reads it."""
+    from guarddiag.child.processes import read_run_logs
+
+    folder = FLIPS_LOGS / "torch-2.13.0" / name
+    logs = read_run_logs(folder, folder / "torch.log", folder / "torch.compiles.jsonl")
+    return Run(functions=logs.functions, parse=logs.stats, source="run", torch_version="2.13.0+cpu")
+
+
+def test_a_flip_whose_compiles_fail_is_no_fix_though_the_recompiles_are_gone():
+    """tests/fixtures/flips/static_backend.py: a backend that refuses dynamic shapes, errors suppressed. Made dynamic
+    from the first compile, the function installs no code at all and every call runs eagerly: no recompile is left,
+    and that is no fix (was: "removes 1 of 1 recompile", verified)."""
+    base, flipped = _recorded("static_backend"), _recorded("static_backend.dynamic_sources")
+    ((before,), (after,)) = base.functions, flipped.functions
+    assert (before.compiles, before.recompiles, len(before.failed_compiles)) == (2, 1, 1)
+    assert (after.compiles, after.recompiles, len(after.failed_compiles)) == (1, 0, 1)
+    config = ("compiler.dynamic_sources", "L['x']:0")
+    flips = plan_flips(_catalog("2.13.0"), base)
+    assert config in flips.flips
+    plan = ComparePlan(Variant("baseline", "py"), (Variant("x", "py", (config,)),))
+    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (flipped,))]
+    report = build_report(plan, results, _catalog("2.13.0"), flips)
+    (cause,) = report.causes
+    (o,) = cause.outcomes
+    assert o.removed == 1 and o.lost_compiled_code and not o.works
+    assert "no compile of the function installed code with it: its calls ran without compiled code, so no fix" in outcome_sentence(o)
+    assert "apply:" not in render_compare(report, "table") and "no flip run removed its recompiles" in render_compare(report, "table")
