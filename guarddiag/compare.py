@@ -8,7 +8,7 @@ did to each cause of the baseline, and ``guarddiag.render.compare`` words the re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from guarddiag.diff import RunDiff, diff_runs
@@ -217,6 +217,13 @@ class FlipOutcome:
     failed_after: int = 0
     run_failed_before: int = 0
     run_failed_after: int = 0
+    # The other flips of a configuration that set several together (--combined, a hint of several settings).
+    also: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def configs(self) -> tuple[tuple[str, str], ...]:
+        """Every flip the configuration set: (flag, value) each."""
+        return ((self.flag, self.value), *self.also)
 
     @property
     def lost_compiled_code(self) -> bool:
@@ -313,11 +320,16 @@ def _cause_result(target: Target, base: VariantResult, others: tuple[VariantResu
     candidates = {c.config: c for c in target.candidates}
     outcomes = []
     for result in others:
-        if len(result.variant.flags) != 1:
-            continue  # --combined: no one flip to credit
-        config = result.variant.flags[0]
-        outcome = _outcome(target, base.run, result, candidates.get(config), config)
-        if outcome.candidate or outcome.works:
+        config, *also = result.variant.flags
+        if also:
+            # Several flips run together (--combined, a hint of several settings): measured as one configuration,
+            # kept for a cause one of them answers, or that it helped.
+            outcome = replace(_outcome(target, base.run, result, None, config), also=tuple(also))
+            keep = outcome.works or any(c in candidates for c in result.variant.flags)
+        else:
+            outcome = _outcome(target, base.run, result, candidates.get(config), config)
+            keep = outcome.candidate or outcome.works
+        if keep:
             outcomes.append(outcome)
     outcomes.sort(key=lambda o: not o.candidate)
     capped = tuple(c.config for c in target.candidates if flips is not None and c.config in flips.capped)

@@ -182,8 +182,8 @@ def keep_verdicts(report: CompareReport, folder: Path = FOLDER) -> None:
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     fresh = verdicts_of(report, now)
     kept = load_verdicts(report.results[0].run, folder)
-    measured = {(v.function, v.cause, v.outcome.flag, v.outcome.value) for v in fresh}
-    older = [v for v in kept.verdicts if (v.function, v.cause, v.outcome.flag, v.outcome.value) not in measured]
+    measured = {(v.function, v.cause, v.outcome.configs) for v in fresh}
+    older = [v for v in kept.verdicts if (v.function, v.cause, v.outcome.configs) not in measured]
     doc = {"schema": SCHEMA, "key": dataclasses.asdict(key), "verdicts": [_verdict_to(v) for v in (*older, *fresh)]}
     with contextlib.suppress(OSError):
         # Whatever is at the path (a link, a FIFO) is replaced by the new file, never written through.
@@ -204,10 +204,11 @@ def _verdict_from(raw: dict) -> Verdict:
     outcome = raw["outcome"]
     kinds = {f.name: f.type for f in dataclasses.fields(FlipOutcome)}
     # Every field as FlipOutcome types it: a count a number >= 0, never a bool or a string (reports do sums with them).
-    bad = next((k for k, v in outcome.items() if k in kinds and not _typed(str(kinds[k]), v)), None)
+    bad = next((k for k, v in outcome.items() if k in kinds and k != "also" and not _typed(str(kinds[k]), v)), None)
     if bad is not None:
         raise ValueError(f"outcome.{bad}")
-    outcome = FlipOutcome(**{k: v for k, v in outcome.items() if k in kinds})
+    also = tuple((str(flag), str(value)) for flag, value in outcome.get("also", ()))
+    outcome = FlipOutcome(**{k: v for k, v in outcome.items() if k in kinds} | {"also": also})
     category, source, pattern = (str(x) for x in raw["cause"])
     function = FunctionKey(**raw["function"])
     if not all(isinstance(v, str) for v in function[:3]) or not (function.line is None or type(function.line) is int):
@@ -316,7 +317,8 @@ def hint_check(
     keys = cause_keys(f)
     measured = (v.outcome for c in causes for k in keys.get(c, []) for v in verdicts.for_cause(f.key, k))
     if configs:
-        outcomes = tuple(o for o in measured if len(configs) == 1 and (o.flag, o.value) == configs[0])
+        # The configuration of exactly the hint's lines: one flip, or its several run together.
+        outcomes = tuple(o for o in measured if len(o.configs) == len(configs) and set(o.configs) == set(configs))
         command = compare_command(run, configs[0], configs[1:])
     else:
         outcomes = tuple(o for o in measured if o.flag in flags)

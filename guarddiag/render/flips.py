@@ -53,7 +53,8 @@ def apply_line(flag: str, value: str) -> str:
 
 
 def flip_label(o: FlipOutcome) -> str:
-    return f"{o.flag}={o.value}"
+    """``flag=value``; a configuration of several flips: ``a=1 + b=2``."""
+    return " + ".join(f"{flag}={value}" for flag, value in o.configs)
 
 
 def _seconds_change(o: FlipOutcome) -> str:
@@ -145,11 +146,12 @@ def cause_lines(c: CauseResult, max_flips: int) -> list[str]:
     candidates not run and why (indented by the caller)."""
     out = []
     for o in c.outcomes:
-        mark = "" if o.candidate else " (run for another cause)"
+        mark = "" if o.candidate or o.also else " (run for another cause)"
         out.append(f"{flip_label(o)}{mark}: {outcome_sentence(o)}")
         if o.works:
             cost = COSTS.get(o.cost)
             out.append(f"    apply: {apply_line(o.flag, o.value)}" + (f"; cost: {cost}" if cost else ""))
+            out += [f"    apply: {apply_line(flag, value)}" for flag, value in o.also]
     out += [f"not run (over --max-flips {max_flips}): {flag}={value}" for flag, value in c.not_run]
     out += [f"not run: {skipped_sentence(s)}" for s in c.target.skipped]
     if not c.target.candidates and not c.outcomes:
@@ -192,7 +194,7 @@ def advice_lines(a: CauseAdvice, function: str = "") -> list[str]:
             out.append(f"  {_CODE_CHANGE}")
     for o in a.found:
         out.append(f"compare measured {flip_label(o)}: {outcome_sentence(o, times=False)}")
-        out.append(f"  apply: {apply_line(o.flag, o.value)}")
+        out += [f"  apply: {apply_line(flag, value)}" for flag, value in o.configs]
     return out
 
 

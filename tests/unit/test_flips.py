@@ -17,7 +17,7 @@ from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines
 from guarddiag.render import FORMATS
 from guarddiag.render.compare import render_compare
-from guarddiag.render.flips import advice_lines, apply_line, outcome_sentence
+from guarddiag.render.flips import advice_lines, apply_line, cause_lines, outcome_sentence
 from guarddiag.verdicts import NO_EFFECT, NOT_VERIFIED, VERIFIED, keep_verdicts, load_verdicts, run_advice
 from tests.conftest import FIXTURES, LOGS, ROOT, in_checkout
 
@@ -484,3 +484,46 @@ def test_a_flip_whose_compiles_fail_is_no_fix_though_the_recompiles_are_gone():
     assert o.removed == 1 and o.lost_compiled_code and not o.works
     assert "no compile of the function installed code with it: its calls ran without compiled code, so no fix" in outcome_sentence(o)
     assert "apply:" not in render_compare(report, "table") and "no flip run removed its recompiles" in render_compare(report, "table")
+
+
+def test_a_hint_of_several_settings_is_verified_by_the_compare_its_command_names(tmp_path):
+    """tests/corpus/last_batch_one.py: the size-one hint writes two settings, and says the compare that runs them
+    together verifies it. That compare (--flag A --flag B --combined) now keeps its measurement, and the next run
+    says verified (was: a configuration of several flips was never kept, the hint stayed "not verified: <that
+    command> measures it" after the command was run)."""
+    script = str(ROOT / "tests" / "corpus" / "last_batch_one.py")
+    log = LOGS / "torch-2.13.0" / "last_batch_one.log"
+    base = _run(log, script=script)
+    listings = listings_of(in_checkout(log.read_text(encoding="utf-8")).splitlines(keepends=True)).by_frame
+    (cause,) = run_advice(base, load_verdicts(base, tmp_path), listings).functions[0].causes
+    assert cause.hint.hint == "size_one" and cause.check.status == NOT_VERIFIED
+    configs = (("fx.backed_size_oblivious", "true"), ("compiler.dynamic_sources", "L['xb']:0"))
+    assert "--combined" in cause.check.command and all(f"{f}={v}" in cause.check.command.replace("'\"'\"'", "'") for f, v in configs)
+    plan = ComparePlan(Variant("baseline", "py"), (*(Variant(f"{f}={v}", "py", ((f, v),)) for f, v in configs),
+                                                   Variant("both", "py", configs)))
+    single = _run(LOGS / "torch-2.13.0" / "last_batch_one.log", script=script)  # alone, neither removes the recompile
+    both = _run(FLIPS_LOGS / "torch-2.13.0" / "last_batch_one.size_one.log", script=script)
+    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (single,)),
+               VariantResult(plan.variants[1], (single,)), VariantResult(plan.variants[2], (both,))]
+    report = build_report(plan, results, _catalog("2.13.0"))
+    keep_verdicts(report, tmp_path)
+    (cause,) = run_advice(base, load_verdicts(base, tmp_path), listings).functions[0].causes
+    assert cause.check.status == VERIFIED
+    assert check_sentence_of(cause) == (
+        "verified by compare (fx.backed_size_oblivious=true + compiler.dynamic_sources=L['xb']:0): removes 1 of 1 recompile; "
+        "output not compared"
+    )
+    (measured,) = json.loads(render_compare(report, "json"))["causes"]
+    assert [(o["flag"], o["also"], o["removed"], o["works"]) for o in measured["outcomes"]] == [
+        ("fx.backed_size_oblivious", [], 0, False),
+        ("fx.backed_size_oblivious", [["compiler.dynamic_sources", "L['xb']:0"]], 1, True),
+    ]
+    lines = cause_lines(report.causes[0], 6)
+    assert "fx.backed_size_oblivious=true + compiler.dynamic_sources=L['xb']:0: removes 1 of 1 recompile; output not compared" in lines
+    assert "    apply: torch.compiler.config.dynamic_sources = \"L['xb']:0\"" in lines
+
+
+def check_sentence_of(cause):
+    from guarddiag.render.flips import check_sentence
+
+    return check_sentence(cause.check)
