@@ -21,7 +21,6 @@ import errno
 import hashlib
 import json
 import os
-import shlex
 import stat
 import time
 from collections.abc import Iterable, Mapping
@@ -33,6 +32,7 @@ from guarddiag.compare import CompareReport, FlipOutcome
 from guarddiag.diff import CauseKey, cause_key
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Guard, Run
+from guarddiag.shell import quote
 from guarddiag.store import write_atomic
 
 if TYPE_CHECKING:
@@ -268,13 +268,15 @@ def compare_command(run: Run | None, flip: tuple[str, str] | None = None, more: 
     flips too, run together (``--combined``)."""
     # compare's baseline runs with torch's defaults: a run's own --flag options are not its.
     flips = ([flip] if flip is not None else []) + list(more)
+    if run is not None and any("\x00" in w for w in (run.script or "", run.module or "", *run.argv)):
+        run = None  # a NUL no shell word holds (only a forged record has one): the command names no script
     options = [w for name, value in flips for w in ("--flag", f"{name}={value}")] + (["--combined"] if len(flips) > 1 else [])
     if run is not None and run.module:
         words = ["guarddiag", "compare", *options, "-m", run.module, *run.argv]
     else:
         script = run.script if run is not None and run.script else "SCRIPT"
         words = ["guarddiag", "compare", script, *options, *(["--", *run.argv] if run is not None and run.argv else [])]
-    return " ".join(w if w == "SCRIPT" else shlex.quote(w) for w in words)
+    return " ".join(w if w == "SCRIPT" else quote(w) for w in words)
 
 
 def _status(outcomes: Iterable[FlipOutcome]) -> str:

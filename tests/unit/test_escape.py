@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import re
+import subprocess
 import sys
 import unicodedata
 import xml.etree.ElementTree as ET
@@ -37,6 +38,7 @@ from guarddiag.render.escape import (
     html,
     markdown_code,
     markdown_text,
+    one_line,
     terminal,
     visible,
     workflow_message,
@@ -404,3 +406,49 @@ def test_every_stderr_line_of_guarddiag_itself_is_escaped():
             if not (node.args and isinstance(node.args[0], ast.Call) and ast.unparse(node.args[0].func) == "one_line"):
                 raw.append(f"{path.relative_to(package)}:{node.lineno}")
     assert not raw, raw
+
+
+def _shell_words(command: str) -> list[bytes]:
+    """The words bash reads from ``command`` (as a user pastes it)."""
+    out = subprocess.run(["bash", "-c", 'eval "set -- $0"; printf "%s\\0" "$@"', command], capture_output=True, check=True)
+    return out.stdout.split(b"\0")[:-1]
+
+
+@given(hostile_text)
+@settings(max_examples=max(20, settings().max_examples // 3), deadline=None)
+def test_a_command_guarddiag_gives_is_the_same_text_in_every_output_and_runs_exactly_its_words(value):
+    """A script path and arguments with quotes, `$()`, backticks, `;`, newlines, controls, bidi marks, `##[`: the
+    command is left alone by every escape (what is shown is what is meant) and bash reads back exactly the words."""
+    from guarddiag import shell
+
+    assume("\x00" not in value)  # no path or argument holds a NUL
+    words = ["guarddiag", "compare", f"{value}.py", "--flag", f"x={value}", "--", value, "$(touch pwned)", "`id`;"]
+    command = shell.join(words)
+    for shown in (visible(command), terminal(command), one_line(command), markdown_code(command)[1:-1]):
+        assert shown == command
+    assert _shell_words(command) == [os.fsencode(w) for w in words]
+
+
+def test_a_command_naming_an_undecodable_file_names_its_bytes():
+    from guarddiag import shell
+
+    name = os.fsdecode(b"model\xff\x1b.py")
+    assert shell.quote(name) == "$'model\\xff\\x1b.py'" and _shell_words(shell.join([name])) == [b"model\xff\x1b.py"]
+
+
+def test_a_hint_command_for_a_hostile_script_runs_that_script_after_the_run_report_escapes_it(tmp_path):
+    """The compare command under a cause group (run's advice), through the report's escaping, in every format."""
+    from guarddiag.render.flips import advice_to_dict
+    from guarddiag.verdicts import load_verdicts, run_advice
+
+    hostile = "evil\n::error::$(touch pwned)`id`'; \u202e##[x.py"
+    run = replace(parse_logs([str(LOGS / "torch-2.13.0" / "module_int_attribute.log")]), source="run", script=hostile,
+                  torch_version="2.13.0", argv=("--name", "a b\x1b"))
+    advice = run_advice(run, load_verdicts(run, tmp_path))
+    json_advice = advice_to_dict(advice)
+    command = json_advice["compare"]
+    assert _shell_words(command) == [b"guarddiag", b"compare", os.fsencode(hostile), b"--", b"--name", b"a b\x1b"]
+    assert "`" not in command  # a Markdown code span holds it whole
+    assert command in render(run, "table", advice)  # shown as it is: pasted, it is that command
+    assert f"`{command}`" in render(run, "markdown", advice)
+    assert json.loads(render(run, "json", advice))["advice"]["compare"] == command
