@@ -49,7 +49,7 @@ from guarddiag.render.escape import (
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.gate import render_annotations, render_check, render_junit, render_markdown
 from guarddiag.store import load_run, run_to_dict, save_run
-from tests.conftest import LOGS
+from tests.conftest import FIXTURES, LOGS
 from tests.unit.test_render_formats import _compare_report
 
 settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -65,6 +65,10 @@ BRANCH = LOGS / "torch-2.13.0" / "torchrun" / "branch4.log"
 LOGDIR = LOGS / "torch-2.13.0" / "torchrun" / "logdir"
 NAMES = LOGS / "torch-2.13.0" / "stack_slots.log"
 HEADS = LOGS / "torch-2.13.0" / "module_dict_heads.log"
+# Issue 25's causes: each size guard its own cause with a condition, a dict's keys, calls a stance refused.
+SIZES = LOGS / "torch-2.13.0" / "size_guards.log"
+KEYS = LOGS / "torch-2.13.0" / "dict_keys_order.log"
+STANCES = FIXTURES / "stances" / "eager-2.13"
 
 # Control, format (bidi, zero-width), surrogate, line and paragraph separator characters: never raw.
 _RAW = {"Cc", "Cf", "Cs", "Zl", "Zp"}
@@ -165,6 +169,7 @@ def _poison(value: str):
                     c["code"] = value if c["code"] else c["code"]
                     c["inner_location"] = f"{value}.py:5 in {value}" if c["inner_location"] else c["inner_location"]
                     c["inner_code"] = value if c["inner_code"] else c["inner_code"]
+                    c["condition"] = f"{value} % 8 != 0" if c.get("condition") else c.get("condition", "")
             if f.get("resume"):
                 f["resume"]["function"] = value
                 for slot in f["resume"]["slots"]:
@@ -177,6 +182,11 @@ def _poison(value: str):
                 c["reason"] = f"Unsupported: {value}"
             for g in f["graph_breaks"]:
                 g["reason"] = value
+            for r in f.get("refusals", []):
+                r["reasons"] = [f"0/{i}: {value}" for i, _ in enumerate(r["reasons"])]
+                if r["cause"]:
+                    r["cause"]["subject"] = f"value of `{value}`"
+                    r["cause"]["text"] = value
         for p in data.get("job", {}).get("processes", []):
             p["host"] = value
             p["logs"] = [f"/ci/{value}/{os.path.basename(log)}" for log in p["logs"]]
@@ -199,6 +209,9 @@ def _real_runs() -> dict[str, Run]:
         "job": parse_logs([str(LOGDIR)]),
         # resume functions with stack slots, and a cause in torch's own code (its user stack dropped)
         "names": parse_logs([str(NAMES)]),
+        "sizes": parse_logs([str(SIZES)]),
+        "keys": parse_logs([str(KEYS)]),
+        "stances": _stance_run(),
         "inner": replace(
             parse_logs([str(HEADS)]),
             functions=tuple(replace(f, recompile_events=tuple(
@@ -206,6 +219,13 @@ def _real_runs() -> dict[str, Run]:
                 for e in f.recompile_events)) for f in parse_logs([str(HEADS)]).functions),
         ),
     }
+
+
+def _stance_run() -> Run:
+    from guarddiag.child.processes import read_run_logs
+
+    logs = read_run_logs(STANCES, STANCES / "torch.log", STANCES / "torch.compiles.jsonl")
+    return Run(functions=logs.functions, parse=logs.stats, source="run", torch_version="2.13.0", stances=logs.stances)
 
 
 def test_every_control_format_and_separator_character_is_shown_visibly():
@@ -452,3 +472,94 @@ def test_a_hint_command_for_a_hostile_script_runs_that_script_after_the_run_repo
     assert command in render(run, "table", advice)  # shown as it is: pasted, it is that command
     assert f"`{command}`" in render(run, "markdown", advice)
     assert json.loads(render(run, "json", advice))["advice"]["compare"] == command
+
+
+def _hostile_verdicts(run: Run, value: str):
+    """What a verdict file can say about every cause of ``run``: a hostile flip, value and subject per cause, measured
+    working (the run report lists it, with its line to apply), and a schema named by a file it does not use."""
+    from guarddiag.compare import FlipOutcome
+    from guarddiag.verdicts import Verdict, Verdicts, cause_keys, key_of
+
+    outcome = FlipOutcome(value, value, "removes", value, 2, 0, 0, 0, 3, 1, 0.5, 0.1, 0, "ok", True,
+                          run_recompiles_before=2, also=((value, value),))
+    verdicts = tuple(Verdict(f.key, k, value, outcome, value) for f in run.functions for ks in cause_keys(f).values() for k in ks)
+    return Verdicts(key_of(run), verdicts), Verdicts(key_of(run), (), "other_schema", value)
+
+
+@given(hostile_text)
+@RENDER
+def test_every_run_report_with_its_advice_escapes_a_hostile_record_and_verdict_file(tmp_path_factory, value):
+    """Run's advice: each cause group's hint (its subject, lines and the compare command naming the script), the
+    flips a verdict file says compare measured (flag, value, the lines to apply them) and why a file is not used."""
+    from guarddiag.verdicts import run_advice
+
+    tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
+    for key in ("limit", "names", "sizes", "keys", "stances"):
+        hostile, benign = (_record(real_runs[key], tmp, key + n, _poison(v)) for n, v in (("", value), ("-b", _benign(value))))
+        hostile, benign = (replace(r, source="run", torch_version="2.13.0") for r in (hostile, benign))
+        for (found, ignored), (found_b, ignored_b) in [(_hostile_verdicts(hostile, value), _hostile_verdicts(benign, _benign(value)))]:
+            for verdicts, benign_verdicts in ((found, found_b), (ignored, ignored_b)):
+                advice, benign_advice = run_advice(hostile, verdicts), run_advice(benign, benign_verdicts)
+                _assert_plain(render(hostile, "table", advice), render(benign, "table", benign_advice))
+                _assert_markdown(render(hostile, "markdown", advice), render(benign, "markdown", benign_advice))
+                for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
+                    text = render(hostile, fmt, advice)
+                    _assert_plain(text)
+                    back = load(text)["advice"]
+                    assert back["compare"] == advice.command
+                    if verdicts is found and back["functions"]:
+                        assert value in {o["flag"] for f in back["functions"] for c in f["causes"] for o in c["found"]}
+
+
+@given(hostile_text)
+@RENDER
+def test_compare_without_flag_escapes_a_hostile_baseline_in_every_format(tmp_path_factory, value):
+    """compare's causes and flips: the cause titles, each flip's outcome, value and line to apply, what was not run."""
+    from guarddiag.compare import ComparePlan, Variant, VariantResult, build_report
+    from guarddiag.flags import catalog_from_dict
+    from guarddiag.flips import plan_flips
+
+    catalog = catalog_from_dict(json.loads((FIXTURES / "flags" / "torch-2.13.0.json").read_text()))
+    tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
+    for key in ("limit", "sizes", "keys"):
+        reports = []
+        for name in (value, _benign(value)):
+            run = replace(_record(real_runs[key], tmp, key, _poison(name)), source="run", torch_version="2.13.0")
+            flips = plan_flips(catalog, run, 3)
+            plan = ComparePlan(Variant("baseline", "py"), tuple(Variant(f"{f}={v}", "py", ((f, v),)) for f, v in flips.flips)
+                               + (Variant(name, "py", ((name, name), (name, "1"))),))
+            results = [VariantResult(v, (run,)) for v in (plan.baseline, *plan.variants)]
+            reports.append(build_report(plan, results, catalog, flips))
+        hostile, benign = reports
+        _assert_plain(render_compare(hostile, "table"), render_compare(benign, "table"))
+        _assert_markdown(render_compare(hostile, "markdown"), render_compare(benign, "markdown"))
+        for fmt in ("json", "yaml"):
+            _assert_plain(render_compare(hostile, fmt))
+
+
+_IN_A_KEY = re.compile(r"[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029']")
+
+
+@given(hostile_text.map(lambda s: _IN_A_KEY.sub("", s) or "\x1b[2J"))
+@RENDER
+def test_a_log_naming_a_hostile_tensor_is_escaped_in_explains_hints_and_runs_advice(tmp_path_factory, value):
+    """A log names a tensor (a dict key, a crafted log) by any string on one line: explain's guards, conditions and
+    hints (their lines to write or why none is given) and run's advice built from the same log stay escaped."""
+    from guarddiag.commands.explain import explain_path
+    from guarddiag.explain import listings_of
+    from guarddiag.verdicts import NO_VERDICTS, run_advice
+
+    tmp = tmp_path_factory.mktemp("logs")
+    for source, name in ((LOGS / "torch-2.13.0" / "ragged_dataloader.log", "'xb'"), (SIZES, "'x'")):
+        log = tmp / source.name
+        log.write_text(source.read_text(encoding="utf-8").replace(name, f"'{value}'"), encoding="utf-8", newline="")
+        explanation, _ = explain_path(log, False)
+        _assert_plain(render_explanation(explanation, "table"))
+        _assert_markdown(render_explanation(explanation, "markdown"))
+        for fmt in ("json", "yaml"):
+            _assert_plain(render_explanation(explanation, fmt))
+        run = replace(parse_logs([str(log)]), source="run", torch_version="2.13.0", script=f"{value}.py")
+        with log.open(encoding="utf-8") as fh:
+            advice = run_advice(run, NO_VERDICTS, listings_of(fh).by_frame)
+        _assert_plain(render(run, "table", advice))
+        _assert_markdown(render(run, "markdown", advice))
