@@ -296,7 +296,7 @@ def test_diff_and_compare_escape_a_hostile_record(tmp_path_factory, value):
 @RENDER
 def test_check_escapes_a_hostile_record_in_every_output(tmp_path_factory, value):
     tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
-    for key in ("limit", "failures", "ranks"):
+    for key in ("limit", "failures", "ranks", "stances", "sizes", "keys"):
         outputs = {}
         for name in (value, _benign(value)):
             run = _record(real_runs[key], tmp, key, _poison(name))
