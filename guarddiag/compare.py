@@ -143,13 +143,16 @@ def first_difference(baseline: str, variant: str) -> OutputChange | None:
 class VariantResult:
     """All repeats of one configuration; the first is the one diffed. ``stdout_change``: where its
     first run printed something else than the baseline's first run (None: the same, or not known);
-    ``stdout_compared``: both outputs were there to compare."""
+    ``stdout_compared``: both outputs were there to compare, and neither configuration's repeats printed
+    different things (``stdout_varies``: where they did)."""
 
     variant: Variant
     runs: tuple[Run, ...]
     unstable: tuple[Unstable, ...] = field(default=())
     stdout_change: OutputChange | None = None
     stdout_compared: bool = False
+    # Where the repeats of this configuration printed different things (--repeat): its output tells nothing of a flip.
+    stdout_varies: OutputChange | None = None
 
     @property
     def run(self) -> Run:

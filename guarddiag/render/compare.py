@@ -6,7 +6,8 @@ JSON/YAML schema versions (``schema`` key):
   per configuration: label, python, flags, config, status/recompiles/records per repeat, unstable),
   and ``diffs[]`` as in guarddiag.diff/1. Later keys in ``runs[]``: ``folders`` (each repeat's run
   folder), ``stdout_change`` (null, or where the configuration's output first differs from the
-  baseline run's: ``line``, ``baseline``, ``variant``), ``rank_divergence`` (the functions the
+  baseline run's: ``line``, ``baseline``, ``variant``), ``stdout_varies`` (null, or where a repeat of the
+  configuration printed something else than its first run; then no output change is said), ``rank_divergence`` (the functions the
   ranks of a distributed job compiled differently in that configuration: ``name``, ``file``, ``line``).
   Later top-level keys: ``flips`` (compare without --flag: ``planned`` and ``capped`` flips, each
   ``{flag, value}``, and ``max_flips``; null with --flag) and ``causes[]`` (each cause of the baseline:
@@ -62,6 +63,7 @@ def compare_to_dict(report: CompareReport) -> dict[str, object]:
                 "unstable": [unstable_sentence(u) for u in r.unstable],
                 "folders": list(r.folders),
                 "stdout_change": None if r.stdout_change is None else asdict(r.stdout_change),
+                "stdout_varies": None if r.stdout_varies is None else asdict(r.stdout_varies),
                 "rank_divergence": [_place(d.function) for d in rank_divergence(r.run)],
             }
             for r in report.results
@@ -139,6 +141,7 @@ def _result_notes(r: VariantResult, baseline: VariantResult) -> list[str]:
     outcomes = dict.fromkeys(script_outcome(run) for run in r.runs if run.status != "ok")
     notes += [f"{r.variant.label}: {o}; its counts cover what ran before that" for o in outcomes]
     notes += [f"{r.variant.label}: {stdout_sentence(r.stdout_change)}"] if r.stdout_change else []
+    notes += [f"{r.variant.label}: {varies_sentence(r.stdout_varies)}"] if r.stdout_varies else []
     change = divergence_change(baseline.run, r.run) if r is not baseline else None
     return notes + ([f"{r.variant.label}: {divergence_change_sentence(change)}"] if change else [])
 
@@ -159,6 +162,14 @@ def stdout_sentence(change: OutputChange) -> str:
         f"stdout differs from the baseline run's (first difference at line {change.line}: "
         f"{_printed(change.baseline)} in the baseline, {_printed(change.variant)} here): "
         "the flip may change what the script does, not only how it compiles"
+    )
+
+
+def varies_sentence(change: OutputChange) -> str:
+    """``its repeats printed different things (first difference at line 1: ...): its output is not compared``."""
+    return (
+        f"its repeats printed different things (first difference at line {change.line}: {_printed(change.baseline)}, then "
+        f"{_printed(change.variant)}): its output is compared with no other configuration's"
     )
 
 
