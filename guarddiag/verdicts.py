@@ -280,10 +280,11 @@ def compare_command(run: Run | None, flip: tuple[str, str] | None = None, more: 
 
 
 def _status(outcomes: Iterable[FlipOutcome]) -> str:
-    outcomes = list(outcomes)
-    if not outcomes:
+    # A run that did not finish (a --timeout on a busy machine) or compiled differently each repeat measured nothing.
+    measured = [o for o in outcomes if o.status == "ok" and not o.unstable]
+    if not measured:
         return NOT_VERIFIED
-    return VERIFIED if any(o.works for o in outcomes) else NO_EFFECT
+    return VERIFIED if any(o.works for o in measured) else NO_EFFECT
 
 
 def cause_keys(f: FunctionSummary) -> dict[tuple[str, str], list[CauseKey]]:

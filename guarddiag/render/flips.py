@@ -172,6 +172,9 @@ def check_sentence(check: HintCheck) -> str:
     if check.run_flags:
         flags = ", ".join(f"--flag {f}" for f in check.run_flags)
         return f"not verified for a run with {flags}: {check.command} measures it against torch's defaults"
+    if check.outcomes:  # measured, but no run of it gave a verdict
+        last = check.outcomes[-1]
+        return f"not verified: compare ran {flip_label(last)}: {outcome_sentence(last, times=False)}; {check.command} measures it again"
     return f"not verified: {check.command} measures it"
 
 

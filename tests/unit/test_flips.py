@@ -527,3 +527,29 @@ def check_sentence_of(cause):
     from guarddiag.render.flips import check_sentence
 
     return check_sentence(cause.check)
+
+
+@pytest.mark.parametrize("how", [{"status": "timeout", "after": None}, {"status": "failed", "after": None}, {"unstable": True}])
+def test_a_flip_whose_run_gave_no_verdict_leaves_its_hint_not_verified_never_not_a_fix(tmp_path, how):
+    """A flip's run that hit --timeout (a busy machine), failed, or compiled differently each repeat measured nothing:
+    the hint stays a fix, not verified, with the command that verifies it (was: "not a fix here: ... its run did not
+    finish (timeout): no verdict", and the fix itself hidden)."""
+    from guarddiag.compare import FlipOutcome
+    from guarddiag.verdicts import Verdict, Verdicts, cause_keys, key_of
+
+    base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script="model.py")
+    (f,) = base.functions
+    ((key,),) = cause_keys(f).values()
+    outcome = FlipOutcome("allow_unspec_int_on_nn_module", "true", "removes", "dynamic_int", 5, 1, 0, 0, 6, 2, 0.3, 0.1, 0, "ok", False,
+                          run_recompiles_before=5, run_recompiles_after=1)
+    assert outcome.works
+    kept = Verdicts(key_of(base), (Verdict(f.key, key, "self.layer_idx", replace(outcome, **how), "now"),))
+    (cause,) = run_advice(base, kept, _LISTINGS).functions[0].causes
+    assert cause.check.status == NOT_VERIFIED
+    lines = advice_lines(cause)
+    assert lines[0].startswith("fix: `self.layer_idx` is an int attribute of an nn.Module")
+    assert not any("not a fix here" in line for line in lines)
+    said = {"timeout": "its run did not finish (timeout): no verdict", "failed": "its run did not finish (failed): no verdict"}
+    assert (
+        f"  not verified: compare ran allow_unspec_int_on_nn_module=true: {said.get(how.get('status'), 'the function')}" in "\n".join(lines)
+    )
