@@ -10,7 +10,8 @@ it. Pure views (:func:`check_hints`, :func:`run_advice`) are separate from the f
 
 Schema versions (``schema`` key):
   guarddiag.verdicts/1 -- first version: ``key`` (script, module, cwd, args, flags, torch_version) and
-  ``verdicts[]`` (function, cause, flip, every field of FlipOutcome, compared_at).
+  ``verdicts[]`` (function, cause, flip, every field of FlipOutcome, compared_at). Later key:
+  ``script_sha256`` (the script's file when last compared; another content is said, its verdicts not used).
 """
 
 from __future__ import annotations
@@ -107,8 +108,8 @@ class Verdicts:
 NO_VERDICTS = Verdicts(None)
 # Why a verdict file is not used (Verdicts.ignored): another guarddiag's schema, not JSON, damaged fields;
 # no regular file at its path (a link, a FIFO, a device, a folder), one far larger than any compare writes,
-# one that cannot be opened.
-IGNORED = ("other_schema", "not_json", "damaged", "not_a_file", "too_large", "unreadable")
+# one that cannot be opened; the script's file is not the one compared (edited since).
+IGNORED = ("other_schema", "not_json", "damaged", "not_a_file", "too_large", "unreadable", "script_changed")
 # A compare keeps a few hundred bytes per flip and cause: a file past this was not written by guarddiag.
 MAX_BYTES = 16 * 1024 * 1024
 
@@ -144,7 +145,11 @@ def load_verdicts(run: Run, folder: Path = FOLDER) -> Verdicts:
     try:
         if _key_from(data["key"]) != key:
             return Verdicts(key)  # another key with the same digest prefix: not ours
-        return Verdicts(key, tuple(_verdict_from(v) for v in data["verdicts"]))
+        kept = tuple(_verdict_from(v) for v in data["verdicts"])
+        compared, now = data.get("script_sha256"), script_digest(key)
+        if compared is not None and now and compared != now:
+            return Verdicts(key, (), "script_changed")
+        return Verdicts(key, kept)
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
         return Verdicts(key, (), "damaged", str(schema))
 
@@ -184,10 +189,36 @@ def keep_verdicts(report: CompareReport, folder: Path = FOLDER) -> None:
     kept = load_verdicts(report.results[0].run, folder)
     measured = {(v.function, v.cause, v.outcome.configs) for v in fresh}
     older = [v for v in kept.verdicts if (v.function, v.cause, v.outcome.configs) not in measured]
-    doc = {"schema": SCHEMA, "key": dataclasses.asdict(key), "verdicts": [_verdict_to(v) for v in (*older, *fresh)]}
+    doc = {
+        "schema": SCHEMA,
+        "key": dataclasses.asdict(key),
+        "script_sha256": script_digest(key),
+        "verdicts": [_verdict_to(v) for v in (*older, *fresh)],
+    }
     with contextlib.suppress(OSError):
         # Whatever is at the path (a link, a FIFO) is replaced by the new file, never written through.
         write_atomic(_path(key, folder), json.dumps(doc, indent=1) + "\n", follow=False)
+
+
+# A script past this size is not hashed (its measurements are used without the check).
+_MAX_SCRIPT_BYTES = 64 * 1024 * 1024
+
+
+def script_digest(key: VerdictKey) -> str:
+    """The SHA-256 of the script's file as it is now (``""``: a module, or a file that cannot be read as a regular
+    file): measurements of another content of the script are not this script's."""
+    if not key.script:
+        return ""
+    try:
+        fd = os.open(key.script, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return ""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return ""
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(_MAX_SCRIPT_BYTES + 1)
+    return hashlib.sha256(data).hexdigest() if len(data) <= _MAX_SCRIPT_BYTES else ""
 
 
 def _verdict_to(v: Verdict) -> dict[str, object]:

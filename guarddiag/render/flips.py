@@ -209,6 +209,7 @@ _IGNORED = {
     "not_a_file": "its path holds no regular file (a link, a FIFO, a device or a folder), which guarddiag does not read",
     "too_large": "its file is far larger than any compare writes",
     "unreadable": "its file cannot be opened",
+    "script_changed": "the script's file changed since",
 }
 
 # A code-change hint: compare flips config, it cannot check a change of the user's code.

@@ -214,8 +214,7 @@ def test_flip_variants_are_one_configuration_per_flip():
 _LISTINGS = listings_of((LOGS / "torch-2.13.0" / "module_int_attribute.log").open(encoding="utf-8")).by_frame
 
 
-def _verdict_setup(tmp_path, variant_log):
-    script = str(ROOT / "scenarios" / "module_int_attribute.py")
+def _verdict_setup(tmp_path, variant_log, script: str = str(ROOT / "scenarios" / "module_int_attribute.py")):
     base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script=script)
     flips = plan_flips(_catalog("2.13.0"), base)
     config = ("allow_unspec_int_on_nn_module", "true")
@@ -553,3 +552,24 @@ def test_a_flip_whose_run_gave_no_verdict_leaves_its_hint_not_verified_never_not
     assert (
         f"  not verified: compare ran allow_unspec_int_on_nn_module=true: {said.get(how.get('status'), 'the function')}" in "\n".join(lines)
     )
+
+
+def test_verdicts_of_a_script_edited_since_are_not_used_and_said_to_be(tmp_path):
+    """A compare measured the script as it was; the user edited it since (another int, another model): what the
+    compare measured is not this script's (was: still "verified by compare: removes 4 of 5")."""
+    from guarddiag.render.flips import advice_note
+
+    script = tmp_path / "model.py"
+    script.write_text("print('as compared')\n")
+    folder = tmp_path / "verdicts"
+    base = _verdict_setup(folder, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log", str(script))
+    assert run_advice(base, load_verdicts(base, folder), _LISTINGS).functions[0].causes[0].check.status == VERIFIED
+    script.write_text("print('edited')\n")
+    kept = load_verdicts(base, folder)
+    assert (kept.ignored, kept.verdicts) == ("script_changed", ())
+    advice = run_advice(base, kept, _LISTINGS)
+    assert advice.functions[0].causes[0].check.status == NOT_VERIFIED
+    assert "is not used (the script's file changed since)" in advice_note(advice)
+    # The next compare measures the script as it is now.
+    _verdict_setup(folder, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log", str(script))
+    assert load_verdicts(base, folder).verdicts
