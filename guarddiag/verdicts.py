@@ -75,6 +75,8 @@ def key_of(run: Run) -> VerdictKey | None:
     """The key of a run of a script or module (None: a parsed log, or the torch version is not known)."""
     if run.source != "run" or not run.torch_version or not (run.script or run.module):
         return None
+    if any("\x00" in w for w in (run.script or "", run.module or "", *run.argv)):
+        return None  # no run has a NUL in its path or arguments: a forged record, whose verdicts there are none
     script = str(Path(run.script).resolve()) if run.script else ""
     cwd = "" if run.script else str(Path.cwd().resolve())
     return VerdictKey(script, run.module or "", cwd, tuple(run.argv), tuple(sorted(run.flags.items())), run.torch_version)
@@ -211,7 +213,7 @@ def script_digest(key: VerdictKey) -> str:
         return ""
     try:
         fd = os.open(key.script, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+    except (OSError, ValueError):
         return ""
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)

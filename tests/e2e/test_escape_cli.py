@@ -159,3 +159,16 @@ def test_a_hostile_script_that_recompiles_gets_its_report_and_a_compare_command_
                           capture_output=True, check=True).stdout.split(b"\0")[:-1]
     assert argv[:2] == [b"compare", os.fsencode(name)], argv
     assert not (tmp_path / "pwned").exists()
+
+
+def test_explain_of_a_record_whose_script_holds_a_nul_explains_it(tmp_path: Path):
+    """No run has a NUL in its path: a forged record's script has no verdicts to read (was: internal error,
+    ValueError: embedded null byte, where explain looked its verdicts up)."""
+    plain, _ = _records(tmp_path)
+    data = json.loads(plain.read_text(encoding="utf-8"))
+    data.update(source="run", script="a\x00\x1b[2Jb.py", torch_version="2.13.0", argv=["\x00"])
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(data), encoding="utf-8")
+    code, out, err = _guarddiag("explain", str(forged), cwd=tmp_path)
+    assert code == 0, err
+    _assert_ci_log(out + err)
