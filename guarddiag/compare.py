@@ -323,6 +323,8 @@ def _cause_result(target: Target, base: VariantResult, others: tuple[VariantResu
     candidates = {c.config: c for c in target.candidates}
     outcomes = []
     for result in others:
+        if not result.variant.flags:
+            continue  # the same interpreter given twice (--python): no flip to measure
         config, *also = result.variant.flags
         if also:
             # Several flips run together (--combined, a hint of several settings): measured as one configuration,
