@@ -293,8 +293,8 @@ class CompareReport:
 
 
 def flip_variants(flips: FlipPlan, python: str) -> tuple[Variant, ...]:
-    """One configuration per planned flip."""
-    return tuple(Variant(f"{flag}={value}", python, ((flag, value),)) for flag, value in flips.flips)
+    """One configuration per planned flip, and per planned combination of flips."""
+    return tuple(Variant(" + ".join(f"{f}={v}" for f, v in config), python, config) for config in flips.configurations)
 
 
 def build_report(

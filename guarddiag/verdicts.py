@@ -386,6 +386,22 @@ def hinted_flips(run: Run, listings: Listings | None) -> dict[tuple[FunctionKey,
     return found
 
 
+def hinted_combinations(run: Run, listings: Listings | None) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """The configurations of several settings the fix hints of a run write (a hint's own lines, or a choice's):
+    compare runs each as one configuration, which is what verifies such a hint."""
+    from guarddiag.explain.hints import fix_hints, hint_configs, torch_era
+
+    listings = listings or {}
+    era = torch_era(run.torch_version, (g for per in listings.values() for gs in per.values() for g in gs))
+    found: list[tuple[tuple[str, str], ...]] = []
+    for f in run.functions:
+        if not cause_keys(f):
+            continue
+        for h in fix_hints(f, run.torch_version, era, listings.get(f.frame_ids[0], {}) if f.frame_ids else {}, f.graph_breaks):
+            found += [c for lines in (h.lines, *(choice.lines for choice in h.choices)) if len(c := hint_configs(lines)) > 1]
+    return tuple(dict.fromkeys(found))
+
+
 def check_hints(hints: tuple[FixHint, ...], f: FunctionSummary, verdicts: Verdicts, run: Run | None) -> tuple[FixHint, ...]:
     """Each config hint with where it stands for this script (``FixHint.verification``); others as they are."""
     return tuple(

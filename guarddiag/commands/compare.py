@@ -30,7 +30,7 @@ from guarddiag.model import Run
 from guarddiag.render.compare import render_compare
 from guarddiag.render.words import script_outcome
 from guarddiag.store import write_atomic, write_failure
-from guarddiag.verdicts import hinted_flips, keep_verdicts
+from guarddiag.verdicts import hinted_combinations, hinted_flips, keep_verdicts
 
 
 def compare_command(
@@ -111,8 +111,11 @@ def run_compare(
         message(f"running the baseline of {target} to find its causes ({options.repeat}x)")
     cold = replace(options, env=COLD_COMPILES)
     (baseline,) = _run(target, [plan.baseline], cold)
+    listings = run_listings(baseline.run) if baseline.run.status == "ok" else None
     flips = (
-        plan_flips(catalog, baseline.run, options.max_flips, hinted_flips(baseline.run, run_listings(baseline.run)))
+        plan_flips(
+            catalog, baseline.run, options.max_flips, hinted_flips(baseline.run, listings), hinted_combinations(baseline.run, listings)
+        )
         if baseline.run.status == "ok"
         else FlipPlan((), ())
     )

@@ -10,7 +10,8 @@ JSON/YAML schema versions (``schema`` key):
   configuration printed something else than its first run; then no output change is said), ``rank_divergence`` (the functions the
   ranks of a distributed job compiled differently in that configuration: ``name``, ``file``, ``line``).
   Later top-level keys: ``flips`` (compare without --flag: ``planned`` and ``capped`` flips, each
-  ``{flag, value}``, and ``max_flips``; null with --flag) and ``causes[]`` (each cause of the baseline:
+  ``{flag, value}``, ``max_flips``, ``combined`` and ``combined_capped`` (lists of them run together); null
+  with --flag) and ``causes[]`` (each cause of the baseline:
   ``function``, ``category``, ``source``, ``pattern``, ``subject``, ``recompiles``, ``limit_hits``, ``facts``,
   ``candidates[]`` (flag, value, effect, cost), ``skipped[]`` (flag, value, why, detail), ``not_run[]``,
   and ``outcomes[]``: every field of guarddiag.compare.FlipOutcome with ``removed``, ``keeps_compiled``
@@ -79,6 +80,8 @@ def _flips_to_dict(flips: FlipPlan) -> dict[str, object]:
     return {
         "planned": [{"flag": f, "value": v} for f, v in flips.flips],
         "capped": [{"flag": f, "value": v} for f, v in flips.capped],
+        "combined": [[{"flag": f, "value": v} for f, v in c] for c in flips.combined],
+        "combined_capped": [[{"flag": f, "value": v} for f, v in c] for c in flips.combined_capped],
         "max_flips": flips.max_flips,
     }
 
@@ -195,10 +198,12 @@ def plan_lines(report: CompareReport) -> list[str]:
         return ["the baseline recompiled nothing and hit no recompile limit: no cause to remove, no flip run"]
     n = len(flips.targets)
     causes = f"{n} cause{'s' if n != 1 else ''} in the baseline"
-    if not flips.flips:
+    if not flips.configurations:
         return [f"{causes}; no config flip answers {'them' if n != 1 else 'it'} in this torch: nothing run"]
-    line = f"{causes}; {len(flips.flips)} config flip{'s' if len(flips.flips) != 1 else ''} run"
-    line += f" (one run each; {len(flips.capped)} more over --max-flips {flips.max_flips}, not run)" if flips.capped else " (one run each)"
+    runs, capped = len(flips.configurations), len(flips.capped) + len(flips.combined_capped)
+    parts = [f"{len(flips.combined)} of them the settings of a hint, run together"] if flips.combined else []
+    parts += ["one run each"] + ([f"{capped} more over --max-flips {flips.max_flips}, not run"] if capped else [])
+    line = f"{causes}; {runs} config flip{'s' if runs != 1 else ''} run ({'; '.join(parts)})"
     times = "compile times are each run's own, compiled without torch's compile caches"
     if report.parallel > 1:
         times += f": the baseline ran alone, the flips {report.parallel} at a time on shared cores (--jobs 1 times each alone)"

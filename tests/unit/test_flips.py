@@ -573,3 +573,23 @@ def test_verdicts_of_a_script_edited_since_are_not_used_and_said_to_be(tmp_path)
     # The next compare measures the script as it is now.
     _verdict_setup(folder, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log", str(script))
     assert load_verdicts(base, folder).verdicts
+
+
+def test_compare_without_flag_runs_the_settings_a_hint_writes_together():
+    """The size-one hint writes two settings: compare without --flag runs them as one configuration, before any
+    single flip and within --max-flips, so that the hint it verifies is the one written (was: only single flips,
+    neither of which removes the recompile, and the hint stayed "not verified")."""
+    from guarddiag.verdicts import hinted_combinations, hinted_flips
+
+    log = LOGS / "torch-2.13.0" / "last_batch_one.log"
+    run = _run(log, script="x.py")
+    listings = listings_of(in_checkout(log.read_text(encoding="utf-8")).splitlines(keepends=True)).by_frame
+    both = (("fx.backed_size_oblivious", "true"), ("compiler.dynamic_sources", "L['xb']:0"))
+    assert hinted_combinations(run, listings) == (both,)
+    plan = plan_flips(_catalog("2.13.0"), run, 3, hinted_flips(run, listings), hinted_combinations(run, listings))
+    assert plan.combined == (both,) and len(plan.flips) == 2 and plan.capped
+    assert [v.flags for v in flip_variants(plan, "py")][-1] == both
+    one = plan_flips(_catalog("2.13.0"), run, 1, hinted_flips(run, listings), hinted_combinations(run, listings))
+    assert (one.combined, one.flips) == ((both,), ())
+    # A torch without one of the settings (2.4.1 has no fx.backed_size_oblivious): the combination is not planned.
+    assert plan_flips(_catalog("2.4.1"), run, 6, None, (both,)).combined == ()
