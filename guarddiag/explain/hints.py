@@ -16,10 +16,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from guarddiag import shell
 from guarddiag.explain import facts as F
 from guarddiag.explain.model import Choice, CodeLine, FixHint
 from guarddiag.flags import flag_name
@@ -279,8 +279,10 @@ def _flag(line: CodeLine) -> str:
     """``--flag``'s argument for a config line, quoted for a shell."""
     name, value = config_of(line)
     flag = f"{name}={value}"
-    # Sources hold single quotes (L['x']): double quotes keep them readable where nothing in them expands.
-    return f'"{flag}"' if "'" in flag and not set(flag) & set('"$`\\!') else shlex.quote(flag)
+    # Sources hold single quotes (L['x']): double quotes keep them readable where nothing in them expands and
+    # the escaping layer changes nothing (a key holding `##[` is ANSI-C quoted, as shell.quote does).
+    quoted = shell.quote(flag)
+    return f'"{flag}"' if "'" in flag and not set(flag) & set('"$`\\!') and not quoted.startswith("$") else quoted
 
 
 def config_of(line: CodeLine) -> tuple[str, str]:

@@ -214,15 +214,29 @@ def _assert_only_what_it_says(h: FixHint) -> None:
             if "dynamic_sources" in line.setting:
                 for entry in statement.value.value.split(","):
                     assert re.fullmatch(r"[LG]\['\w+'\](\.\w+|\['[^',\s]*'\]|\[\d+\])*(:\d+)?", entry), line.code
+    if h.check and h.lines:
+        # The compare that verifies it, as shown (escaped) and as bash reads it: exactly the lines' settings.
+        import subprocess
+
+        from guarddiag.explain.hints import hint_configs
+        from guarddiag.render.escape import terminal
+
+        assert terminal(h.check) == h.check and "##[" not in h.check, h.check
+        words = subprocess.run(["bash", "-c", 'eval "set -- $0"; printf "%s\\0" "$@"', h.check], capture_output=True, check=True)
+        flags = [w.decode() for w in words.stdout.split(b"\0")[:-1]]
+        given = [flags[i + 1] for i, w in enumerate(flags) if w == "--flag"]
+        wanted = [f"{n}={v}" for n, v in hint_configs(h.lines)]
+        # A boolean named bare (`--flag allow_unspec_int_on_nn_module`) is flipped: the same setting.
+        assert [g if "=" in g else f"{g}=true" for g in given] == wanted, (h.check, wanted)
 
 
 @pytest.mark.parametrize(("log", "function", "target"), _POISONED)
-@pytest.mark.parametrize("name", ['x); __import__("os").system("id"); (y', "a,b", "a b", "x # c", "x]['y", "x) or (y", "ok_name"])
+@pytest.mark.parametrize("name", ['x); __import__("os").system("id"); (y', "a,b", "a b", "x # c", "x]['y", "x) or (y", "ok_name",
+                                  "k##[e]$(id)`x`!", "ok_name\x1b"])
 def test_a_hostile_name_in_a_log_never_becomes_a_line_that_does_something_else(log, function, target, name):
     """A name from the log that no line can hold as it is (a call, a comma, a space) gets no line; one that
     can (a plain identifier) gets its lines as before."""
     hints = _poisoned_hints(log, function, target, name)
-    assert hints
     for h in hints:
         _assert_only_what_it_says(h)
     code = " ".join(line.code for h in hints for line in (*h.lines, *(x for c in h.choices for x in c.lines)))
@@ -240,3 +254,19 @@ def test_any_name_in_a_log_gives_only_lines_that_do_what_they_say(name):
     for log, function, target in _POISONED:
         for h in _poisoned_hints(log, function, target, name):
             _assert_only_what_it_says(h)
+
+
+def test_a_compare_command_for_a_key_holding_a_workflow_marker_is_the_command_meant():
+    """A dict key with `##[` (which every output rewrites) or `$(...)`: the --flag value is quoted so that the text
+    shown is what bash reads (was: double quotes around `##[`, shown as `##\\[`: another value when pasted)."""
+    import subprocess
+
+    from guarddiag.explain.hints import _flag
+    from guarddiag.explain.model import CodeLine
+    from guarddiag.render.escape import terminal
+
+    for key in ("##[x", "$(id)", "a`b`", "plain"):
+        line = CodeLine("x", "top_of_script", setting="torch.compiler.config.dynamic_sources", value=f"\"L['d']['{key}']:0\"")
+        shown = terminal(_flag(line))
+        read = subprocess.run(["bash", "-c", 'eval "set -- $0"; printf "%s" "$1"', shown], capture_output=True, check=True)
+        assert read.stdout.decode() == f"compiler.dynamic_sources=L['d']['{key}']:0", shown
