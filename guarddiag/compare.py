@@ -8,7 +8,7 @@ did to each cause of the baseline, and ``guarddiag.render.compare`` words the re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from guarddiag.diff import RunDiff, diff_runs
@@ -143,13 +143,16 @@ def first_difference(baseline: str, variant: str) -> OutputChange | None:
 class VariantResult:
     """All repeats of one configuration; the first is the one diffed. ``stdout_change``: where its
     first run printed something else than the baseline's first run (None: the same, or not known);
-    ``stdout_compared``: both outputs were there to compare."""
+    ``stdout_compared``: both outputs were there to compare, and neither configuration's repeats printed
+    different things (``stdout_varies``: where they did)."""
 
     variant: Variant
     runs: tuple[Run, ...]
     unstable: tuple[Unstable, ...] = field(default=())
     stdout_change: OutputChange | None = None
     stdout_compared: bool = False
+    # Where the repeats of this configuration printed different things (--repeat): its output tells nothing of a flip.
+    stdout_varies: OutputChange | None = None
 
     @property
     def run(self) -> Run:
@@ -186,7 +189,9 @@ class FlipOutcome:
     ``stdout_changed``: the flip's run printed something else than the baseline's (None: not known);
     ``unstable``: the function's compile count varied between repeats of the flip; ``run_*`` and
     ``graph_breaks_*``: the whole run's recompiles, limit hits and graph breaks in both (a flip can move
-    recompiles to another function: a graph break it causes makes new ones)."""
+    recompiles to another function: a graph break it causes makes new ones); ``failed_*``: the function's
+    compiles that installed no code, ``run_failed_*`` the whole run's (a compile that fails under
+    ``suppress_errors`` runs its calls eagerly, with no recompile)."""
 
     flag: str
     value: str
@@ -211,6 +216,27 @@ class FlipOutcome:
     run_limit_hits_after: int = 0
     graph_breaks_before: int = 0
     graph_breaks_after: int = 0
+    failed_before: int = 0
+    failed_after: int = 0
+    run_failed_before: int = 0
+    run_failed_after: int = 0
+    # The other flips of a configuration that set several together (--combined, a hint of several settings).
+    also: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def configs(self) -> tuple[tuple[str, str], ...]:
+        """Every flip the configuration set: (flag, value) each."""
+        return ((self.flag, self.value), *self.also)
+
+    @property
+    def lost_compiled_code(self) -> bool:
+        """The flip made compiles fail (in the function or anywhere in the run), or left the function with no
+        compile that installed code where the baseline had one: its calls ran eagerly, not compiled."""
+        if self.status != "ok":
+            return False
+        if self.failed_after > self.failed_before or self.run_failed_after > self.run_failed_before:
+            return True
+        return self.compiles_after - self.failed_after <= 0 < self.compiles_before - self.failed_before
 
     @property
     def fewer_in_run(self) -> bool:
@@ -232,7 +258,7 @@ class FlipOutcome:
     def works(self) -> bool:
         """Whether the flip did what it is for: removed recompiles of the cause with fewer in the whole run
         (or, a raised limit, kept the refused calls compiled), in a run that finished and was the same each time."""
-        if self.status != "ok" or self.unstable:
+        if self.status != "ok" or self.unstable or self.lost_compiled_code:
             return False
         if self.effect == KEEPS_COMPILED:
             return self.keeps_compiled
@@ -267,8 +293,8 @@ class CompareReport:
 
 
 def flip_variants(flips: FlipPlan, python: str) -> tuple[Variant, ...]:
-    """One configuration per planned flip."""
-    return tuple(Variant(f"{flag}={value}", python, ((flag, value),)) for flag, value in flips.flips)
+    """One configuration per planned flip, and per planned combination of flips."""
+    return tuple(Variant(" + ".join(f"{f}={v}" for f, v in config), python, config) for config in flips.configurations)
 
 
 def build_report(
@@ -297,11 +323,18 @@ def _cause_result(target: Target, base: VariantResult, others: tuple[VariantResu
     candidates = {c.config: c for c in target.candidates}
     outcomes = []
     for result in others:
-        if len(result.variant.flags) != 1:
-            continue  # --combined: no one flip to credit
-        config = result.variant.flags[0]
-        outcome = _outcome(target, base.run, result, candidates.get(config), config)
-        if outcome.candidate or outcome.works:
+        if not result.variant.flags:
+            continue  # the same interpreter given twice (--python): no flip to measure
+        config, *also = result.variant.flags
+        if also:
+            # Several flips run together (--combined, a hint of several settings): measured as one configuration,
+            # kept for a cause one of them answers, or that it helped.
+            outcome = replace(_outcome(target, base.run, result, None, config), also=tuple(also))
+            keep = outcome.works or any(c in candidates for c in result.variant.flags)
+        else:
+            outcome = _outcome(target, base.run, result, candidates.get(config), config)
+            keep = outcome.candidate or outcome.works
+        if keep:
             outcomes.append(outcome)
     outcomes.sort(key=lambda o: not o.candidate)
     capped = tuple(c.config for c in target.candidates if flips is not None and c.config in flips.capped)
@@ -349,4 +382,8 @@ def _outcome(target: Target, base: Run, result: VariantResult, candidate: Candid
         run_limit_hits_after=result.run.limit_hits,
         graph_breaks_before=base.graph_breaks,
         graph_breaks_after=result.run.graph_breaks,
+        failed_before=len(before_f.failed_compiles),
+        failed_after=len(after_f.failed_compiles) if after_f else 0,
+        run_failed_before=sum(len(f.failed_compiles) for f in base.functions),
+        run_failed_after=sum(len(f.failed_compiles) for f in result.run.functions),
     )

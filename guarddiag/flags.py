@@ -10,7 +10,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shlex
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -95,15 +94,6 @@ def flag_name(setting: str) -> str:
     ``compiler.dynamic_sources``, ``torch._dynamo.config.recompile_limit`` -> ``recompile_limit``."""
     module, _, key = setting.rpartition(".")
     return next((prefix + key for prefix, name in _bootstrap.CONFIG_MODULES if name == module), setting)
-
-
-def shell_word(word: str) -> str:
-    """``word`` quoted for a POSIX shell, readably: a config source holds single quotes (``L['x']:0``), so a
-    word with them and nothing a shell expands inside double quotes is double-quoted; any other, as shlex
-    quotes it. Pasted, it is that one word, whatever it holds."""
-    if "'" in word and not set(word) & set('"$`\\!') and "\n" not in word:
-        return f'"{word}"'
-    return shlex.quote(word)
 
 
 def free_text(flag: Flag) -> bool:

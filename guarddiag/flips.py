@@ -168,12 +168,21 @@ class Target:
 @dataclass(frozen=True)
 class FlipPlan:
     """What ``compare`` without ``--flag`` runs: every target with its candidates, the configurations
-    (each one flip; a flip several causes share runs once), and those left out by the cap."""
+    (each one flip; a flip several causes share runs once), and those left out by the cap; ``combined``:
+    configurations of several flips run together, each one a fix hint writes (``combined_capped``: those
+    left out by the cap)."""
 
     targets: tuple[Target, ...]
     flips: tuple[tuple[str, str], ...]
     capped: tuple[tuple[str, str], ...] = ()
     max_flips: int = MAX_FLIPS
+    combined: tuple[tuple[tuple[str, str], ...], ...] = ()
+    combined_capped: tuple[tuple[tuple[str, str], ...], ...] = ()
+
+    @property
+    def configurations(self) -> tuple[tuple[tuple[str, str], ...], ...]:
+        """Every configuration to run: each single flip, then each combination."""
+        return (*((f,) for f in self.flips), *self.combined)
 
 
 def flip_effect(flag: str) -> tuple[str, str]:
@@ -358,12 +367,15 @@ def plan_flips(
     baseline: Run,
     max_flips: int = MAX_FLIPS,
     hinted: Mapping[tuple[FunctionKey, CauseKey], tuple[tuple[str, str], ...]] | None = None,
+    combined: Iterable[tuple[tuple[str, str], ...]] = (),
 ) -> FlipPlan:
     """Each cause of the baseline (most recompiles and limit hits first) with the flips that answer it in the
     target torch, and the configurations to run: one per distinct flip, the first candidate of every cause
     before the second of any, at most ``max_flips``. ``hinted``: per cause, the flips its fix hint names
     (``verdicts.hinted_flips``): they come first, so that a hint is measured as it is written; then the
-    rows of :data:`FLIPS`."""
+    rows of :data:`FLIPS`. ``combined``: the configurations of several settings the hints write
+    (``verdicts.hinted_combinations``): planned before any single flip, each taking one run of the cap, so that
+    such a hint is measured as it is written."""
     version = torch_version_tuple(catalog.torch_version)
     targets = []
     for f, cause, recompiles, hits, also in _groups(baseline):
@@ -401,4 +413,9 @@ def plan_flips(
         for t in targets:
             if rank < len(t.candidates) and t.candidates[rank].config not in wanted:
                 wanted.append(t.candidates[rank].config)
-    return FlipPlan(tuple(targets), tuple(wanted[:max_flips]), tuple(wanted[max_flips:]), max_flips)
+    combos = list(dict.fromkeys(c for c in combined if len(c) > 1 and all(_hinted_check(f, v, catalog) is None for f, v in c)))
+    run_combos = combos[:max_flips]
+    budget = max_flips - len(run_combos)
+    return FlipPlan(
+        tuple(targets), tuple(wanted[:budget]), tuple(wanted[budget:]), max_flips, tuple(run_combos), tuple(combos[max_flips:])
+    )

@@ -461,30 +461,31 @@ def _event_from_dict(e: dict, where: str) -> RecompileEvent:
     return RecompileEvent(str(_str(e["compile_id"], f"{where}.compile_id")), logged, causes, also)
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, follow: bool = True) -> None:
     """Write a file so that readers see the old content or the new, never a torn one.
 
     A symlink is followed: its target is replaced and the link kept. A target that exists and is
     not a regular file (``/dev/null``, a FIFO, ``/dev/stdout`` on a pipe) is written to directly, as
     the shell's ``>`` would: replacing it would swap the device for a file and hide errors (ENOSPC).
-    A new file gets the usual ``0o666 & ~umask``; a replaced one keeps its mode.
+    A new file gets the usual ``0o666 & ~umask``; a replaced one keeps its mode. ``follow=False`` (a file
+    only guarddiag writes, in its own folder): whatever is at ``path``, a link or a FIFO, is replaced.
     """
     try:
-        st = os.stat(path)  # follows symlinks, /dev/stdout's /proc/self/fd/1 (a pipe, say) too
+        st = os.stat(path, follow_symlinks=follow)  # follows /dev/stdout's /proc/self/fd/1 (a pipe, say) too
     except FileNotFoundError:
         st = None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    if st is not None and not stat.S_ISREG(st.st_mode):
+    if st is not None and not stat.S_ISREG(st.st_mode) and follow:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
         return
-    target = Path(os.path.realpath(path))
+    target = Path(os.path.realpath(path)) if follow else Path(os.path.abspath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_temp(target)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            if st is not None:
+            if st is not None and stat.S_ISREG(st.st_mode):
                 os.chmod(tmp, stat.S_IMODE(st.st_mode))
             fh.write(text)
             fh.flush()

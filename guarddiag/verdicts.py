@@ -10,15 +10,19 @@ it. Pure views (:func:`check_hints`, :func:`run_advice`) are separate from the f
 
 Schema versions (``schema`` key):
   guarddiag.verdicts/1 -- first version: ``key`` (script, module, cwd, args, flags, torch_version) and
-  ``verdicts[]`` (function, cause, flip, every field of FlipOutcome, compared_at).
+  ``verdicts[]`` (function, cause, flip, every field of FlipOutcome, compared_at). Later key:
+  ``script_sha256`` (the script's file when last compared; another content is said, its verdicts not used).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
+import os
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,9 +31,9 @@ from typing import TYPE_CHECKING
 
 from guarddiag.compare import CompareReport, FlipOutcome
 from guarddiag.diff import CauseKey, cause_key
-from guarddiag.flags import shell_word
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Guard, Run
+from guarddiag.shell import quote
 from guarddiag.store import write_atomic
 
 if TYPE_CHECKING:
@@ -71,6 +75,8 @@ def key_of(run: Run) -> VerdictKey | None:
     """The key of a run of a script or module (None: a parsed log, or the torch version is not known)."""
     if run.source != "run" or not run.torch_version or not (run.script or run.module):
         return None
+    if any("\x00" in w for w in (run.script or "", run.module or "", *run.argv)):
+        return None  # no run has a NUL in its path or arguments: a forged record, whose verdicts there are none
     script = str(Path(run.script).resolve()) if run.script else ""
     cwd = "" if run.script else str(Path.cwd().resolve())
     return VerdictKey(script, run.module or "", cwd, tuple(run.argv), tuple(sorted(run.flags.items())), run.torch_version)
@@ -102,8 +108,12 @@ class Verdicts:
 
 
 NO_VERDICTS = Verdicts(None)
-# Why a verdict file is not used (Verdicts.ignored): another guarddiag's schema, not JSON, damaged fields.
-IGNORED = ("other_schema", "not_json", "damaged")
+# Why a verdict file is not used (Verdicts.ignored): another guarddiag's schema, not JSON, damaged fields;
+# no regular file at its path (a link, a FIFO, a device, a folder), one far larger than any compare writes,
+# one that cannot be opened; the script's file is not the one compared (edited since).
+IGNORED = ("other_schema", "not_json", "damaged", "not_a_file", "too_large", "unreadable", "script_changed")
+# A compare keeps a few hundred bytes per flip and cause: a file past this was not written by guarddiag.
+MAX_BYTES = 16 * 1024 * 1024
 
 
 def verdicts_of(report: CompareReport, now: str) -> tuple[Verdict, ...]:
@@ -124,11 +134,12 @@ def load_verdicts(run: Run, folder: Path = FOLDER) -> Verdicts:
     key = key_of(run)
     if key is None:
         return NO_VERDICTS
+    text, why = _read(_path(key, folder))
+    if text is None:
+        return Verdicts(key, (), why)  # why "": none kept, never compared
     try:
-        data = json.loads(_path(key, folder).read_text(encoding="utf-8"))
-    except OSError:
-        return Verdicts(key)  # none kept: never compared
-    except (ValueError, UnicodeDecodeError):
+        data = json.loads(text)
+    except (ValueError, RecursionError):
         return Verdicts(key, (), "not_json")
     schema = data.get("schema") if isinstance(data, dict) else None
     if schema not in KNOWN_SCHEMAS:
@@ -136,9 +147,35 @@ def load_verdicts(run: Run, folder: Path = FOLDER) -> Verdicts:
     try:
         if _key_from(data["key"]) != key:
             return Verdicts(key)  # another key with the same digest prefix: not ours
-        return Verdicts(key, tuple(_verdict_from(v) for v in data["verdicts"]))
-    except (KeyError, TypeError, ValueError):
+        kept = tuple(_verdict_from(v) for v in data["verdicts"])
+        compared, now = data.get("script_sha256"), script_digest(key)
+        if compared is not None and now and compared != now:
+            return Verdicts(key, (), "script_changed")
+        return Verdicts(key, kept)
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
         return Verdicts(key, (), "damaged", str(schema))
+
+
+def _read(path: Path) -> tuple[str | None, str]:
+    """The text of the verdict file at ``path``, or None and why it is not read (:data:`IGNORED`; ``""``: there
+    is none). Only a regular file is read, never through a link, without waiting on a FIFO, up to MAX_BYTES."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None, ""
+    except OSError as exc:
+        return None, "not_a_file" if exc.errno == errno.ELOOP else "unreadable"
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None, "not_a_file"
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        return None, "too_large"
+    try:
+        return data.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        return None, "not_json"
 
 
 def keep_verdicts(report: CompareReport, folder: Path = FOLDER) -> None:
@@ -152,11 +189,38 @@ def keep_verdicts(report: CompareReport, folder: Path = FOLDER) -> None:
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     fresh = verdicts_of(report, now)
     kept = load_verdicts(report.results[0].run, folder)
-    measured = {(v.function, v.cause, v.outcome.flag, v.outcome.value) for v in fresh}
-    older = [v for v in kept.verdicts if (v.function, v.cause, v.outcome.flag, v.outcome.value) not in measured]
-    doc = {"schema": SCHEMA, "key": dataclasses.asdict(key), "verdicts": [_verdict_to(v) for v in (*older, *fresh)]}
+    measured = {(v.function, v.cause, v.outcome.configs) for v in fresh}
+    older = [v for v in kept.verdicts if (v.function, v.cause, v.outcome.configs) not in measured]
+    doc = {
+        "schema": SCHEMA,
+        "key": dataclasses.asdict(key),
+        "script_sha256": script_digest(key),
+        "verdicts": [_verdict_to(v) for v in (*older, *fresh)],
+    }
     with contextlib.suppress(OSError):
-        write_atomic(_path(key, folder), json.dumps(doc, indent=1) + "\n")
+        # Whatever is at the path (a link, a FIFO) is replaced by the new file, never written through.
+        write_atomic(_path(key, folder), json.dumps(doc, indent=1) + "\n", follow=False)
+
+
+# A script past this size is not hashed (its measurements are used without the check).
+_MAX_SCRIPT_BYTES = 64 * 1024 * 1024
+
+
+def script_digest(key: VerdictKey) -> str:
+    """The SHA-256 of the script's file as it is now (``""``: a module, or a file that cannot be read as a regular
+    file): measurements of another content of the script are not this script's."""
+    if not key.script:
+        return ""
+    try:
+        fd = os.open(key.script, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return ""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return ""
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(_MAX_SCRIPT_BYTES + 1)
+    return hashlib.sha256(data).hexdigest() if len(data) <= _MAX_SCRIPT_BYTES else ""
 
 
 def _verdict_to(v: Verdict) -> dict[str, object]:
@@ -170,10 +234,32 @@ def _verdict_to(v: Verdict) -> dict[str, object]:
 
 
 def _verdict_from(raw: dict) -> Verdict:
-    fields = {f.name for f in dataclasses.fields(FlipOutcome)}
-    outcome = FlipOutcome(**{k: v for k, v in raw["outcome"].items() if k in fields})
+    outcome = raw["outcome"]
+    kinds = {f.name: f.type for f in dataclasses.fields(FlipOutcome)}
+    # Every field as FlipOutcome types it: a count a number >= 0, never a bool or a string (reports do sums with them).
+    bad = next((k for k, v in outcome.items() if k in kinds and k != "also" and not _typed(str(kinds[k]), v)), None)
+    if bad is not None:
+        raise ValueError(f"outcome.{bad}")
+    also = tuple((str(flag), str(value)) for flag, value in outcome.get("also", ()))
+    outcome = FlipOutcome(**{k: v for k, v in outcome.items() if k in kinds} | {"also": also})
     category, source, pattern = (str(x) for x in raw["cause"])
-    return Verdict(FunctionKey(**raw["function"]), (category, source, pattern), str(raw["subject"]), outcome, str(raw["compared_at"]))
+    function = FunctionKey(**raw["function"])
+    if not all(isinstance(v, str) for v in function[:3]) or not (function.line is None or type(function.line) is int):
+        raise ValueError("function")
+    return Verdict(function, (category, source, pattern), str(raw["subject"]), outcome, str(raw["compared_at"]))
+
+
+def _typed(kind: str, value: object) -> bool:
+    """Whether ``value`` read from JSON has the type a FlipOutcome field is annotated with (``int | None``)."""
+    if value is None:
+        return kind.endswith("| None")
+    if kind.startswith("int"):
+        return type(value) is int and value >= 0
+    if kind.startswith("float"):
+        return type(value) in (int, float)
+    if kind.startswith("bool"):
+        return type(value) is bool
+    return kind == "str" and type(value) is str
 
 
 def _key_from(raw: dict) -> VerdictKey:
@@ -215,20 +301,23 @@ def compare_command(run: Run | None, flip: tuple[str, str] | None = None, more: 
     flips too, run together (``--combined``)."""
     # compare's baseline runs with torch's defaults: a run's own --flag options are not its.
     flips = ([flip] if flip is not None else []) + list(more)
+    if run is not None and any("\x00" in w for w in (run.script or "", run.module or "", *run.argv)):
+        run = None  # a NUL no shell word holds (only a forged record has one): the command names no script
     options = [w for name, value in flips for w in ("--flag", f"{name}={value}")] + (["--combined"] if len(flips) > 1 else [])
     if run is not None and run.module:
         words = ["guarddiag", "compare", *options, "-m", run.module, *run.argv]
     else:
         script = run.script if run is not None and run.script else "SCRIPT"
         words = ["guarddiag", "compare", script, *options, *(["--", *run.argv] if run is not None and run.argv else [])]
-    return " ".join(w if w == "SCRIPT" else shell_word(w) for w in words)
+    return " ".join(w if w == "SCRIPT" else quote(w) for w in words)
 
 
 def _status(outcomes: Iterable[FlipOutcome]) -> str:
-    outcomes = list(outcomes)
-    if not outcomes:
+    # A run that did not finish (a --timeout on a busy machine) or compiled differently each repeat measured nothing.
+    measured = [o for o in outcomes if o.status == "ok" and not o.unstable]
+    if not measured:
         return NOT_VERIFIED
-    return VERIFIED if any(o.works for o in outcomes) else NO_EFFECT
+    return VERIFIED if any(o.works for o in measured) else NO_EFFECT
 
 
 def cause_keys(f: FunctionSummary) -> dict[tuple[str, str], list[CauseKey]]:
@@ -264,7 +353,8 @@ def hint_check(
     keys = cause_keys(f)
     measured = (v.outcome for c in causes for k in keys.get(c, []) for v in verdicts.for_cause(f.key, k))
     if configs:
-        outcomes = tuple(o for o in measured if len(configs) == 1 and (o.flag, o.value) == configs[0])
+        # The configuration of exactly the hint's lines: one flip, or its several run together.
+        outcomes = tuple(o for o in measured if len(o.configs) == len(configs) and set(o.configs) == set(configs))
         command = compare_command(run, configs[0], configs[1:])
     else:
         outcomes = tuple(o for o in measured if o.flag in flags)
@@ -294,6 +384,22 @@ def hinted_flips(run: Run, listings: Listings | None) -> dict[tuple[FunctionKey,
                 for k in keys.get(cause, []):
                     found[(f.key, k)] = tuple(dict.fromkeys((*found.get((f.key, k), ()), *(c[0] for c in configs))))
     return found
+
+
+def hinted_combinations(run: Run, listings: Listings | None) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """The configurations of several settings the fix hints of a run write (a hint's own lines, or a choice's):
+    compare runs each as one configuration, which is what verifies such a hint."""
+    from guarddiag.explain.hints import fix_hints, hint_configs, torch_era
+
+    listings = listings or {}
+    era = torch_era(run.torch_version, (g for per in listings.values() for gs in per.values() for g in gs))
+    found: list[tuple[tuple[str, str], ...]] = []
+    for f in run.functions:
+        if not cause_keys(f):
+            continue
+        for h in fix_hints(f, run.torch_version, era, listings.get(f.frame_ids[0], {}) if f.frame_ids else {}, f.graph_breaks):
+            found += [c for lines in (h.lines, *(choice.lines for choice in h.choices)) if len(c := hint_configs(lines)) > 1]
+    return tuple(dict.fromkeys(found))
 
 
 def check_hints(hints: tuple[FixHint, ...], f: FunctionSummary, verdicts: Verdicts, run: Run | None) -> tuple[FixHint, ...]:

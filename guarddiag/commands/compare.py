@@ -14,6 +14,7 @@ from guarddiag.commands.output import echo, message
 from guarddiag.commands.run import run_listings
 from guarddiag.compare import (
     ComparePlan,
+    OutputChange,
     Variant,
     VariantResult,
     build_report,
@@ -29,7 +30,7 @@ from guarddiag.model import Run
 from guarddiag.render.compare import render_compare
 from guarddiag.render.words import script_outcome
 from guarddiag.store import write_atomic, write_failure
-from guarddiag.verdicts import hinted_flips, keep_verdicts
+from guarddiag.verdicts import hinted_combinations, hinted_flips, keep_verdicts
 
 
 def compare_command(
@@ -110,8 +111,11 @@ def run_compare(
         message(f"running the baseline of {target} to find its causes ({options.repeat}x)")
     cold = replace(options, env=COLD_COMPILES)
     (baseline,) = _run(target, [plan.baseline], cold)
+    listings = run_listings(baseline.run) if baseline.run.status == "ok" else None
     flips = (
-        plan_flips(catalog, baseline.run, options.max_flips, hinted_flips(baseline.run, run_listings(baseline.run)))
+        plan_flips(
+            catalog, baseline.run, options.max_flips, hinted_flips(baseline.run, listings), hinted_combinations(baseline.run, listings)
+        )
         if baseline.run.status == "ok"
         else FlipPlan((), ())
     )
@@ -151,13 +155,25 @@ def _run(target: Target, variants: list[Variant], options: CompareOptions) -> li
 
 
 def _with_output_changes(results: list[VariantResult]) -> list[VariantResult]:
-    """Each configuration's first run's output compared with the baseline's (the first result)."""
+    """Each configuration's first run's output compared with the baseline's (the first result), unless the
+    repeats of either printed different things (a time, a random number): then no flip is said to change it."""
+    results = [replace(r, stdout_varies=_varies(r)) for r in results]
     baseline_out = _stdout(results[0].run)
     for i, result in enumerate(results[1:], 1):
         out = _stdout(result.run)
-        if baseline_out is not None and out is not None:
+        if baseline_out is not None and out is not None and results[0].stdout_varies is None and result.stdout_varies is None:
             results[i] = replace(result, stdout_change=first_difference(baseline_out, out), stdout_compared=True)
     return results
+
+
+def _varies(result: VariantResult) -> OutputChange | None:
+    """Where a repeat of the configuration first printed something else than its first run (None: all the same)."""
+    first = _stdout(result.run)
+    for run in result.runs[1:]:
+        out = _stdout(run)
+        if first is not None and out is not None and (change := first_difference(first, out)) is not None:
+            return change
+    return None
 
 
 def _stdout(run: Run) -> str | None:

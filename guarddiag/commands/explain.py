@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from guarddiag import shell
 from guarddiag.commands.options import Target, check_format, failed_script
 from guarddiag.commands.output import echo
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
@@ -119,10 +119,12 @@ def _rerun(run: Run) -> str:
     """The command that makes a record's run again with its log kept, as a user types it."""
     target = ["-m", run.module] if run.module else [str(run.script)]
     args = [*target, *(["--", *run.argv] if run.argv and not run.module else run.argv)]
+    if any("\x00" in w for w in args):
+        args = ["SCRIPT"]  # a NUL no shell word holds (only a forged record has one)
     if not run.flags:
-        return shlex.join(["guarddiag", "explain", *args])
+        return shell.join(["guarddiag", "explain", *args])
     flags = [part for name, value in run.flags.items() for part in ("--flag", f"{name}={value}")]
-    return f"{shlex.join(['guarddiag', 'run', *flags, '--out', 'run.json', *args])}, then guarddiag explain run.json"
+    return f"{shell.join(['guarddiag', 'run', *flags, '--out', 'run.json', *args])}, then guarddiag explain run.json"
 
 
 def _compiled_log(run: Run, main: Path | None = None) -> tuple[Path, str]:

@@ -19,9 +19,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from guarddiag import shell
 from guarddiag.explain import facts as F
 from guarddiag.explain.model import Choice, CodeLine, FixHint
-from guarddiag.flags import flag_name, shell_word
+from guarddiag.flags import flag_name
 from guarddiag.guardexpr import as_source, readable_source, size_terms
 from guarddiag.guardkinds import KINDS, failure_kind
 from guarddiag.model import Cause, DynamicDims, FunctionSummary, GraphBreak, Guard, StackSlot
@@ -66,6 +67,7 @@ UNKNOWNS = (
     "tensor_lifetime",  # whether a tensor that is no argument is one object kept across calls or made anew
     "moved_values",  # a statement to move out reads values the function computes and does not return
     "no_source",  # the compiled function's source is not at hand: whether it changes the object itself
+    "unwritable",  # torch's name for the object is no line of Python (or setting entry) that means it: no line given
 )
 # Config hints: the setting, the torch that added it, and the command that verifies it on the script.
 SETTINGS = {
@@ -236,6 +238,7 @@ def fix_hints(
         found = _answer(_facts(cause, count, compile_id, f, torch_version, era, listings, breaks))
         if found is None:
             continue
+        found = _written(found)
         key = (found.hint, found.subject, found.literal, found.lines, found.choices, found.unknown)
         same = hints.get(key)
         causes = ((cause.category, cause.subject),) if same is None else (*same.causes, (cause.category, cause.subject))
@@ -275,7 +278,7 @@ def _check(a: Answer) -> str:
 def _flag(line: CodeLine) -> str:
     """``--flag``'s argument for a config line, quoted for a shell."""
     name, value = config_of(line)
-    return shell_word(f"{name}={value}")
+    return shell.quote(f"{name}={value}")
 
 
 def config_of(line: CodeLine) -> tuple[str, str]:
@@ -481,6 +484,56 @@ def _moved(statement: Statement, x: CauseFacts) -> tuple[CodeLine, ...]:
         return ()
     result = fn.returned[0] if fn.returned else ""
     return (CodeLine(statement.code, "after_each_call", fn.name, result, f"{x.file}:{statement.line}"),)
+
+
+# --- lines that mean what they say -------------------------------------------------------------------------
+# A log can name anything (a dict key, a crafted or pasted log): a line is given only when, parsed back, it is
+# what its kind says: a config line sets its setting to a literal (the dynamic-sources setting: entries torch
+# reads one by one), a marking calls torch's marker on a name, an attribute or a literal subscript, a wrapped
+# argument is a name. A statement moved out is the user's own, read from their source.
+_LISTED_SOURCE = re.compile(r"[LG]\['[A-Za-z_]\w*'\](?:\.[A-Za-z_]\w*|\[(?:'[^'\\,\s]*'|\d+)\])*(?::\d+)?")
+_MARKERS = ("torch._dynamo.maybe_mark_dynamic", "torch._dynamo.mark_dynamic")
+
+
+def _reference(node: ast.expr) -> bool:
+    """A name, or an attribute or a subscript by a str or int literal of one (``batch['ids'].mask``)."""
+    while True:
+        literal = isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and type(node.slice.value) in (str, int)
+        if isinstance(node, ast.Attribute) or literal:
+            node = node.value  # type: ignore[union-attr]
+        else:
+            return isinstance(node, ast.Name)
+
+
+def _writable(line: CodeLine) -> bool:
+    """Whether the line, parsed, is the one statement its kind makes (see above)."""
+    if line.where == "after_each_call":
+        return True
+    try:
+        (statement,) = ast.parse(line.code).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    if line.setting:
+        if not (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant)):
+            return False
+        value = statement.value.value
+        entries = value.split(",") if isinstance(value, str) and line.setting == SETTINGS["dynamic_sources"][0] else ()
+        return ast.unparse(statement.targets) == line.setting and all(_LISTED_SOURCE.fullmatch(e) for e in entries)
+    if not isinstance(statement, ast.Expr) or not isinstance(call := statement.value, ast.Call) or call.keywords:
+        return False
+    name, args = ast.unparse(call.func), call.args
+    if name in _MARKERS:
+        return len(args) == 2 and _reference(args[0]) and isinstance(args[1], ast.Constant) and type(args[1].value) is int
+    return name == "torch.tensor" and len(args) == 1 and isinstance(args[0], ast.Name)
+
+
+def _written(a: Answer) -> Answer:
+    """The answer with only lines that can be written: a choice with another line is left out; a hint whose
+    own line cannot be written keeps its advice, without lines, and says why."""
+    choices = tuple(c for c in a.choices if all(_writable(line) for line in c.lines))
+    if all(_writable(line) for line in a.lines):
+        return a if choices == a.choices else dataclasses.replace(a, choices=choices)
+    return dataclasses.replace(a, lines=(), choices=choices, unknown="unwritable")
 
 
 # --- the rules, per hint family of the guard-kind table ---------------------------------------------------

@@ -6,10 +6,12 @@ JSON/YAML schema versions (``schema`` key):
   per configuration: label, python, flags, config, status/recompiles/records per repeat, unstable),
   and ``diffs[]`` as in guarddiag.diff/1. Later keys in ``runs[]``: ``folders`` (each repeat's run
   folder), ``stdout_change`` (null, or where the configuration's output first differs from the
-  baseline run's: ``line``, ``baseline``, ``variant``), ``rank_divergence`` (the functions the
+  baseline run's: ``line``, ``baseline``, ``variant``), ``stdout_varies`` (null, or where a repeat of the
+  configuration printed something else than its first run; then no output change is said), ``rank_divergence`` (the functions the
   ranks of a distributed job compiled differently in that configuration: ``name``, ``file``, ``line``).
   Later top-level keys: ``flips`` (compare without --flag: ``planned`` and ``capped`` flips, each
-  ``{flag, value}``, and ``max_flips``; null with --flag) and ``causes[]`` (each cause of the baseline:
+  ``{flag, value}``, ``max_flips``, ``combined`` and ``combined_capped`` (lists of them run together); null
+  with --flag) and ``causes[]`` (each cause of the baseline:
   ``function``, ``category``, ``source``, ``pattern``, ``subject``, ``recompiles``, ``limit_hits``, ``facts``,
   ``candidates[]`` (flag, value, effect, cost), ``skipped[]`` (flag, value, why, detail), ``not_run[]``,
   and ``outcomes[]``: every field of guarddiag.compare.FlipOutcome with ``removed``, ``keeps_compiled``
@@ -62,6 +64,7 @@ def compare_to_dict(report: CompareReport) -> dict[str, object]:
                 "unstable": [unstable_sentence(u) for u in r.unstable],
                 "folders": list(r.folders),
                 "stdout_change": None if r.stdout_change is None else asdict(r.stdout_change),
+                "stdout_varies": None if r.stdout_varies is None else asdict(r.stdout_varies),
                 "rank_divergence": [_place(d.function) for d in rank_divergence(r.run)],
             }
             for r in report.results
@@ -77,6 +80,8 @@ def _flips_to_dict(flips: FlipPlan) -> dict[str, object]:
     return {
         "planned": [{"flag": f, "value": v} for f, v in flips.flips],
         "capped": [{"flag": f, "value": v} for f, v in flips.capped],
+        "combined": [[{"flag": f, "value": v} for f, v in c] for c in flips.combined],
+        "combined_capped": [[{"flag": f, "value": v} for f, v in c] for c in flips.combined_capped],
         "max_flips": flips.max_flips,
     }
 
@@ -96,7 +101,9 @@ def _cause_to_dict(c: CauseResult) -> dict[str, object]:
         "skipped": [asdict(x) for x in t.skipped],
         "not_run": [{"flag": f, "value": v} for f, v in c.not_run],
         "outcomes": [
-            asdict(o) | {"removed": o.removed, "keeps_compiled": o.keeps_compiled, "works": o.works} for o in c.outcomes
+            asdict(o)
+            | {"removed": o.removed, "keeps_compiled": o.keeps_compiled, "lost_compiled_code": o.lost_compiled_code, "works": o.works}
+            for o in c.outcomes
         ],
     }
 
@@ -137,6 +144,7 @@ def _result_notes(r: VariantResult, baseline: VariantResult) -> list[str]:
     outcomes = dict.fromkeys(script_outcome(run) for run in r.runs if run.status != "ok")
     notes += [f"{r.variant.label}: {o}; its counts cover what ran before that" for o in outcomes]
     notes += [f"{r.variant.label}: {stdout_sentence(r.stdout_change)}"] if r.stdout_change else []
+    notes += [f"{r.variant.label}: {varies_sentence(r.stdout_varies)}"] if r.stdout_varies else []
     change = divergence_change(baseline.run, r.run) if r is not baseline else None
     return notes + ([f"{r.variant.label}: {divergence_change_sentence(change)}"] if change else [])
 
@@ -157,6 +165,14 @@ def stdout_sentence(change: OutputChange) -> str:
         f"stdout differs from the baseline run's (first difference at line {change.line}: "
         f"{_printed(change.baseline)} in the baseline, {_printed(change.variant)} here): "
         "the flip may change what the script does, not only how it compiles"
+    )
+
+
+def varies_sentence(change: OutputChange) -> str:
+    """``its repeats printed different things (first difference at line 1: ...): its output is not compared``."""
+    return (
+        f"its repeats printed different things (first difference at line {change.line}: {_printed(change.baseline)}, then "
+        f"{_printed(change.variant)}): its output is compared with no other configuration's"
     )
 
 
@@ -182,10 +198,12 @@ def plan_lines(report: CompareReport) -> list[str]:
         return ["the baseline recompiled nothing and hit no recompile limit: no cause to remove, no flip run"]
     n = len(flips.targets)
     causes = f"{n} cause{'s' if n != 1 else ''} in the baseline"
-    if not flips.flips:
+    if not flips.configurations:
         return [f"{causes}; no config flip answers {'them' if n != 1 else 'it'} in this torch: nothing run"]
-    line = f"{causes}; {len(flips.flips)} config flip{'s' if len(flips.flips) != 1 else ''} run"
-    line += f" (one run each; {len(flips.capped)} more over --max-flips {flips.max_flips}, not run)" if flips.capped else " (one run each)"
+    runs, capped = len(flips.configurations), len(flips.capped) + len(flips.combined_capped)
+    parts = [f"{len(flips.combined)} of them the settings of a hint, run together"] if flips.combined else []
+    parts += ["one run each"] + ([f"{capped} more over --max-flips {flips.max_flips}, not run"] if capped else [])
+    line = f"{causes}; {runs} config flip{'s' if runs != 1 else ''} run ({'; '.join(parts)})"
     times = "compile times are each run's own, compiled without torch's compile caches"
     if report.parallel > 1:
         times += f": the baseline ran alone, the flips {report.parallel} at a time on shared cores (--jobs 1 runs each alone)"

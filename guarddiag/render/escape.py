@@ -79,7 +79,8 @@ def _visible(value: object, memo: dict[int, object]) -> object:
     if isinstance(value, (tuple, list, set, frozenset)):
         items = [_item(v, memo) for v in value]
         if any(a is not b for a, b in zip(items, value, strict=True)):
-            out = type(value)(items)
+            # A NamedTuple (FunctionKey) is built from its fields, not from an iterable.
+            out = type(value)._make(items) if hasattr(value, "_make") else type(value)(items)
     elif isinstance(value, dict):
         pairs = [(_item(k, memo), _item(v, memo)) for k, v in value.items()]
         if any(k is not k0 or v is not v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True)):

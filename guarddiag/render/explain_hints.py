@@ -66,6 +66,10 @@ _UNKNOWN: dict[str, Callable[[str], str]] = {
     "no_source": lambda src: (
         f"the compiled function's source is not at hand: guarddiag cannot tell whether the function itself changes `{src}`"
     ),
+    "unwritable": lambda src: (
+        f"torch names `{src}` in a way no line of Python (or entry of the dynamic-sources setting) can be written "
+        "from as it is: guarddiag gives no line to write for it"
+    ),
     "moved_values": lambda src: (
         "the line reads values the compiled function computes and does not return: return them too, "
         "then move the line out"

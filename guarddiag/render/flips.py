@@ -53,7 +53,8 @@ def apply_line(flag: str, value: str) -> str:
 
 
 def flip_label(o: FlipOutcome) -> str:
-    return f"{o.flag}={o.value}"
+    """``flag=value``; a configuration of several flips: ``a=1 + b=2``."""
+    return " + ".join(f"{flag}={value}" for flag, value in o.configs)
 
 
 def _seconds_change(o: FlipOutcome) -> str:
@@ -81,10 +82,21 @@ def outcome_sentence(o: FlipOutcome, times: bool = True) -> str:
         hits = f"limit hits {o.limit_hits_before} -> {o.limit_hits_after}"
         parts = [f"keeps the refused calls compiled ({hits})" if o.keeps_compiled else f"leaves the refused calls ({hits})"]
     parts += [f"adds {o.added} recompile{'s' if o.added != 1 else ''} of other causes"] if o.added else []
+    parts += [_lost(o)] if o.lost_compiled_code else []
     parts += [_run_change(o)] if _moved(o) or o.graph_breaks_after != o.graph_breaks_before else []
     parts += [t for t in [_seconds_change(o)] if t and times]
     parts.append({True: "output differs from the baseline's", False: "output unchanged", None: "output not compared"}[o.stdout_changed])
     return "; ".join(parts)
+
+
+def _lost(o: FlipOutcome) -> str:
+    """Compiles the flip made fail (under suppress_errors their calls run eagerly): fewer recompiles, no fix."""
+    if o.failed_after > o.failed_before or o.run_failed_after > o.run_failed_before:
+        return (
+            f"compiles that installed no code {o.run_failed_before} -> {o.run_failed_after} in the whole run "
+            f"({o.failed_before} -> {o.failed_after} of this function): their calls ran without compiled code, so no fix"
+        )
+    return "no compile of the function installed code with it: its calls ran without compiled code, so no fix"
 
 
 def _moved(o: FlipOutcome) -> bool:
@@ -134,11 +146,12 @@ def cause_lines(c: CauseResult, max_flips: int) -> list[str]:
     candidates not run and why (indented by the caller)."""
     out = []
     for o in c.outcomes:
-        mark = "" if o.candidate else " (run for another cause)"
+        mark = "" if o.candidate or o.also else " (run for another cause)"
         out.append(f"{flip_label(o)}{mark}: {outcome_sentence(o)}")
         if o.works:
             cost = COSTS.get(o.cost)
             out.append(f"    apply: {apply_line(o.flag, o.value)}" + (f"; cost: {cost}" if cost else ""))
+            out += [f"    apply: {apply_line(flag, value)}" for flag, value in o.also]
     out += [f"not run (over --max-flips {max_flips}): {flag}={value}" for flag, value in c.not_run]
     out += [f"not run: {skipped_sentence(s)}" for s in c.target.skipped]
     if not c.target.candidates and not c.outcomes:
@@ -159,6 +172,9 @@ def check_sentence(check: HintCheck) -> str:
     if check.run_flags:
         flags = ", ".join(f"--flag {f}" for f in check.run_flags)
         return f"not verified for a run with {flags}: {check.command} measures it against torch's defaults"
+    if check.outcomes:  # measured, but no run of it gave a verdict
+        last = check.outcomes[-1]
+        return f"not verified: compare ran {flip_label(last)}: {outcome_sentence(last, times=False)}; {check.command} measures it again"
     return f"not verified: {check.command} measures it"
 
 
@@ -181,7 +197,7 @@ def advice_lines(a: CauseAdvice, function: str = "") -> list[str]:
             out.append(f"  {_CODE_CHANGE}")
     for o in a.found:
         out.append(f"compare measured {flip_label(o)}: {outcome_sentence(o, times=False)}")
-        out.append(f"  apply: {apply_line(o.flag, o.value)}")
+        out += [f"  apply: {apply_line(flag, value)}" for flag, value in o.configs]
     return out
 
 
@@ -190,6 +206,10 @@ _IGNORED = {
     "other_schema": "written by another guarddiag: schema {schema}",
     "not_json": "its file is not JSON",
     "damaged": "its file is damaged ({schema})",
+    "not_a_file": "its path holds no regular file (a link, a FIFO, a device or a folder), which guarddiag does not read",
+    "too_large": "its file is far larger than any compare writes",
+    "unreadable": "its file cannot be opened",
+    "script_changed": "the script's file changed since",
 }
 
 # A code-change hint: compare flips config, it cannot check a change of the user's code.

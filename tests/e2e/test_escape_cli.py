@@ -14,6 +14,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import LOGS, guarddiag_cmd
 from tests.unit.test_escape import _assert_markdown, _assert_plain, _poison, _raw_controls
 
@@ -137,3 +139,36 @@ def test_a_warning_naming_a_hostile_script_on_disk_is_one_escaped_line(tmp_path:
     _assert_plain(out)
     _assert_plain(err)
     assert err.count("\n") == 1 and "s\\x1b]0;owned\\x07\\u202e\\n::warning::x ##\\[error]y" in err, err
+
+
+@pytest.mark.torch
+def test_a_hostile_script_that_recompiles_gets_its_report_and_a_compare_command_that_runs_that_script(tmp_path: Path):
+    """A script whose file name holds controls, `::warning::`, `##[`, quotes, `$()` and backticks (no line break: torch
+    writes file names raw into its log lines), and whose function recompiles: run's advice names the function by its
+    file (a key the escaping layer rebuilt) and gives the compare that verifies its hint, which bash reads as that
+    script (was: internal error, FunctionKey rebuilt from an iterable)."""
+    name = "s\x1b]0;owned\x07\u202e ::warning::x ##[e]$(touch pwned)`id`';.py"
+    (tmp_path / name).write_text(
+        'import torch\n@torch.compile(backend="eager")\ndef f(x, k):\n    return x * k\nfor k in (1, 2, 3):\n    f(torch.ones(2), k)\n'
+    )
+    code, out, err = _guarddiag("run", name, cwd=tmp_path)
+    assert code == 0, err
+    _assert_ci_log(out + err)
+    (command,) = re.findall(r"not verified: (guarddiag compare .*) measures it", out)
+    argv = subprocess.run(["bash", "-c", 'eval "set -- ${0#guarddiag }"; printf "%s\\0" "$@"', command],
+                          capture_output=True, check=True).stdout.split(b"\0")[:-1]
+    assert argv[:2] == [b"compare", os.fsencode(name)], argv
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_explain_of_a_record_whose_script_holds_a_nul_explains_it(tmp_path: Path):
+    """No run has a NUL in its path: a forged record's script has no verdicts to read (was: internal error,
+    ValueError: embedded null byte, where explain looked its verdicts up)."""
+    plain, _ = _records(tmp_path)
+    data = json.loads(plain.read_text(encoding="utf-8"))
+    data.update(source="run", script="a\x00\x1b[2Jb.py", torch_version="2.13.0", argv=["\x00"])
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(data), encoding="utf-8")
+    code, out, err = _guarddiag("explain", str(forged), cwd=tmp_path)
+    assert code == 0, err
+    _assert_ci_log(out + err)

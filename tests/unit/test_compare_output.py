@@ -62,3 +62,33 @@ def test_the_same_output_says_nothing_and_a_long_line_is_cut():
     assert "stdout differs" not in render_compare(_report(None), "table")
     text = render_compare(_report(OutputChange(1, "x" * 200, None)), "table")
     assert f"(first difference at line 1: '{'x' * 57}...' in the baseline, nothing here)" in text
+
+
+def test_output_that_varies_between_repeats_is_compared_with_nothing(tmp_path):
+    """A script that prints a time or a random number: with --repeat, its baseline's repeats differ, so no flip is
+    said to change its output (was: every flip "output differs from the baseline's", and the hint it verified too)."""
+    from guarddiag.commands.compare import _with_output_changes
+
+    catalog = catalog_from_dict(json.loads((FIXTURES / "flags" / "torch-2.13.0.json").read_text()))
+    plan = plan_compare(catalog, ["automatic_dynamic_shapes"], False, ["py"])
+    run = replace(parse_logs([str(SHAPE)]), source="run")
+
+    def repeats(label: str, *outputs: str) -> tuple:
+        runs = []
+        for i, text in enumerate(outputs):
+            folder = tmp_path / f"{label}-{i}"
+            folder.mkdir()
+            (folder / "stdout.txt").write_text(text)
+            runs.append(replace(run, log_path=str(folder / "torch.log")))
+        return tuple(runs)
+
+    varying = _with_output_changes([VariantResult(plan.baseline, repeats("base", "time 1.5\n", "time 2.5\n")),
+                                    VariantResult(plan.variants[0], repeats("flip", "time 3.5\n", "time 3.5\n"))])
+    assert varying[0].stdout_varies == OutputChange(1, "time 1.5", "time 2.5")
+    assert (varying[1].stdout_change, varying[1].stdout_compared) == (None, False)
+    text = render_compare(build_report(plan, varying, catalog), "table")
+    assert "baseline: its repeats printed different things (first difference at line 1: 'time 1.5', then 'time 2.5')" in text
+    assert "stdout differs" not in text
+    steady = _with_output_changes([VariantResult(plan.baseline, repeats("b2", "a\n", "a\n")),
+                                   VariantResult(plan.variants[0], repeats("f2", "b\n", "b\n"))])
+    assert steady[1].stdout_change == OutputChange(1, "a", "b") and steady[1].stdout_compared

@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import re
+import subprocess
 import sys
 import unicodedata
 import xml.etree.ElementTree as ET
@@ -37,6 +38,7 @@ from guarddiag.render.escape import (
     html,
     markdown_code,
     markdown_text,
+    one_line,
     terminal,
     visible,
     workflow_message,
@@ -47,7 +49,7 @@ from guarddiag.render.escape import (
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.gate import render_annotations, render_check, render_junit, render_markdown
 from guarddiag.store import load_run, run_to_dict, save_run
-from tests.conftest import LOGS
+from tests.conftest import FIXTURES, LOGS
 from tests.unit.test_render_formats import _compare_report
 
 settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -63,6 +65,10 @@ BRANCH = LOGS / "torch-2.13.0" / "torchrun" / "branch4.log"
 LOGDIR = LOGS / "torch-2.13.0" / "torchrun" / "logdir"
 NAMES = LOGS / "torch-2.13.0" / "stack_slots.log"
 HEADS = LOGS / "torch-2.13.0" / "module_dict_heads.log"
+# Issue 25's causes: each size guard its own cause with a condition, a dict's keys, calls a stance refused.
+SIZES = LOGS / "torch-2.13.0" / "size_guards.log"
+KEYS = LOGS / "torch-2.13.0" / "dict_keys_order.log"
+STANCES = FIXTURES / "stances" / "eager-2.13"
 
 # Control, format (bidi, zero-width), surrogate, line and paragraph separator characters: never raw.
 _RAW = {"Cc", "Cf", "Cs", "Zl", "Zp"}
@@ -163,6 +169,7 @@ def _poison(value: str):
                     c["code"] = value if c["code"] else c["code"]
                     c["inner_location"] = f"{value}.py:5 in {value}" if c["inner_location"] else c["inner_location"]
                     c["inner_code"] = value if c["inner_code"] else c["inner_code"]
+                    c["condition"] = f"{value} % 8 != 0" if c.get("condition") else c.get("condition", "")
             if f.get("resume"):
                 f["resume"]["function"] = value
                 for slot in f["resume"]["slots"]:
@@ -175,6 +182,11 @@ def _poison(value: str):
                 c["reason"] = f"Unsupported: {value}"
             for g in f["graph_breaks"]:
                 g["reason"] = value
+            for r in f.get("refusals", []):
+                r["reasons"] = [f"0/{i}: {value}" for i, _ in enumerate(r["reasons"])]
+                if r["cause"]:
+                    r["cause"]["subject"] = f"value of `{value}`"
+                    r["cause"]["text"] = value
         for p in data.get("job", {}).get("processes", []):
             p["host"] = value
             p["logs"] = [f"/ci/{value}/{os.path.basename(log)}" for log in p["logs"]]
@@ -197,6 +209,9 @@ def _real_runs() -> dict[str, Run]:
         "job": parse_logs([str(LOGDIR)]),
         # resume functions with stack slots, and a cause in torch's own code (its user stack dropped)
         "names": parse_logs([str(NAMES)]),
+        "sizes": parse_logs([str(SIZES)]),
+        "keys": parse_logs([str(KEYS)]),
+        "stances": _stance_run(),
         "inner": replace(
             parse_logs([str(HEADS)]),
             functions=tuple(replace(f, recompile_events=tuple(
@@ -204,6 +219,13 @@ def _real_runs() -> dict[str, Run]:
                 for e in f.recompile_events)) for f in parse_logs([str(HEADS)]).functions),
         ),
     }
+
+
+def _stance_run() -> Run:
+    from guarddiag.child.processes import read_run_logs
+
+    logs = read_run_logs(STANCES, STANCES / "torch.log", STANCES / "torch.compiles.jsonl")
+    return Run(functions=logs.functions, parse=logs.stats, source="run", torch_version="2.13.0", stances=logs.stances)
 
 
 def test_every_control_format_and_separator_character_is_shown_visibly():
@@ -274,7 +296,7 @@ def test_diff_and_compare_escape_a_hostile_record(tmp_path_factory, value):
 @RENDER
 def test_check_escapes_a_hostile_record_in_every_output(tmp_path_factory, value):
     tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
-    for key in ("limit", "failures", "ranks"):
+    for key in ("limit", "failures", "ranks", "stances", "sizes", "keys"):
         outputs = {}
         for name in (value, _benign(value)):
             run = _record(real_runs[key], tmp, key, _poison(name))
@@ -404,3 +426,140 @@ def test_every_stderr_line_of_guarddiag_itself_is_escaped():
             if not (node.args and isinstance(node.args[0], ast.Call) and ast.unparse(node.args[0].func) == "one_line"):
                 raw.append(f"{path.relative_to(package)}:{node.lineno}")
     assert not raw, raw
+
+
+def _shell_words(command: str) -> list[bytes]:
+    """The words bash reads from ``command`` (as a user pastes it)."""
+    out = subprocess.run(["bash", "-c", 'eval "set -- $0"; printf "%s\\0" "$@"', command], capture_output=True, check=True)
+    return out.stdout.split(b"\0")[:-1]
+
+
+@given(hostile_text)
+@settings(max_examples=max(20, settings().max_examples // 3), deadline=None)
+def test_a_command_guarddiag_gives_is_the_same_text_in_every_output_and_runs_exactly_its_words(value):
+    """A script path and arguments with quotes, `$()`, backticks, `;`, newlines, controls, bidi marks, `##[`: the
+    command is left alone by every escape (what is shown is what is meant) and bash reads back exactly the words."""
+    from guarddiag import shell
+
+    assume("\x00" not in value)  # no path or argument holds a NUL
+    words = ["guarddiag", "compare", f"{value}.py", "--flag", f"x={value}", "--", value, "$(touch pwned)", "`id`;"]
+    command = shell.join(words)
+    for shown in (visible(command), terminal(command), one_line(command), markdown_code(command)[1:-1]):
+        assert shown == command
+    assert _shell_words(command) == [os.fsencode(w) for w in words]
+
+
+def test_a_command_naming_an_undecodable_file_names_its_bytes():
+    from guarddiag import shell
+
+    name = os.fsdecode(b"model\xff\x1b.py")
+    assert shell.quote(name) == "$'model\\xff\\x1b.py'" and _shell_words(shell.join([name])) == [b"model\xff\x1b.py"]
+
+
+def test_a_hint_command_for_a_hostile_script_runs_that_script_after_the_run_report_escapes_it(tmp_path):
+    """The compare command under a cause group (run's advice), through the report's escaping, in every format."""
+    from guarddiag.render.flips import advice_to_dict
+    from guarddiag.verdicts import load_verdicts, run_advice
+
+    hostile = "evil\n::error::$(touch pwned)`id`'; \u202e##[x.py"
+    run = replace(parse_logs([str(LOGS / "torch-2.13.0" / "module_int_attribute.log")]), source="run", script=hostile,
+                  torch_version="2.13.0", argv=("--name", "a b\x1b"))
+    advice = run_advice(run, load_verdicts(run, tmp_path))
+    json_advice = advice_to_dict(advice)
+    command = json_advice["compare"]
+    assert _shell_words(command) == [b"guarddiag", b"compare", os.fsencode(hostile), b"--", b"--name", b"a b\x1b"]
+    assert "`" not in command  # a Markdown code span holds it whole
+    assert command in render(run, "table", advice)  # shown as it is: pasted, it is that command
+    assert f"`{command}`" in render(run, "markdown", advice)
+    assert json.loads(render(run, "json", advice))["advice"]["compare"] == command
+
+
+def _hostile_verdicts(run: Run, value: str):
+    """What a verdict file can say about every cause of ``run``: a hostile flip, value and subject per cause, measured
+    working (the run report lists it, with its line to apply), and a schema named by a file it does not use."""
+    from guarddiag.compare import FlipOutcome
+    from guarddiag.verdicts import Verdict, Verdicts, cause_keys, key_of
+
+    outcome = FlipOutcome(value, value, "removes", value, 2, 0, 0, 0, 3, 1, 0.5, 0.1, 0, "ok", True,
+                          run_recompiles_before=2, also=((value, value),))
+    verdicts = tuple(Verdict(f.key, k, value, outcome, value) for f in run.functions for ks in cause_keys(f).values() for k in ks)
+    return Verdicts(key_of(run), verdicts), Verdicts(key_of(run), (), "other_schema", value)
+
+
+@given(hostile_text)
+@RENDER
+def test_every_run_report_with_its_advice_escapes_a_hostile_record_and_verdict_file(tmp_path_factory, value):
+    """Run's advice: each cause group's hint (its subject, lines and the compare command naming the script), the
+    flips a verdict file says compare measured (flag, value, the lines to apply them) and why a file is not used."""
+    from guarddiag.verdicts import run_advice
+
+    tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
+    for key in ("limit", "names", "sizes", "keys", "stances"):
+        hostile, benign = (_record(real_runs[key], tmp, key + n, _poison(v)) for n, v in (("", value), ("-b", _benign(value))))
+        hostile, benign = (replace(r, source="run", torch_version="2.13.0") for r in (hostile, benign))
+        for (found, ignored), (found_b, ignored_b) in [(_hostile_verdicts(hostile, value), _hostile_verdicts(benign, _benign(value)))]:
+            for verdicts, benign_verdicts in ((found, found_b), (ignored, ignored_b)):
+                advice, benign_advice = run_advice(hostile, verdicts), run_advice(benign, benign_verdicts)
+                _assert_plain(render(hostile, "table", advice), render(benign, "table", benign_advice))
+                _assert_markdown(render(hostile, "markdown", advice), render(benign, "markdown", benign_advice))
+                for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
+                    text = render(hostile, fmt, advice)
+                    _assert_plain(text)
+                    back = load(text)["advice"]
+                    assert back["compare"] == advice.command
+                    if verdicts is found and back["functions"]:
+                        assert value in {o["flag"] for f in back["functions"] for c in f["causes"] for o in c["found"]}
+
+
+@given(hostile_text)
+@RENDER
+def test_compare_without_flag_escapes_a_hostile_baseline_in_every_format(tmp_path_factory, value):
+    """compare's causes and flips: the cause titles, each flip's outcome, value and line to apply, what was not run."""
+    from guarddiag.compare import ComparePlan, Variant, VariantResult, build_report
+    from guarddiag.flags import catalog_from_dict
+    from guarddiag.flips import plan_flips
+
+    catalog = catalog_from_dict(json.loads((FIXTURES / "flags" / "torch-2.13.0.json").read_text()))
+    tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
+    for key in ("limit", "sizes", "keys"):
+        reports = []
+        for name in (value, _benign(value)):
+            run = replace(_record(real_runs[key], tmp, key, _poison(name)), source="run", torch_version="2.13.0")
+            flips = plan_flips(catalog, run, 3)
+            plan = ComparePlan(Variant("baseline", "py"), tuple(Variant(f"{f}={v}", "py", ((f, v),)) for f, v in flips.flips)
+                               + (Variant(name, "py", ((name, name), (name, "1"))),))
+            results = [VariantResult(v, (run,)) for v in (plan.baseline, *plan.variants)]
+            reports.append(build_report(plan, results, catalog, flips))
+        hostile, benign = reports
+        _assert_plain(render_compare(hostile, "table"), render_compare(benign, "table"))
+        _assert_markdown(render_compare(hostile, "markdown"), render_compare(benign, "markdown"))
+        for fmt in ("json", "yaml"):
+            _assert_plain(render_compare(hostile, fmt))
+
+
+_IN_A_KEY = re.compile(r"[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029']")
+
+
+@given(hostile_text.map(lambda s: _IN_A_KEY.sub("", s) or "\x1b[2J"))
+@RENDER
+def test_a_log_naming_a_hostile_tensor_is_escaped_in_explains_hints_and_runs_advice(tmp_path_factory, value):
+    """A log names a tensor (a dict key, a crafted log) by any string on one line: explain's guards, conditions and
+    hints (their lines to write or why none is given) and run's advice built from the same log stay escaped."""
+    from guarddiag.commands.explain import explain_path
+    from guarddiag.explain import listings_of
+    from guarddiag.verdicts import NO_VERDICTS, run_advice
+
+    tmp = tmp_path_factory.mktemp("logs")
+    for source, name in ((LOGS / "torch-2.13.0" / "ragged_dataloader.log", "'xb'"), (SIZES, "'x'")):
+        log = tmp / source.name
+        log.write_text(source.read_text(encoding="utf-8").replace(name, f"'{value}'"), encoding="utf-8", newline="")
+        explanation, _ = explain_path(log, False)
+        _assert_plain(render_explanation(explanation, "table"))
+        _assert_markdown(render_explanation(explanation, "markdown"))
+        for fmt in ("json", "yaml"):
+            _assert_plain(render_explanation(explanation, fmt))
+        run = replace(parse_logs([str(log)]), source="run", torch_version="2.13.0", script=f"{value}.py")
+        with log.open(encoding="utf-8") as fh:
+            advice = run_advice(run, NO_VERDICTS, listings_of(fh).by_frame)
+        _assert_plain(render(run, "table", advice))
+        _assert_markdown(render(run, "markdown", advice))

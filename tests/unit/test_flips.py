@@ -17,7 +17,7 @@ from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines
 from guarddiag.render import FORMATS
 from guarddiag.render.compare import render_compare
-from guarddiag.render.flips import advice_lines, apply_line, outcome_sentence
+from guarddiag.render.flips import advice_lines, apply_line, cause_lines, outcome_sentence
 from guarddiag.verdicts import NO_EFFECT, NOT_VERIFIED, VERIFIED, keep_verdicts, load_verdicts, run_advice
 from tests.conftest import FIXTURES, LOGS, ROOT, in_checkout
 
@@ -214,8 +214,7 @@ def test_flip_variants_are_one_configuration_per_flip():
 _LISTINGS = listings_of((LOGS / "torch-2.13.0" / "module_int_attribute.log").open(encoding="utf-8")).by_frame
 
 
-def _verdict_setup(tmp_path, variant_log):
-    script = str(ROOT / "scenarios" / "module_int_attribute.py")
+def _verdict_setup(tmp_path, variant_log, script: str = str(ROOT / "scenarios" / "module_int_attribute.py")):
     base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script=script)
     flips = plan_flips(_catalog("2.13.0"), base)
     config = ("allow_unspec_int_on_nn_module", "true")
@@ -376,3 +375,221 @@ def cause_keys_of(f):
     from guarddiag.verdicts import cause_keys
 
     return cause_keys(f).keys()
+
+
+def _load_soon(base, folder):
+    """load_verdicts in a thread, given 10 s: a FIFO at the path would make it wait for a writer forever."""
+    import threading
+
+    found = []
+    worker = threading.Thread(target=lambda: found.append(load_verdicts(base, folder)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert found, "load_verdicts waited on the verdict path"
+    return found[0]
+
+
+def test_a_verdict_path_that_holds_no_regular_file_is_named_never_read_through_or_waited_on(tmp_path):
+    import os
+
+    base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+    (path,) = tmp_path.glob("*.json")
+    saved = tmp_path / "elsewhere" / "kept.json"
+    saved.parent.mkdir()
+    path.rename(saved)
+    cases = {"fifo": lambda: os.mkfifo(path), "device": lambda: path.symlink_to("/dev/zero"), "folder": path.mkdir,
+             "link to a verdict file": lambda: path.symlink_to(saved)}
+    for name, make in cases.items():
+        make()
+        kept = _load_soon(base, tmp_path)
+        assert (kept.ignored, kept.verdicts) == ("not_a_file", ()), name
+        from guarddiag.render.flips import advice_note
+
+        assert "its path holds no regular file" in advice_note(run_advice(base, kept, _LISTINGS)), name
+        if name != "folder":
+            # The next compare replaces what is at the path; it writes through no link (a planted one could name any file).
+            before = saved.read_bytes()
+            _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+            assert path.is_file() and not path.is_symlink() and saved.read_bytes() == before, name
+            assert load_verdicts(base, tmp_path).verdicts, name
+            path.unlink()
+        else:
+            path.rmdir()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["deep", "outcome_list", "count_string", "count_negative", "count_bool", "function_list", "line_string", "huge", "latin1"],
+)
+def test_a_damaged_verdict_file_is_one_note_never_a_crash(tmp_path, damage):
+    from guarddiag.render import render
+    from guarddiag.render.flips import advice_note
+
+    base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+    (path,) = tmp_path.glob("*.json")
+    doc = json.loads(path.read_text())
+    outcome, function = doc["verdicts"][0]["outcome"], doc["verdicts"][0]["function"]
+    edits = {
+        "outcome_list": lambda: doc["verdicts"][0].update(outcome=[1]),
+        "count_string": lambda: outcome.update(before="5"),
+        "count_negative": lambda: outcome.update(after=-3),
+        "count_bool": lambda: outcome.update(added=True),
+        "function_list": lambda: doc["verdicts"][0].update(function=["forward"]),
+        "line_string": lambda: function.update(line="30"),
+    }
+    if damage == "deep":
+        path.write_text("[" * 100_000)
+    elif damage == "huge":
+        path.write_text(json.dumps(doc | {"pad": "x" * (17 * 1024 * 1024)}))
+    elif damage == "latin1":
+        path.write_bytes(json.dumps(doc).encode().replace(b"forward", b"forw\xe4rd"))
+    else:
+        edits[damage]()
+        path.write_text(json.dumps(doc))
+    kept = load_verdicts(base, tmp_path)
+    assert kept.verdicts == () and kept.ignored in ("not_json", "damaged", "too_large")
+    advice = run_advice(base, kept, _LISTINGS)
+    assert advice.functions[0].causes[0].check.status == NOT_VERIFIED
+    assert "is not used (" in advice_note(advice)
+    for fmt in FORMATS:
+        render(base, fmt, advice)
+
+
+def _recorded(name: str) -> Run:
+    """A run folder recorded with `guarddiag run` (its log and torch's own record of each compile), read as run reads it."""
+    from guarddiag.child.processes import read_run_logs
+
+    folder = FLIPS_LOGS / "torch-2.13.0" / name
+    logs = read_run_logs(folder, folder / "torch.log", folder / "torch.compiles.jsonl")
+    return Run(functions=logs.functions, parse=logs.stats, source="run", torch_version="2.13.0+cpu")
+
+
+def test_a_flip_whose_compiles_fail_is_no_fix_though_the_recompiles_are_gone():
+    """tests/fixtures/flips/static_backend.py: a backend that refuses dynamic shapes, errors suppressed. Made dynamic
+    from the first compile, the function installs no code at all and every call runs eagerly: no recompile is left,
+    and that is no fix (was: "removes 1 of 1 recompile", verified)."""
+    base, flipped = _recorded("static_backend"), _recorded("static_backend.dynamic_sources")
+    ((before,), (after,)) = base.functions, flipped.functions
+    assert (before.compiles, before.recompiles, len(before.failed_compiles)) == (2, 1, 1)
+    assert (after.compiles, after.recompiles, len(after.failed_compiles)) == (1, 0, 1)
+    config = ("compiler.dynamic_sources", "L['x']:0")
+    flips = plan_flips(_catalog("2.13.0"), base)
+    assert config in flips.flips
+    plan = ComparePlan(Variant("baseline", "py"), (Variant("x", "py", (config,)),))
+    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (flipped,))]
+    report = build_report(plan, results, _catalog("2.13.0"), flips)
+    (cause,) = report.causes
+    (o,) = cause.outcomes
+    assert o.removed == 1 and o.lost_compiled_code and not o.works
+    assert "no compile of the function installed code with it: its calls ran without compiled code, so no fix" in outcome_sentence(o)
+    assert "apply:" not in render_compare(report, "table") and "no flip run removed its recompiles" in render_compare(report, "table")
+
+
+def test_a_hint_of_several_settings_is_verified_by_the_compare_its_command_names(tmp_path):
+    """tests/corpus/last_batch_one.py: the size-one hint writes two settings, and says the compare that runs them
+    together verifies it. That compare (--flag A --flag B --combined) now keeps its measurement, and the next run
+    says verified (was: a configuration of several flips was never kept, the hint stayed "not verified: <that
+    command> measures it" after the command was run)."""
+    script = str(ROOT / "tests" / "corpus" / "last_batch_one.py")
+    log = LOGS / "torch-2.13.0" / "last_batch_one.log"
+    base = _run(log, script=script)
+    listings = listings_of(in_checkout(log.read_text(encoding="utf-8")).splitlines(keepends=True)).by_frame
+    (cause,) = run_advice(base, load_verdicts(base, tmp_path), listings).functions[0].causes
+    assert cause.hint.hint == "size_one" and cause.check.status == NOT_VERIFIED
+    configs = (("fx.backed_size_oblivious", "true"), ("compiler.dynamic_sources", "L['xb']:0"))
+    assert "--combined" in cause.check.command and all(f"{f}={v}" in cause.check.command.replace("'\"'\"'", "'") for f, v in configs)
+    plan = ComparePlan(Variant("baseline", "py"), (*(Variant(f"{f}={v}", "py", ((f, v),)) for f, v in configs),
+                                                   Variant("both", "py", configs)))
+    single = _run(LOGS / "torch-2.13.0" / "last_batch_one.log", script=script)  # alone, neither removes the recompile
+    both = _run(FLIPS_LOGS / "torch-2.13.0" / "last_batch_one.size_one.log", script=script)
+    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (single,)),
+               VariantResult(plan.variants[1], (single,)), VariantResult(plan.variants[2], (both,))]
+    report = build_report(plan, results, _catalog("2.13.0"))
+    keep_verdicts(report, tmp_path)
+    (cause,) = run_advice(base, load_verdicts(base, tmp_path), listings).functions[0].causes
+    assert cause.check.status == VERIFIED
+    assert check_sentence_of(cause) == (
+        "verified by compare (fx.backed_size_oblivious=true + compiler.dynamic_sources=L['xb']:0): removes 1 of 1 recompile; "
+        "output not compared"
+    )
+    (measured,) = json.loads(render_compare(report, "json"))["causes"]
+    assert [(o["flag"], o["also"], o["removed"], o["works"]) for o in measured["outcomes"]] == [
+        ("fx.backed_size_oblivious", [], 0, False),
+        ("fx.backed_size_oblivious", [["compiler.dynamic_sources", "L['xb']:0"]], 1, True),
+    ]
+    lines = cause_lines(report.causes[0], 6)
+    assert "fx.backed_size_oblivious=true + compiler.dynamic_sources=L['xb']:0: removes 1 of 1 recompile; output not compared" in lines
+    assert "    apply: torch.compiler.config.dynamic_sources = \"L['xb']:0\"" in lines
+
+
+def check_sentence_of(cause):
+    from guarddiag.render.flips import check_sentence
+
+    return check_sentence(cause.check)
+
+
+@pytest.mark.parametrize("how", [{"status": "timeout", "after": None}, {"status": "failed", "after": None}, {"unstable": True}])
+def test_a_flip_whose_run_gave_no_verdict_leaves_its_hint_not_verified_never_not_a_fix(tmp_path, how):
+    """A flip's run that hit --timeout (a busy machine), failed, or compiled differently each repeat measured nothing:
+    the hint stays a fix, not verified, with the command that verifies it (was: "not a fix here: ... its run did not
+    finish (timeout): no verdict", and the fix itself hidden)."""
+    from guarddiag.compare import FlipOutcome
+    from guarddiag.verdicts import Verdict, Verdicts, cause_keys, key_of
+
+    base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script="model.py")
+    (f,) = base.functions
+    ((key,),) = cause_keys(f).values()
+    outcome = FlipOutcome("allow_unspec_int_on_nn_module", "true", "removes", "dynamic_int", 5, 1, 0, 0, 6, 2, 0.3, 0.1, 0, "ok", False,
+                          run_recompiles_before=5, run_recompiles_after=1)
+    assert outcome.works
+    kept = Verdicts(key_of(base), (Verdict(f.key, key, "self.layer_idx", replace(outcome, **how), "now"),))
+    (cause,) = run_advice(base, kept, _LISTINGS).functions[0].causes
+    assert cause.check.status == NOT_VERIFIED
+    lines = advice_lines(cause)
+    assert lines[0].startswith("fix: `self.layer_idx` is an int attribute of an nn.Module")
+    assert not any("not a fix here" in line for line in lines)
+    said = {"timeout": "its run did not finish (timeout): no verdict", "failed": "its run did not finish (failed): no verdict"}
+    assert (
+        f"  not verified: compare ran allow_unspec_int_on_nn_module=true: {said.get(how.get('status'), 'the function')}" in "\n".join(lines)
+    )
+
+
+def test_verdicts_of_a_script_edited_since_are_not_used_and_said_to_be(tmp_path):
+    """A compare measured the script as it was; the user edited it since (another int, another model): what the
+    compare measured is not this script's (was: still "verified by compare: removes 4 of 5")."""
+    from guarddiag.render.flips import advice_note
+
+    script = tmp_path / "model.py"
+    script.write_text("print('as compared')\n")
+    folder = tmp_path / "verdicts"
+    base = _verdict_setup(folder, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log", str(script))
+    assert run_advice(base, load_verdicts(base, folder), _LISTINGS).functions[0].causes[0].check.status == VERIFIED
+    script.write_text("print('edited')\n")
+    kept = load_verdicts(base, folder)
+    assert (kept.ignored, kept.verdicts) == ("script_changed", ())
+    advice = run_advice(base, kept, _LISTINGS)
+    assert advice.functions[0].causes[0].check.status == NOT_VERIFIED
+    assert "is not used (the script's file changed since)" in advice_note(advice)
+    # The next compare measures the script as it is now.
+    _verdict_setup(folder, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log", str(script))
+    assert load_verdicts(base, folder).verdicts
+
+
+def test_compare_without_flag_runs_the_settings_a_hint_writes_together():
+    """The size-one hint writes two settings: compare without --flag runs them as one configuration, before any
+    single flip and within --max-flips, so that the hint it verifies is the one written (was: only single flips,
+    neither of which removes the recompile, and the hint stayed "not verified")."""
+    from guarddiag.verdicts import hinted_combinations, hinted_flips
+
+    log = LOGS / "torch-2.13.0" / "last_batch_one.log"
+    run = _run(log, script="x.py")
+    listings = listings_of(in_checkout(log.read_text(encoding="utf-8")).splitlines(keepends=True)).by_frame
+    both = (("fx.backed_size_oblivious", "true"), ("compiler.dynamic_sources", "L['xb']:0"))
+    assert hinted_combinations(run, listings) == (both,)
+    plan = plan_flips(_catalog("2.13.0"), run, 3, hinted_flips(run, listings), hinted_combinations(run, listings))
+    assert plan.combined == (both,) and len(plan.flips) == 2 and plan.capped
+    assert [v.flags for v in flip_variants(plan, "py")][-1] == both
+    one = plan_flips(_catalog("2.13.0"), run, 1, hinted_flips(run, listings), hinted_combinations(run, listings))
+    assert (one.combined, one.flips) == ((both,), ())
+    # A torch without one of the settings (2.4.1 has no fx.backed_size_oblivious): the combination is not planned.
+    assert plan_flips(_catalog("2.4.1"), run, 6, None, (both,)).combined == ()

@@ -6,7 +6,11 @@ source; tests/e2e/test_hints.py applies the same lines to the scripts and counts
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from guarddiag.commands.explain import explain_lines
 from guarddiag.explain.hints import HINTS, RULES, UNKNOWNS
@@ -180,3 +184,89 @@ def test_without_the_source_a_container_hint_says_it_cannot_tell_who_changes_it(
     assert [c.hint for c in h.choices] == ["same_content", "mutated_argument"]
     (known,) = _hints("list_length", "fuse_pyramid")
     assert (known.hint, known.unknown, known.choices) == ("same_content", "", ())
+
+
+# A log names its objects as it likes (a crafted or pasted log, a dict key): (log, function, the name poisoned).
+_POISONED = [("ragged_dataloader", "train_step", "'xb'"), ("dataclass_config", "sample_scores", "'cfg'"),
+             ("module_int_attribute", "forward", ".layer_idx")]
+_CALLS = {"torch._dynamo.maybe_mark_dynamic", "torch._dynamo.mark_dynamic", "torch.tensor"}
+
+
+def _poisoned_hints(log: str, function: str, target: str, name: str) -> tuple[FixHint, ...]:
+    text = (LOGS / "torch-2.13.0" / f"{log}.log").read_text(encoding="utf-8")
+    poisoned = target.replace(target.strip(".'"), name)
+    facts = explain_lines(map(in_checkout, text.replace(target, poisoned).splitlines(keepends=True)), torch_version="2.13.0+cpu")
+    return tuple(h for f in facts.functions if f.name == function for h in f.hints)
+
+
+def _assert_only_what_it_says(h: FixHint) -> None:
+    """Each line of a hint, parsed: one statement, calling nothing but torch's marker or torch.tensor on plain
+    references, or setting a torch setting to a literal whose source entries are each one source."""
+    import ast
+
+    for line in (*h.lines, *(line for c in h.choices for line in c.lines)):
+        (statement,) = ast.parse(line.code).body
+        calls = [ast.unparse(n.func) for n in ast.walk(statement) if isinstance(n, ast.Call)]
+        assert set(calls) <= _CALLS, line.code
+        if line.setting:
+            assert isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant), line.code
+            assert ast.unparse(statement.targets[0]) == line.setting
+            if "dynamic_sources" in line.setting:
+                for entry in statement.value.value.split(","):
+                    assert re.fullmatch(r"[LG]\['\w+'\](\.\w+|\['[^',\s]*'\]|\[\d+\])*(:\d+)?", entry), line.code
+    if h.check and h.lines:
+        # The compare that verifies it, as shown (escaped) and as bash reads it: exactly the lines' settings.
+        import subprocess
+
+        from guarddiag.explain.hints import hint_configs
+        from guarddiag.render.escape import terminal
+
+        assert terminal(h.check) == h.check and "##[" not in h.check, h.check
+        words = subprocess.run(["bash", "-c", 'eval "set -- $0"; printf "%s\\0" "$@"', h.check], capture_output=True, check=True)
+        flags = [w.decode() for w in words.stdout.split(b"\0")[:-1]]
+        given = [flags[i + 1] for i, w in enumerate(flags) if w == "--flag"]
+        wanted = [f"{n}={v}" for n, v in hint_configs(h.lines)]
+        # A boolean named bare (`--flag allow_unspec_int_on_nn_module`) is flipped: the same setting.
+        assert [g if "=" in g else f"{g}=true" for g in given] == wanted, (h.check, wanted)
+
+
+@pytest.mark.parametrize(("log", "function", "target"), _POISONED)
+@pytest.mark.parametrize("name", ['x); __import__("os").system("id"); (y', "a,b", "a b", "x # c", "x]['y", "x) or (y", "ok_name",
+                                  "k##[e]$(id)`x`!", "ok_name\x1b"])
+def test_a_hostile_name_in_a_log_never_becomes_a_line_that_does_something_else(log, function, target, name):
+    """A name from the log that no line can hold as it is (a call, a comma, a space) gets no line; one that
+    can (a plain identifier) gets its lines as before."""
+    hints = _poisoned_hints(log, function, target, name)
+    for h in hints:
+        _assert_only_what_it_says(h)
+    code = " ".join(line.code for h in hints for line in (*h.lines, *(x for c in h.choices for x in c.lines)))
+    assert (name in code) == (name == "ok_name" and log != "dataclass_config"), code
+    if log == "ragged_dataloader" and name != "ok_name":
+        # Before: `torch._dynamo.mark_dynamic(x); __import__("os").system("id"); (y, 0)` as a line to write.
+        (h,) = hints
+        assert (h.hint, h.lines, h.unknown) == ("dynamic_sources", (), "unwritable")
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
+               min_size=1, max_size=12))
+@settings(max_examples=60, deadline=None)
+def test_any_name_in_a_log_gives_only_lines_that_do_what_they_say(name):
+    for log, function, target in _POISONED:
+        for h in _poisoned_hints(log, function, target, name):
+            _assert_only_what_it_says(h)
+
+
+def test_a_compare_command_for_a_key_holding_a_workflow_marker_is_the_command_meant():
+    """A dict key with `##[` (which every output rewrites) or `$(...)`: the --flag value is quoted so that the text
+    shown is what bash reads (was: double quotes around `##[`, shown as `##\\[`: another value when pasted)."""
+    import subprocess
+
+    from guarddiag.explain.hints import _flag
+    from guarddiag.explain.model import CodeLine
+    from guarddiag.render.escape import terminal
+
+    for key in ("##[x", "$(id)", "a`b`", "plain"):
+        line = CodeLine("x", "top_of_script", setting="torch.compiler.config.dynamic_sources", value=f"\"L['d']['{key}']:0\"")
+        shown = terminal(_flag(line))
+        read = subprocess.run(["bash", "-c", 'eval "set -- $0"; printf "%s" "$1"', shown], capture_output=True, check=True)
+        assert read.stdout.decode() == f"compiler.dynamic_sources=L['d']['{key}']:0", shown

@@ -21,7 +21,8 @@ from tests.fixtures.record_logs import NEUTRAL_BASE, NEUTRAL_LOGS, NEUTRAL_VENV,
 ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?:[\w.+-]+/)+[\w.+-]*")
 NEUTRAL = (NEUTRAL_PROJECT, NEUTRAL_VENV, NEUTRAL_BASE, NEUTRAL_LOGS)
 RECORDED = sorted(
-    [*(p for p in FIXTURES.glob("logs/torch-*/**/*") if p.is_file()), *FIXTURES.glob("flags/*.json"), *FIXTURES.glob("flips/torch-*/*.log")]
+    [*(p for pattern in ("logs/torch-*/**/*", "flips/torch-*/**/*") for p in FIXTURES.glob(pattern) if p.is_file()),
+     *FIXTURES.glob("flags/*.json")]
 )
 
 
