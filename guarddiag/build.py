@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.guardexpr import condition_key, symbolic_condition
 from guarddiag.ids import CompileId, generation_of, process_of, with_process
-from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord
+from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord, with_callers
 from guarddiag.logparse.events import (
     CompileSeen,
     Event,
@@ -396,7 +396,7 @@ class RunBuilder:
             ]
         )
         summaries = list(with_refusals(summaries, [r for rs in refusals.values() for r in rs], self._roles))
-        summaries = with_named_arguments(with_compile_times(summaries, self._ledger))
+        summaries = with_named_arguments(with_callers(with_compile_times(summaries, self._ledger), self._ledger))
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
 

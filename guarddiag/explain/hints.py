@@ -165,6 +165,8 @@ class CauseFacts:
     era: str
     # A resume function's stack slots: a slot is named by the expression it holds where the source tells it.
     slots: tuple[StackSlot, ...] = ()
+    # Whose code called the function when it compiled (FunctionSummary.callers; empty: not known).
+    callers: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -229,7 +231,8 @@ def fix_hints(
     seen: dict[str, tuple[Cause, int, str]] = {}
     for event in f.recompile_events:
         c = event.causes[0]
-        key = f"{c.category}:{readable_source(c.source)}"
+        # One per cause group, as run's report groups them: two dims of one tensor are two causes, each with its hint.
+        key = f"{c.category}:{readable_source(c.source)}:{c.subject}"
         seen[key] = (seen[key][0], seen[key][1] + 1, seen[key][2]) if key in seen else (c, 1, event.compile_id)
     breaks = tuple(graph_breaks)
     hints: dict[tuple[object, ...], FixHint] = {}
@@ -344,6 +347,7 @@ def _facts(
         torch_version,
         era,
         f.resume.slots if f.resume is not None else (),
+        f.callers,
     )
 
 
@@ -569,9 +573,14 @@ def _steers_python(x: CauseFacts) -> Answer | None:
 
 
 def _library_input(x: CauseFacts) -> Answer | None:
-    if x.library and x.role in ("argument", ""):
-        return Answer("library_input", x.name or "x", x.library)
-    return None
+    """A tensor a library's compiled function takes, where that library calls it (generate() calling a compiled
+    forward): no line in the user's script reaches it. Where the run saw only other code call it (the user's
+    ``model(**batch)``), the user passes the tensor, and the size rules answer."""
+    if not x.library or x.role not in ("argument", ""):
+        return None
+    if x.callers and x.library not in x.callers:
+        return None
+    return Answer("library_input", x.name or "x", x.library)
 
 
 def _size_one(x: CauseFacts) -> Answer | None:

@@ -180,3 +180,18 @@ def test_without_the_source_a_container_hint_says_it_cannot_tell_who_changes_it(
     assert [c.hint for c in h.choices] == ["same_content", "mutated_argument"]
     (known,) = _hints("list_length", "fuse_pyramid")
     assert (known.hint, known.unknown, known.choices) == ("same_content", "", ())
+
+
+def test_two_dims_of_one_tensor_that_changed_in_turn_each_get_their_hint():
+    # tests/fixtures/causes/two_dims.py: a padded length, then a short last batch, on the same tensors.
+    hints = _hints("two_dims", "classify")
+    assert sorted(s for h in hints for _, s in h.causes) == [
+        "size of tensor argument `ids` at dim 0",
+        "size of tensor argument `ids` at dim 1",
+    ]
+    assert sorted(line.code for h in hints for line in h.lines) == [
+        "torch._dynamo.maybe_mark_dynamic(ids, 0)",
+        "torch._dynamo.maybe_mark_dynamic(ids, 1)",
+        "torch._dynamo.maybe_mark_dynamic(mask, 0)",
+        "torch._dynamo.maybe_mark_dynamic(mask, 1)",
+    ]
