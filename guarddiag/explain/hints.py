@@ -17,7 +17,7 @@ import ast
 import dataclasses
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from guarddiag.explain import facts as F
@@ -80,6 +80,8 @@ _CHECKS = {
     "allow_unspec_int_on_nn_module": "guarddiag compare SCRIPT --flag allow_unspec_int_on_nn_module",
     "steers_python": "guarddiag compare SCRIPT --flag recompile_limit=N",
 }
+# Settings that hold a comma-separated list of sources in one string (joined_settings).
+_LIST_SETTINGS = frozenset({SETTINGS["dynamic_sources"][0]})
 # Per-dim entries of the dynamic-sources setting (``L['x']:0``): checked on torch 2.13; before it an entry
 # names a whole tensor (every dim dynamic), which torch 2.7 reads.
 _DIM_ENTRIES = (2, 13)
@@ -249,7 +251,7 @@ def fix_hints(
             found.hint,
             found.subject,
             found.literal,
-            _check(found),
+            _check(found.hint, found.lines),
             HINTS[found.hint],
             found.lines,
             found.choices,
@@ -266,12 +268,12 @@ def _answer(x: CauseFacts) -> Answer | None:
     return None
 
 
-def _check(a: Answer) -> str:
+def _check(hint: str, lines: tuple[CodeLine, ...]) -> str:
     """The command that verifies a config hint on the script: its settings, flipped together by ``guarddiag compare``."""
-    if a.hint in _CHECKS:
-        return _CHECKS[a.hint]
-    flags = [_flag(line) for line in a.lines if line.setting]
-    if not flags or len(flags) < len(a.lines):
+    if hint in _CHECKS:
+        return _CHECKS[hint]
+    flags = [_flag(line) for line in lines if line.setting]
+    if not flags or len(flags) < len(lines):
         return ""
     return "guarddiag compare SCRIPT " + " ".join(f"--flag {f}" for f in flags) + (" --combined" if len(flags) > 1 else "")
 
@@ -290,6 +292,43 @@ def config_of(line: CodeLine) -> tuple[str, str]:
     raw = ast.literal_eval(line.value)
     value = raw if isinstance(raw, str) else str(raw).lower() if isinstance(raw, bool) else line.value
     return flag_name(line.setting), value
+
+
+def joined_settings(per_function: Sequence[tuple[FixHint, ...]]) -> list[tuple[FixHint, ...]]:
+    """The hints of a run (per function) with every line that sets a list setting (the dynamic-sources setting)
+    naming all the entries the run's hints name for it: a script holds one value, and a second assignment
+    replaces the first, so two hints that each wrote their own would undo each other. Unchanged where they agree."""
+    entries: dict[str, dict[str, None]] = {}
+    values: dict[str, set[str]] = {}
+    for h in (h for hints in per_function for h in hints):
+        for line in _every_line(h):
+            if line.setting in _LIST_SETTINGS:
+                values.setdefault(line.setting, set()).add(line.value)
+                for entry in str(ast.literal_eval(line.value)).split(","):
+                    entries.setdefault(line.setting, {})[entry] = None
+    joined = {
+        setting: CodeLine(f"{setting} = {value}", "top_of_script", setting=setting, value=value)
+        for setting, found in entries.items()
+        if len(values[setting]) > 1 and (value := repr(",".join(found)))
+    }
+    if not joined:
+        return list(per_function)
+
+    def join(lines: tuple[CodeLine, ...]) -> tuple[CodeLine, ...]:
+        return tuple(joined.get(line.setting, line) if line.setting else line for line in lines)
+
+    def rewrite(h: FixHint) -> FixHint:
+        lines = join(h.lines)
+        choices = tuple(dataclasses.replace(c, lines=join(c.lines)) for c in h.choices)
+        return dataclasses.replace(h, lines=lines, choices=choices, check=_check(h.hint, lines) if lines != h.lines else h.check)
+
+    return [tuple(rewrite(h) for h in hints) for hints in per_function]
+
+
+def _every_line(h: FixHint) -> Iterable[CodeLine]:
+    yield from h.lines
+    for c in h.choices:
+        yield from c.lines
 
 
 def hint_configs(lines: tuple[CodeLine, ...]) -> tuple[tuple[str, str], ...]:

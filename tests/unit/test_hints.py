@@ -195,3 +195,10 @@ def test_two_dims_of_one_tensor_that_changed_in_turn_each_get_their_hint():
         "torch._dynamo.maybe_mark_dynamic(mask, 0)",
         "torch._dynamo.maybe_mark_dynamic(mask, 1)",
     ]
+
+
+def test_hints_that_set_the_dynamic_sources_setting_each_write_every_entry_the_run_needs():
+    # Two causes, two hints: a second assignment of the setting would replace the first, so each writes all four.
+    hints = _hints("two_dims", "classify")
+    settings = {line.code for h in hints for c in h.choices for line in c.lines if line.setting}
+    assert settings == {"torch.compiler.config.dynamic_sources = \"L['ids']:1,L['mask']:1,L['ids']:0,L['mask']:0\""}
