@@ -131,7 +131,10 @@ _HINTS: dict[str, Callable[[str, str], str]] = {
         "this torch has no dynamic-sources setting to make it dynamic from the first compile"
     ),
     "float_as_tensor": lambda src, _: (
-        f"`{src}` is a Python float baked into the graph: pass it as a tensor (torch.tensor(value)) so new values reuse the entry"
+        f"automatic dynamic made `{src}` dynamic after it changed (one recompile; later values reuse that entry), and the "
+        "dynamic-sources setting does not take floats: to save that recompile, pass it as a tensor (torch.tensor(value)) "
+        "where the code only computes with it (a function that takes a Python number, such as F.leaky_relu's "
+        "negative_slope, breaks the graph on a tensor)"
     ),
     "global_as_argument": lambda src, _: (
         f"`{src}` is a global read inside the compiled code, its value baked in: read it outside and pass what "

@@ -12,7 +12,7 @@ from guarddiag.commands.explain import explain_lines
 from guarddiag.explain.hints import HINTS, RULES, UNKNOWNS
 from guarddiag.explain.model import WHERE, FixHint
 from guarddiag.guardkinds import KINDS
-from guarddiag.render.explain_hints import _CHOICES, _HINTS, _UNKNOWN, _WHERE
+from guarddiag.render.explain_hints import _CHOICES, _HINTS, _UNKNOWN, _WHERE, hint_text
 from guarddiag.render.explain_words import explanation_words
 from guarddiag.sourceinfo import DATACLASS, NN_MODULE, PLAIN_OBJECT, class_kind, function_at
 from tests.conftest import LOGS, ROOT, in_checkout
@@ -202,3 +202,11 @@ def test_hints_that_set_the_dynamic_sources_setting_each_write_every_entry_the_r
     hints = _hints("two_dims", "classify")
     settings = {line.code for h in hints for c in h.choices for line in c.lines if line.setting}
     assert settings == {"torch.compiler.config.dynamic_sources = \"L['ids']:1,L['mask']:1,L['ids']:0,L['mask']:0\""}
+
+
+def test_a_float_automatic_dynamic_took_is_said_to_have_recompiled_once_not_to_be_baked_in():
+    # tests/fixtures/causes/float_global.py: a global temperature annealed each epoch; torch compiled twice.
+    (h,) = _hints("float_global", "classify")
+    assert (h.hint, h.subject, h.count) == ("float_as_tensor", "TEMPERATURE", 1)
+    text = hint_text(h)
+    assert "one recompile" in text and "baked" not in text
