@@ -710,12 +710,18 @@ def _no_source(x: CauseFacts) -> Answer | None:
     pass the same content holds only if it does not."""
     if x.function is not None:
         return None
-    same = "stable_keys" if x.row in ("DICT_KEYS", "DICT_KEYS_MATCH") else "same_content"
+    same = "stable_keys" if _changed_keys(x) else "same_content"
     return Answer(same, x.name, choices=(Choice(same), Choice("mutated_argument")), unknown="no_source")
 
 
 def _keys(x: CauseFacts) -> Answer | None:
-    return Answer("stable_keys", x.name) if x.row in ("DICT_KEYS", "DICT_KEYS_MATCH") else None
+    return Answer("stable_keys", x.name) if _changed_keys(x) else None
+
+
+def _changed_keys(x: CauseFacts) -> bool:
+    """A dict's keys changed: torch's text names them, or (``len(d) != 2``: torch checks the length first) the
+    cause says the keys the listings tell."""
+    return x.row in ("DICT_KEYS", "DICT_KEYS_MATCH") or x.cause.keys is not None
 
 
 def _content(x: CauseFacts) -> Answer | None:

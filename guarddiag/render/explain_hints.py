@@ -92,7 +92,7 @@ _CHOICES: dict[str, Callable[[str, str], str]] = {
         "set torch._dynamo.config.allow_unspec_int_on_nn_module = True (torch >= 2.7)"
     ),
     "same_content": lambda src, _: f"if only the caller changes `{src}`: pass the same keys/length every time",
-    "stable_keys": lambda src, _: f"if only the caller changes `{src}`: pass the same keys every time",
+    "stable_keys": lambda src, _: f"if only the caller changes `{src}`: pass the same keys in the same order every time",
     "mutated_argument": lambda src, _: (
         f"if the compiled function itself changes `{src}` (appends, sets items): move that change out of it, after each call"
     ),
@@ -203,8 +203,8 @@ _HINTS: dict[str, Callable[[str, str], str]] = {
         "with values of the same kind (a tensor of the same dtype and requires_grad)"
     ),
     "stable_keys": lambda src, _: (
-        f"the keys of `{src}` change between calls and each key set compiles anew: pass the same keys every time "
-        "(fill missing ones with a default), or pass the values as one tensor"
+        f"the keys of `{src}` change between calls and each key set (and each order of them) compiles anew: pass the "
+        "same keys in the same order every time (fill missing ones with a default), or pass the values as one tensor"
     ),
     "one_tensor_twice": lambda who, _: (
         f"{who} were one tensor in one call and distinct in another: stop passing one tensor twice "

@@ -210,3 +210,11 @@ def test_a_float_automatic_dynamic_took_is_said_to_have_recompiled_once_not_to_b
     assert (h.hint, h.subject, h.count) == ("float_as_tensor", "TEMPERATURE", 1)
     text = hint_text(h)
     assert "one recompile" in text and "baked" not in text
+
+
+@pytest.mark.parametrize(("log", "function"), [("dict_key_names", "blend"), ("dict_keys_order", "weighted")])
+def test_a_dicts_keys_that_changed_get_the_keys_hint_in_their_order_also_where_torch_checked_the_length(log: str, function: str):
+    # dict_keys_order: torch's first failing guard is `len(weights) != 2` where a key went; the cause says the keys.
+    (h,) = [h for h in _hints(log, function) if h.causes[0][0] == "container"]
+    assert (h.hint, h.subject) == ("stable_keys", "weights")
+    assert "in the same order" in hint_text(h)
