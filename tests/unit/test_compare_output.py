@@ -62,3 +62,16 @@ def test_the_same_output_says_nothing_and_a_long_line_is_cut():
     assert "stdout differs" not in render_compare(_report(None), "table")
     text = render_compare(_report(OutputChange(1, "x" * 200, None)), "table")
     assert f"(first difference at line 1: '{'x' * 57}...' in the baseline, nothing here)" in text
+
+
+def test_a_cause_no_flip_answers_is_not_said_to_need_a_code_change():
+    # Grad mode (an eval pass under no_grad) is expected, which explain says; compare must not contradict it.
+    from guarddiag.compare import CauseResult
+    from guarddiag.flips import Target
+    from guarddiag.model import FunctionSummary
+    from guarddiag.render.flips import cause_lines
+
+    f = FunctionSummary("forward", "model.py", 3, ("0",), 2, ())
+    target = Target(f, ("global_state", "", "grad mode"), "global_state", "grad mode", 1, 0, frozenset(), ())
+    (line,) = cause_lines(CauseResult(target, ()), 6)
+    assert "needs a change of the code" not in line and "expected" in line
