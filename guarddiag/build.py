@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.guardexpr import condition_key, symbolic_condition
 from guarddiag.ids import CompileId, generation_of, process_of, with_process
-from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord
+from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord, with_callers
 from guarddiag.logparse.events import (
     CompileSeen,
     Event,
@@ -59,6 +59,7 @@ from guarddiag.pins import (
     hashed_pins,
     pinned,
     refused_cause,
+    size_guards,
 )
 from guarddiag.resume import resume_of, slot_index, slot_name
 from guarddiag.sourceinfo import Roles, local_roles
@@ -112,6 +113,8 @@ class _Frame:
     # Per compile number: its shape environment's symbols (``s27`` -> ``L['x'].size()[1]``), and the user's line
     # (location, code) behind each size guard it added, by the guard's condition (guardexpr.condition_key).
     symbols: dict[int, dict[str, str]] = field(default_factory=dict)
+    # Per compile number: the sizes of the call it was compiled for, by source (``L['x'].size()[1]`` -> 80).
+    sizes: dict[int, dict[str, int]] = field(default_factory=dict)
     size_guard_lines: dict[int, dict[tuple[str, ...], tuple[str, str]]] = field(default_factory=dict)
     # The reasons of each call fail_on_recompile refused, as the script printed the error into the log.
     printed_refusals: list[tuple[str, ...]] = field(default_factory=list)
@@ -173,7 +176,10 @@ class RunBuilder:
         elif isinstance(event, SymbolCreated):
             cid = CompileId.parse(event.compile_id)
             if cid is not None:
-                self._frame(cid.frame_id).symbols.setdefault(cid.number, {})[event.symbol] = event.source
+                frame = self._frame(cid.frame_id)
+                frame.symbols.setdefault(cid.number, {})[event.symbol] = event.source
+                if event.value.isdigit():
+                    frame.sizes.setdefault(cid.number, {})[event.source] = int(event.value)
         elif isinstance(event, SizeGuardAdded):
             self._on_size_guard(event)
         elif isinstance(event, GraphBreakSeen):
@@ -253,7 +259,7 @@ class RunBuilder:
             pins = hashed_pins(event)
             if last is not None and last[0] not in frame.pins:
                 first = hashed_pins(last[1])  # the frame recompiles: its first entry is wanted too
-                frame.pins[last[0]] = hashed(first)
+                frame.pins[last[0]] = hashed(first, size_guards(last[1]))
                 frame.pinned_before.update(frame.pins[last[0]].values)
                 frame.dynamic.update(dict.fromkeys(dynamic_dims(first)))
             frame.dynamic.update(dict.fromkeys(dynamic_dims(pins)))
@@ -264,7 +270,7 @@ class RunBuilder:
             against = entry_numbers([f.cache_entry for f in failures], [n for n in frame.pins if n < cid.number])
             frame.against[cid.number] = against
             frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in against if n is not None and n in frame.pins}
-            frame.pins[cid.number] = hashed(pins)
+            frame.pins[cid.number] = hashed(pins, size_guards(event))
             frame.pinned_before.update(frame.pins[cid.number].values)
         frame.last_listing = (cid.number, event)
         if frame.wrapper is None:
@@ -396,7 +402,7 @@ class RunBuilder:
             ]
         )
         summaries = list(with_refusals(summaries, [r for rs in refusals.values() for r in rs], self._roles))
-        summaries = with_named_arguments(with_compile_times(summaries, self._ledger))
+        summaries = with_named_arguments(with_callers(with_compile_times(summaries, self._ledger), self._ledger))
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
 
@@ -527,7 +533,8 @@ def _summary(
         if frame.announced.get(n):
             causes = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles, f.stack)) for f in frame.announced[n])
             event = RecompileEvent(compile_id, True, causes)
-            events.append(decisive(event, frame.changed.get(n, {}), roles, frame.pins, n, frame.against.get(n), variety))
+            against = frame.against.get(n)
+            events.append(decisive(event, frame.changed.get(n, {}), roles, frame.pins, n, against, variety, frame.sizes.get(n)))
         else:
             # Not announced, or announced without its reasons (a log cut after the header): the cause
             # is inferred from the guard listings; ``logged`` says whether torch announced it.

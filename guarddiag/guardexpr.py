@@ -9,6 +9,7 @@ print locals bare: ``m.layer_idx``. Pure functions over strings.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import NamedTuple
 
@@ -279,3 +280,70 @@ def symbolic_condition(expr: str, symbols: dict[str, str]) -> str:
     """A guard the shape environment added over its symbols (``Eq(s27, s23)``), as the condition of the listed
     guard it became (``x.size(1) == bias.size(0)``), ``symbols`` naming each symbol's source."""
     return size_condition(_SYMBOL.sub(lambda m: symbols.get(m[0], m[0]), expr))
+
+
+# The operators a symbolic-shape guard is written with that size_guard_holds evaluates; anything else is not known.
+_BINARY = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+}
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
+# A guard longer than this is not evaluated (a model's guard over thousands of sizes): not known.
+_MAX_GUARD_CHARS = 2000
+
+
+def size_guard_holds(expr: str, sizes: dict[str, int]) -> bool | None:
+    """Whether a symbolic-shape guard as a listing prints it (``(L['x'].size()[1] % 16) == 0``) holds for the
+    sizes a call had (``{"L['x'].size()[1]": 80}``, by the source torch names each size by); None where it
+    cannot be told: a term whose size is not given (a stride, another tensor), a function torch prints
+    (``Max``), a division by zero. Integer arithmetic and comparisons only, read with ``ast``, never run."""
+    if len(expr) > _MAX_GUARD_CHARS:
+        return None
+    missing = False
+
+    def value(m: re.Match[str]) -> str:
+        nonlocal missing
+        found = sizes.get(m[0])
+        missing = missing or found is None
+        return str(found)
+
+    text = SIZE_TERM.sub(value, _sympy_calls(" ".join(expr.split())))
+    if missing:
+        return None
+    try:
+        result = _evaluate(ast.parse(text, mode="eval").body)
+    except (SyntaxError, ValueError, ZeroDivisionError, RecursionError):
+        return None
+    return result if isinstance(result, bool) else None
+
+
+def _evaluate(node: ast.AST) -> int | bool:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+        operand = _evaluate(node.operand)
+        return -operand if isinstance(node.op, ast.USub) else not operand
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_evaluate(node.left), _evaluate(node.right))
+    if isinstance(node, ast.BoolOp):
+        values = [_evaluate(v) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        left = _evaluate(node.left)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = _evaluate(right_node)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+    raise ValueError("not a size guard's arithmetic")

@@ -10,12 +10,13 @@ a stance in use, ``{"refused": STANCE, ...}`` with the calls so far (the highest
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guarddiag.ids import CompileId
-from guarddiag.model import FailedCompile
+from guarddiag.model import FailedCompile, FunctionSummary
+from guarddiag.wrapped import frame_package
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class CompileRecord:
     compile_s: float | None = None
     # torch's recompile limit in force when the attempt was recorded (None: not known).
     recompile_limit: int | None = None
+    # The file of the code that called the function being compiled (None: not known, or an older ledger).
+    caller: str | None = None
 
 
 def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
@@ -58,6 +61,7 @@ def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
                     _text(raw.get("reason")) or "",
                     _seconds(raw.get("compile_s")),
                     _whole(raw.get("recompile_limit")),
+                    _text(raw.get("caller")),
                 )
             )
     return tuple(records)
@@ -178,3 +182,13 @@ class LedgerIndex:
         """What torch did with the call refused at ``number``: raised (FailOnRecompileLimitHit) or ran it eagerly."""
         record = self._take(name, line, number)
         return "raised" if record is not None and record.fail_type == "FailOnRecompileLimitHit" else "eager"
+
+
+def with_callers(functions: Iterable[FunctionSummary], records: Sequence[CompileRecord]) -> list[FunctionSummary]:
+    """Each function with whose code called it at its compiles (``FunctionSummary.callers``), from torch's
+    records of them; unchanged where no record names a caller (a parsed log, an older ledger)."""
+    by_function: dict[tuple[str, str, int | None], dict[str, None]] = {}
+    for r in records:
+        if r.name is not None and r.caller is not None:
+            by_function.setdefault((r.name, r.file or "", r.line), {})[frame_package(r.caller)] = None
+    return [replace(f, callers=tuple(by_function.get((f.name, f.file, f.line), {})) or f.callers) for f in functions]

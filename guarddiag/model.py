@@ -250,6 +250,9 @@ class FunctionSummary:
     resume: Resume | None = None
     # Calls a compiler stance refused to recompile (a run's child counts them; a log does not show them).
     refusals: tuple[Refusal, ...] = ()
+    # Whose code called it when it compiled: installed packages by name (``transformers`` for generate()),
+    # ``""`` for the user's own code, first seen first; empty when not known (a parsed log, an older record).
+    callers: tuple[str, ...] = ()
 
     @property
     def recompiles(self) -> int:

@@ -18,7 +18,7 @@ from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
 from guarddiag.causes import cause_from_changed_guard, keys_cause
-from guarddiag.guardexpr import as_source, first_source, key_pin, tensor_change, tensor_fields
+from guarddiag.guardexpr import as_source, first_source, key_pin, size_guard_holds, tensor_change, tensor_fields
 from guarddiag.guardkinds import PINNING_KINDS, Category, failure_kind
 from guarddiag.ids import CompileId
 from guarddiag.logparse.events import GuardListing
@@ -86,6 +86,8 @@ class Entry(NamedTuple):
     values: dict[int, int]
     tensors: dict[int, str]
     keys: dict[str, DictKeys]
+    # Its symbolic-shape guards (``(L['x'].size()[1] % 16) == 0``): a dynamic entry pins no size, it bounds them.
+    sizes: tuple[str, ...] = ()
 
 
 _PIN_FAMILY = {k: "value" for k in ("EQUALS_MATCH", "CONSTANT_MATCH", "TRUE_MATCH", "FALSE_MATCH", "NONE_MATCH")}
@@ -121,15 +123,22 @@ def _guard(pin: tuple[str, str]) -> Guard:
     return Guard(kind, first_source(expr), expr)
 
 
-def hashed(pins: HashedPins) -> Entry:
-    """A compile's :class:`Entry`."""
+def size_guards(listing: GuardListing) -> tuple[str, ...]:
+    """A listing's symbolic-shape guards over sizes (``0 <= L['x'].size()[1] <= 64``), as torch printed them."""
+    exprs = [(g.kind, g.expr) for g in listing.guards]
+    exprs += [(kind, (rest[:cut] if (cut := rest.find("  # ")) >= 0 else rest).strip()) for kind, rest in listing.raw]
+    return tuple(sys.intern(expr) for kind, expr in exprs if kind == SPECIALIZED and ".size()" in expr and not _SPECIALIZED.match(expr))
+
+
+def hashed(pins: HashedPins, sizes: tuple[str, ...] = ()) -> Entry:
+    """A compile's :class:`Entry`; ``sizes``: its listing's :func:`size_guards`."""
     # Interned: the same check with the same shapes, compile after compile, is kept once.
     tensors = {
         what: sys.intern(expr)
         for what, _, kind, expr in pins
         if kind == "TENSOR_MATCH" and "._parameters[" not in expr and "._buffers[" not in expr
     }
-    return Entry({what: value for what, value, _, _ in pins}, tensors, _dict_keys(pins))
+    return Entry({what: value for what, value, _, _ in pins}, tensors, _dict_keys(pins), sizes)
 
 
 def _dict_keys(pins: HashedPins) -> dict[str, DictKeys]:
@@ -234,9 +243,13 @@ def decisive(
     number: int | None = None,
     against: Sequence[int | None] | None = None,
     variety: Variety | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> RecompileEvent:
     """The cause against the entry that would otherwise have matched first, and what else changed
-    against that entry: the entry with the fewest pinned values changed; among equals, the one whose
+    against that entry: the entry with the fewest pinned values changed; among equals, the one with the
+    fewest size guards the call broke (``sizes``: the new compile's sizes by source, which torch made its
+    symbols for: a size of 80 breaks ``% 16 != 0`` and ``<= 64`` of one entry, only ``<= 64`` of another,
+    while torch names one failing guard per entry); then the one whose
     changed value is the frame's most varied (``entries``: each compile's :class:`Entry`; a tie between an
     eval entry that differs in grad mode and a train entry that differs in a per-epoch float is the float's);
     then torch's order (newest first). ``number``: the new compile's, whose listing says the dict keys now;
@@ -256,10 +269,21 @@ def decisive(
         found = changed.get(against[i]) if against[i] is not None else None  # type: ignore[arg-type]
         return max((variety(w) for w in found.whats), default=0) if found is not None else 0
 
-    # Variety is asked only of the entries that tie for the fewest changes.
+    def broken(i: int) -> int:
+        entry = entries.get(against[i]) if against[i] is not None else None  # type: ignore[arg-type]
+        if entry is None or not sizes:
+            return 0
+        return sum(size_guard_holds(expr, dict(sizes)) is False for expr in entry.sizes)
+
+    # Size guards and variety are asked only of the entries that tie for the fewest changes.
     counts = [changes(i) for i in range(len(event.causes))]
     fewest = min(counts)
-    order = sorted(range(len(event.causes)), key=lambda i: (counts[i], -varied(i) if counts[i] == fewest else 0, i))
+    ties = [i for i in range(len(event.causes)) if counts[i] == fewest]
+    breaks = {i: broken(i) for i in ties} if len(ties) > 1 else {}
+    order = sorted(
+        range(len(event.causes)),
+        key=lambda i: (counts[i], breaks.get(i, 0), -varied(i) if counts[i] == fewest else 0, i),
+    )
     causes = tuple(event.causes[i] for i in order)
     at = against[order[0]]
     guards = changed[at].first if at is not None and at in changed else ()

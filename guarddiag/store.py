@@ -133,6 +133,8 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         **({"resume": _resume_to_dict(f.resume)} if f.resume is not None else {}),
         # Only a function whose calls a compiler stance refused.
         **({"refused_calls": f.refused_calls, "refusals": [asdict(r) for r in f.refusals]} if f.refusals else {}),
+        # Only where the run's ledger named who called it.
+        **({"callers": list(f.callers)} if f.callers else {}),
     }
 
 
@@ -313,6 +315,7 @@ def _function(f: dict, where: str) -> FunctionSummary:
         code_objects=_code_objects(f, where, compiles),
         resume=_resume(f["resume"], f"{where}.resume") if f.get("resume") is not None else None,
         refusals=tuple(_refusal(r, f"{where}.refusals[{i}]") for i, r in enumerate(_list(f.get("refusals", []), f"{where}.refusals"))),
+        callers=_strings(f.get("callers", []), f"{where}.callers"),
     )
 
 

@@ -366,19 +366,31 @@ def hint_check(
 Listings = Mapping[str, Mapping[int, tuple[Guard, ...]]]
 
 
-def hinted_flips(run: Run, listings: Listings | None) -> dict[tuple[FunctionKey, CauseKey], tuple[tuple[str, str], ...]]:
-    """The flips the fix hints of a run name for each of its causes (a hint's own config line, or a choice's),
-    one setting each: compare measures these before the table's others, so that the hint itself is verified."""
-    from guarddiag.explain.hints import fix_hints, hint_configs, torch_era
+def run_hints(run: Run, listings: Listings | None) -> list[tuple[FixHint, ...]]:
+    """The fix hints of each function of a run (none for one that did not recompile), one setting's lines joined
+    across them (explain.hints.joined_settings)."""
+    from guarddiag.explain.hints import fix_hints, joined_settings, torch_era  # a run's report needs no explain model
 
     listings = listings or {}
     era = torch_era(run.torch_version, (g for per in listings.values() for gs in per.values() for g in gs))
+    return joined_settings([
+        fix_hints(f, run.torch_version, era, listings.get(f.frame_ids[0], {}) if f.frame_ids else {}, f.graph_breaks)
+        if cause_keys(f) else ()
+        for f in run.functions
+    ])
+
+
+def hinted_flips(run: Run, listings: Listings | None) -> dict[tuple[FunctionKey, CauseKey], tuple[tuple[str, str], ...]]:
+    """The flips the fix hints of a run name for each of its causes (a hint's own config line, or a choice's),
+    one setting each: compare measures these before the table's others, so that the hint itself is verified."""
+    from guarddiag.explain.hints import hint_configs
+
     found: dict[tuple[FunctionKey, CauseKey], tuple[tuple[str, str], ...]] = {}
-    for f in run.functions:
+    for f, hints in zip(run.functions, run_hints(run, listings), strict=True):
         keys = cause_keys(f)
         if not keys:
             continue
-        for h in fix_hints(f, run.torch_version, era, listings.get(f.frame_ids[0], {}) if f.frame_ids else {}, f.graph_breaks):
+        for h in hints:
             configs = [c for lines in (h.lines, *(choice.lines for choice in h.choices)) if len(c := hint_configs(lines)) == 1]
             for cause in h.causes:
                 for k in keys.get(cause, []):
@@ -454,16 +466,11 @@ def run_advice(run: Run, verdicts: Verdicts, listings: Listings | None = None) -
     """The fix hint of each cause group of each function that recompiled, and what compare measured for it.
     ``listings``: each frame's guard listings by compile number (``explain.listings_of`` of the run's log),
     the facts a hint is decided from, as explain decides it; without them a hint says what it cannot tell."""
-    from guarddiag.explain.hints import fix_hints, torch_era  # only for a run's report: explain's model is not needed
-
-    listings = listings or {}
-    era = torch_era(run.torch_version, (g for per in listings.values() for gs in per.values() for g in gs))
     functions = []
-    for f in run.functions:
+    for f, hints in zip(run.functions, run_hints(run, listings), strict=True):
         keys = cause_keys(f)
         if not keys:
             continue
-        hints = fix_hints(f, run.torch_version, era, listings.get(f.frame_ids[0], {}) if f.frame_ids else {}, f.graph_breaks)
         advice = []
         for (category, subject), cause_keys_ in keys.items():
             hint = next((h for h in hints if (category, subject) in h.causes), None)

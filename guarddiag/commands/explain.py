@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from guarddiag import shell
@@ -18,6 +19,9 @@ from guarddiag.pipeline import LogReader, paused_gc, refuse_guarddiag_files
 from guarddiag.render.escape import markdown_text, visible
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.words import script_outcome
+
+# Whose code called each function when it compiled (FunctionSummary.callers), by name, file and first line.
+Callers = Mapping[tuple[str, str, int | None], tuple[str, ...]]
 
 
 def explain_target(target: str, fmt: str, full: bool, python: str = sys.executable) -> str:
@@ -77,7 +81,7 @@ def _explain_path(
                     f"{target}: {script_outcome(run)} before anything compiled; the torch log is in {run.log_path}",
                     INTERRUPTED if run.status == "interrupted" else SCRIPT_FAILED,
                 )
-        return _from_log(log, run.torch_version, full, _checker(run)), notes, run
+        return _from_log(log, run.torch_version, full, _checker(run), _callers(run)), notes, run
     if path.suffix == ".json" or is_run_record(path):
         from guarddiag.store import load_run
 
@@ -90,7 +94,7 @@ def _explain_path(
             raise InputError(f"{path}: the log it names ({log}) is not a regular file; explain the log or the script instead")
         log, process = _compiled_log(run, log) if run.source == "run" else (log, "")
         where = f" of {process} (the script's own process compiled nothing)" if process else ""
-        return _from_log(log, run.torch_version, full, _checker(run)), [f"torch log{where}: {log}"], None
+        return _from_log(log, run.torch_version, full, _checker(run), _callers(run)), [f"torch log{where}: {log}"], None
     return _from_log(path, None, full, _checker(None)), [], None
 
 
@@ -149,13 +153,20 @@ def _checker(run: Run | None) -> HintChecker:
     return lambda hints, f: check_hints(hints, f, verdicts, run)
 
 
-def _from_log(path: Path, torch_version: str | None, full: bool, checks: HintChecker | None = None) -> Explanation:
+def _callers(run: Run) -> Callers:
+    """Whose code called each function of the run when it compiled: what its ledger saw, which a log does not show."""
+    return {(f.name, f.file, f.line): f.callers for f in run.functions if f.callers and not f.rank}
+
+
+def _from_log(
+    path: Path, torch_version: str | None, full: bool, checks: HintChecker | None = None, callers: Callers | None = None
+) -> Explanation:
     if path.is_dir():
         raise InputError(f"{path}: is a directory; give a script (.py), a torch log, or a run record (.json)")
     refuse_guarddiag_files([str(path)])
     try:
         with open_log(path) as fh:
-            explanation = explain_lines(fh, torch_version, full, checks)
+            explanation = explain_lines(fh, torch_version, full, checks, callers)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file; give a script (.py), a torch log, or a run record (.json)") from None
     except PermissionError:
@@ -169,12 +180,19 @@ def _from_log(path: Path, torch_version: str | None, full: bool, checks: HintChe
 
 
 def explain_lines(
-    lines: Iterable[str], torch_version: str | None = None, full: bool = False, checks: HintChecker | None = None
+    lines: Iterable[str],
+    torch_version: str | None = None,
+    full: bool = False,
+    checks: HintChecker | None = None,
+    callers: Callers | None = None,
 ) -> Explanation:
-    """Parse log lines and explain them (the whole pipeline, no files)."""
+    """Parse log lines and explain them (the whole pipeline, no files); ``callers``: whose code called each
+    function when it compiled, by name, file and line, where a run saw it."""
     listings = GuardListings()
     # Every guard of every listing, without the user-code locations explain never shows.
     reader = LogReader(guards=None, locations=False, on_event=listings.add)
     with paused_gc():
         functions, _ = reader.read(lines).result()
+        if callers:
+            functions = [replace(f, callers=callers.get((f.name, f.file, f.line), f.callers)) for f in functions]
         return explain_functions(functions, listings, torch_version, full, checks)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from guarddiag.explain.arguments import named_arguments
 from guarddiag.explain.facts import frame_of, read_guard, user_name
 from guarddiag.explain.fold import fold_entry, matters
-from guarddiag.explain.hints import fix_hints, torch_era
+from guarddiag.explain.hints import fix_hints, joined_settings, torch_era
 from guarddiag.explain.model import (
     SCHEMA,
     CacheEntry,
@@ -30,7 +30,7 @@ from guarddiag.guardexpr import condition_key, size_condition, symbolic_conditio
 from guarddiag.guardkinds import FLAT_FALLBACK as SHAPE_GUARD_KIND
 from guarddiag.logparse.events import Event, GuardListing, SizeGuardAdded, SymbolCreated
 from guarddiag.logparse.guards import location_of
-from guarddiag.model import FunctionSummary, GraphBreak, Guard
+from guarddiag.model import FunctionSummary, Guard
 from guarddiag.pipeline import LogReader
 from guarddiag.render.words import function_label
 from guarddiag.sourceinfo import local_roles
@@ -136,10 +136,13 @@ def explain_functions(
     functions = tuple(functions)
     files = tuple(f.file for f in functions)
     breaks = tuple(b for f in functions for b in f.graph_breaks)
+    functions = tuple(f for f in functions if f.compiles)
+    framed = [listings.by_frame.get(f.frame_ids[0], {}) for f in functions]
+    # One setting's lines joined across the functions: a script holds one value of it.
+    hints = joined_settings([fix_hints(f, torch_version, era, frames, breaks) for f, frames in zip(functions, framed, strict=True)])
     explained = tuple(
-        _explain_function(f, listings.by_frame.get(f.frame_ids[0], {}), torch_version, era, full, files, breaks, checks)
-        for f in functions
-        if f.compiles
+        _explain_function(f, frames, era, full, files, found, checks)
+        for f, frames, found in zip(functions, framed, hints, strict=True)
     )
     return Explanation(explained, torch_version, era, full)
 
@@ -151,11 +154,10 @@ HintChecker = Callable[[tuple[FixHint, ...], FunctionSummary], tuple[FixHint, ..
 def _explain_function(
     f: FunctionSummary,
     listings: Mapping[int, tuple[Guard, ...]],
-    torch_version: str | None,
     era: str,
     full: bool,
     files: tuple[str, ...],
-    breaks: tuple[GraphBreak, ...],
+    hints: tuple[FixHint, ...],
     checks: HintChecker | None = None,
 ) -> FunctionExplanation:
     roles = local_roles(f.file, f.name, f.line)
@@ -167,7 +169,6 @@ def _explain_function(
     named = named_arguments(f, entries, files)
     entries = [named.entry(e) for e in entries]
     causes = Counter((e.causes[0].category, named.subject(e.causes[0])) for e in f.recompile_events)
-    hints = fix_hints(f, torch_version, era, listings, breaks)
     hints = tuple(named.hint(h) for h in (checks(hints, f) if checks is not None else hints))
     keep = matters(f, entries)
     if not full:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from guarddiag import shell
@@ -81,6 +81,8 @@ _CHECKS = {
     "allow_unspec_int_on_nn_module": "guarddiag compare SCRIPT --flag allow_unspec_int_on_nn_module",
     "steers_python": "guarddiag compare SCRIPT --flag recompile_limit=N",
 }
+# Settings that hold a comma-separated list of sources in one string (joined_settings).
+_LIST_SETTINGS = frozenset({SETTINGS["dynamic_sources"][0]})
 # Per-dim entries of the dynamic-sources setting (``L['x']:0``): checked on torch 2.13; before it an entry
 # names a whole tensor (every dim dynamic), which torch 2.7 reads.
 _DIM_ENTRIES = (2, 13)
@@ -166,6 +168,8 @@ class CauseFacts:
     era: str
     # A resume function's stack slots: a slot is named by the expression it holds where the source tells it.
     slots: tuple[StackSlot, ...] = ()
+    # Whose code called the function when it compiled (FunctionSummary.callers; empty: not known).
+    callers: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -230,7 +234,8 @@ def fix_hints(
     seen: dict[str, tuple[Cause, int, str]] = {}
     for event in f.recompile_events:
         c = event.causes[0]
-        key = f"{c.category}:{readable_source(c.source)}"
+        # One per cause group, as run's report groups them: two dims of one tensor are two causes, each with its hint.
+        key = f"{c.category}:{readable_source(c.source)}:{c.subject}"
         seen[key] = (seen[key][0], seen[key][1] + 1, seen[key][2]) if key in seen else (c, 1, event.compile_id)
     breaks = tuple(graph_breaks)
     hints: dict[tuple[object, ...], FixHint] = {}
@@ -248,7 +253,7 @@ def fix_hints(
             found.hint,
             found.subject,
             found.literal,
-            _check(found),
+            _check(found.hint, found.lines),
             HINTS[found.hint],
             found.lines,
             found.choices,
@@ -265,12 +270,12 @@ def _answer(x: CauseFacts) -> Answer | None:
     return None
 
 
-def _check(a: Answer) -> str:
+def _check(hint: str, lines: tuple[CodeLine, ...]) -> str:
     """The command that verifies a config hint on the script: its settings, flipped together by ``guarddiag compare``."""
-    if a.hint in _CHECKS:
-        return _CHECKS[a.hint]
-    flags = [_flag(line) for line in a.lines if line.setting]
-    if not flags or len(flags) < len(a.lines):
+    if hint in _CHECKS:
+        return _CHECKS[hint]
+    flags = [_flag(line) for line in lines if line.setting]
+    if not flags or len(flags) < len(lines):
         return ""
     return "guarddiag compare SCRIPT " + " ".join(f"--flag {f}" for f in flags) + (" --combined" if len(flags) > 1 else "")
 
@@ -287,6 +292,43 @@ def config_of(line: CodeLine) -> tuple[str, str]:
     raw = ast.literal_eval(line.value)
     value = raw if isinstance(raw, str) else str(raw).lower() if isinstance(raw, bool) else line.value
     return flag_name(line.setting), value
+
+
+def joined_settings(per_function: Sequence[tuple[FixHint, ...]]) -> list[tuple[FixHint, ...]]:
+    """The hints of a run (per function) with every line that sets a list setting (the dynamic-sources setting)
+    naming all the entries the run's hints name for it: a script holds one value, and a second assignment
+    replaces the first, so two hints that each wrote their own would undo each other. Unchanged where they agree."""
+    entries: dict[str, dict[str, None]] = {}
+    values: dict[str, set[str]] = {}
+    for h in (h for hints in per_function for h in hints):
+        for line in _every_line(h):
+            if line.setting in _LIST_SETTINGS:
+                values.setdefault(line.setting, set()).add(line.value)
+                for entry in str(ast.literal_eval(line.value)).split(","):
+                    entries.setdefault(line.setting, {})[entry] = None
+    joined = {
+        setting: CodeLine(f"{setting} = {value}", "top_of_script", setting=setting, value=value)
+        for setting, found in entries.items()
+        if len(values[setting]) > 1 and (value := repr(",".join(found)))
+    }
+    if not joined:
+        return list(per_function)
+
+    def join(lines: tuple[CodeLine, ...]) -> tuple[CodeLine, ...]:
+        return tuple(joined.get(line.setting, line) if line.setting else line for line in lines)
+
+    def rewrite(h: FixHint) -> FixHint:
+        lines = join(h.lines)
+        choices = tuple(dataclasses.replace(c, lines=join(c.lines)) for c in h.choices)
+        return dataclasses.replace(h, lines=lines, choices=choices, check=_check(h.hint, lines) if lines != h.lines else h.check)
+
+    return [tuple(rewrite(h) for h in hints) for hints in per_function]
+
+
+def _every_line(h: FixHint) -> Iterable[CodeLine]:
+    yield from h.lines
+    for c in h.choices:
+        yield from c.lines
 
 
 def hint_configs(lines: tuple[CodeLine, ...]) -> tuple[tuple[str, str], ...]:
@@ -344,6 +386,7 @@ def _facts(
         torch_version,
         era,
         f.resume.slots if f.resume is not None else (),
+        f.callers,
     )
 
 
@@ -619,9 +662,14 @@ def _steers_python(x: CauseFacts) -> Answer | None:
 
 
 def _library_input(x: CauseFacts) -> Answer | None:
-    if x.library and x.role in ("argument", ""):
-        return Answer("library_input", x.name or "x", x.library)
-    return None
+    """A tensor a library's compiled function takes, where that library calls it (generate() calling a compiled
+    forward): no line in the user's script reaches it. Where the run saw only other code call it (the user's
+    ``model(**batch)``), the user passes the tensor, and the size rules answer."""
+    if not x.library or x.role not in ("argument", ""):
+        return None
+    if x.callers and x.library not in x.callers:
+        return None
+    return Answer("library_input", x.name or "x", x.library)
 
 
 def _size_one(x: CauseFacts) -> Answer | None:
@@ -712,12 +760,18 @@ def _no_source(x: CauseFacts) -> Answer | None:
     pass the same content holds only if it does not."""
     if x.function is not None:
         return None
-    same = "stable_keys" if x.row in ("DICT_KEYS", "DICT_KEYS_MATCH") else "same_content"
+    same = "stable_keys" if _changed_keys(x) else "same_content"
     return Answer(same, x.name, choices=(Choice(same), Choice("mutated_argument")), unknown="no_source")
 
 
 def _keys(x: CauseFacts) -> Answer | None:
-    return Answer("stable_keys", x.name) if x.row in ("DICT_KEYS", "DICT_KEYS_MATCH") else None
+    return Answer("stable_keys", x.name) if _changed_keys(x) else None
+
+
+def _changed_keys(x: CauseFacts) -> bool:
+    """A dict's keys changed: torch's text names them, or (``len(d) != 2``: torch checks the length first) the
+    cause says the keys the listings tell."""
+    return x.row in ("DICT_KEYS", "DICT_KEYS_MATCH") or x.cause.keys is not None
 
 
 def _content(x: CauseFacts) -> Answer | None:

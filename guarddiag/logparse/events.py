@@ -104,6 +104,8 @@ class SymbolCreated:
     compile_id: str | None
     symbol: str
     source: str
+    # The size the call had (``12``), which the compile's guards were decided at; "" where torch printed none.
+    value: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -329,7 +329,7 @@ class LogParser:
 
 
 # torch's shape environment (symbolic_shapes.py, dynamo channel): a symbol made for a source, a guard added over symbols.
-_CREATE_SYMBOL = re.compile(r"create_symbol (?P<sym>[a-z]+\d+) = \S+ for (?P<src>\S+) \[")
+_CREATE_SYMBOL = re.compile(r"create_symbol (?P<sym>[a-z]+\d+) = (?P<value>\S+) for (?P<src>\S+) \[")
 _GUARD_ADDED = re.compile(r"\beval (?P<expr>.+?) \[guard added\] ?(?P<rest>.*)$")
 
 
@@ -337,7 +337,7 @@ def shape_env_event(cid: str, body: str) -> SymbolCreated | SizeGuardAdded | Non
     """A shape environment's line: a symbol it created for a source, or a guard it added (not one it suppressed)."""
     m = _CREATE_SYMBOL.search(body)
     if m is not None:
-        return SymbolCreated(cid, m["sym"], m["src"])
+        return SymbolCreated(cid, m["sym"], m["src"], m["value"])
     m = _GUARD_ADDED.search(body)
     if m is None or m["expr"].startswith("[guard suppressed]"):
         return None

@@ -96,7 +96,7 @@ _CHOICES: dict[str, Callable[[str, str], str]] = {
         "set torch._dynamo.config.allow_unspec_int_on_nn_module = True (torch >= 2.7)"
     ),
     "same_content": lambda src, _: f"if only the caller changes `{src}`: pass the same keys/length every time",
-    "stable_keys": lambda src, _: f"if only the caller changes `{src}`: pass the same keys every time",
+    "stable_keys": lambda src, _: f"if only the caller changes `{src}`: pass the same keys in the same order every time",
     "mutated_argument": lambda src, _: (
         f"if the compiled function itself changes `{src}` (appends, sets items): move that change out of it, after each call"
     ),
@@ -135,7 +135,10 @@ _HINTS: dict[str, Callable[[str, str], str]] = {
         "this torch has no dynamic-sources setting to make it dynamic from the first compile"
     ),
     "float_as_tensor": lambda src, _: (
-        f"`{src}` is a Python float baked into the graph: pass it as a tensor (torch.tensor(value)) so new values reuse the entry"
+        f"automatic dynamic made `{src}` dynamic after it changed (one recompile; later values reuse that entry), and the "
+        "dynamic-sources setting does not take floats: to save that recompile, pass it as a tensor (torch.tensor(value)) "
+        "where the code only computes with it (a function that takes a Python number, such as F.leaky_relu's "
+        "negative_slope, breaks the graph on a tensor)"
     ),
     "global_as_argument": lambda src, _: (
         f"`{src}` is a global read inside the compiled code, its value baked in: read it outside and pass what "
@@ -204,8 +207,8 @@ _HINTS: dict[str, Callable[[str, str], str]] = {
         "with values of the same kind (a tensor of the same dtype and requires_grad)"
     ),
     "stable_keys": lambda src, _: (
-        f"the keys of `{src}` change between calls and each key set compiles anew: pass the same keys every time "
-        "(fill missing ones with a default), or pass the values as one tensor"
+        f"the keys of `{src}` change between calls and each key set (and each order of them) compiles anew: pass the "
+        "same keys in the same order every time (fill missing ones with a default), or pass the values as one tensor"
     ),
     "one_tensor_twice": lambda who, _: (
         f"{who} were one tensor in one call and distinct in another: stop passing one tensor twice "

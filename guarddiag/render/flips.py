@@ -155,7 +155,8 @@ def cause_lines(c: CauseResult, max_flips: int) -> list[str]:
     out += [f"not run (over --max-flips {max_flips}): {flag}={value}" for flag, value in c.not_run]
     out += [f"not run: {skipped_sentence(s)}" for s in c.target.skipped]
     if not c.target.candidates and not c.outcomes:
-        out.append("no config flip answers this cause: it needs a change of the code (`guarddiag explain` says which)")
+        # Some such causes need a change of the code, others are expected (grad mode): explain's hint says which.
+        out.append("no config flip answers this cause: `guarddiag explain` says whether a change of the code does, or that it is expected")
     elif not any(o.works and o.effect != KEEPS_COMPILED for o in c.outcomes) and c.target.recompiles:
         out.append("no flip run removed its recompiles")
     return out

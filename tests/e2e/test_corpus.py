@@ -219,6 +219,6 @@ def test_explain_names_the_no_grad_functions_argument_as_its_parameter(tmp_path:
     assert "argument `lr`: value 0.05" in text and "`args[2]`" not in text
     assert "sgd_momentum (corpus/optim_step.py): 2 cache entries" in text
     assert "`params[0..3]` (4 objects): id() each" in text
-    assert "fix (value: value of argument `lr`): `lr` is a Python float" in text
+    assert "fix (value: value of argument `lr`): automatic dynamic made `lr` dynamic after it changed (one recompile" in text
     # torch's own optimizer frames that never recompiled fold whole.
     assert "objects: read by `torch`'s own code, which never recompiled here" in text

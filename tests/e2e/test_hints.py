@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.apply_hints import apply_lines
-from tests.conftest import ROOT, run_guarddiag
+from tests.conftest import ROOT, run_guarddiag, torch_truth
 
 CORPUS = ROOT / "tests" / "corpus"
 ORACLE = ROOT / "tests" / "oracle"
@@ -123,3 +123,21 @@ def test_the_hint_applied_removes_its_recompile(
     assert compiles_after < compiles, (compiles, compiles_after, reasons_after)
     total = sum(f["ok"] + f["failed"] for f in after["functions"])
     assert total < sum(f["ok"] + f["failed"] for f in before["functions"]), after["functions"]
+
+
+def test_two_hints_that_set_one_setting_applied_together_remove_both_recompiles(tmp_path: Path):
+    # tests/fixtures/causes/two_dims.py: a padded length, then a short last batch; one hint for each, each
+    # with the dynamic-sources choice. A user who writes both choices' lines (a later one replaces an earlier
+    # value) gets both recompiles removed.
+    script = ROOT / "tests" / "fixtures" / "causes" / "two_dims.py"
+    proc = run_guarddiag("run", str(script), "--out", "run.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    explained = run_guarddiag("explain", "run.json", "--format", "json", cwd=tmp_path)
+    assert explained.returncode == 0, explained.stderr[-3000:]
+    (hints,) = [f["hints"] for f in json.loads(explained.stdout)["functions"] if f["name"] == "classify"]
+    lines = [line for h in hints for c in h["choices"] if c["id"] == "dynamic_sources" for line in c["lines"]]
+    assert len(hints) == len(lines) == 2
+    fixed = tmp_path / "two_dims.py"
+    fixed.write_text(apply_lines(script.read_text(encoding="utf-8"), lines), encoding="utf-8")
+    assert list(torch_truth(script, tmp_path).values()) == [3]
+    assert list(torch_truth(fixed, tmp_path).values()) == [1]

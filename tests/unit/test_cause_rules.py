@@ -189,7 +189,7 @@ def test_the_line_behind_a_relation_comes_from_the_shape_environment():
     text = (V213 / "size_guards.log").read_text(encoding="utf-8")
     assert "- 4/1: bias.size()[0] == x.size()[1]  # (unknown var s23, please file a bug)" in text
     events = [e for e in LogParser().parse(text.splitlines()) if isinstance(e, (SizeGuardAdded, SymbolCreated))]
-    assert SymbolCreated("4/1", "s23", "L['bias'].size()[0]") in events
+    assert SymbolCreated("4/1", "s23", "L['bias'].size()[0]", "12") in events
     where = "tests/fixtures/causes/size_guards.py:48 in add_bias"
     assert SizeGuardAdded("4/1", "Eq(s27, s23)", where, "return (x + bias).relu()") in events
     # A guard torch suppressed is none; one torch's own code added (inductor's bound) names no user line.

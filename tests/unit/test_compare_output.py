@@ -92,3 +92,16 @@ def test_output_that_varies_between_repeats_is_compared_with_nothing(tmp_path):
     steady = _with_output_changes([VariantResult(plan.baseline, repeats("b2", "a\n", "a\n")),
                                    VariantResult(plan.variants[0], repeats("f2", "b\n", "b\n"))])
     assert steady[1].stdout_change == OutputChange(1, "a", "b") and steady[1].stdout_compared
+
+
+def test_a_cause_no_flip_answers_is_not_said_to_need_a_code_change():
+    # Grad mode (an eval pass under no_grad) is expected, which explain says; compare must not contradict it.
+    from guarddiag.compare import CauseResult
+    from guarddiag.flips import Target
+    from guarddiag.model import FunctionSummary
+    from guarddiag.render.flips import cause_lines
+
+    f = FunctionSummary("forward", "model.py", 3, ("0",), 2, ())
+    target = Target(f, ("global_state", "", "grad mode"), "global_state", "grad mode", 1, 0, frozenset(), ())
+    (line,) = cause_lines(CauseResult(target, ()), 6)
+    assert "needs a change of the code" not in line and "expected" in line

@@ -3,6 +3,7 @@ entry that would otherwise have matched, and what else changed against it."""
 
 from __future__ import annotations
 
+from guarddiag.guardexpr import size_guard_holds
 from guarddiag.logparse.events import RecompileAnnounced
 from guarddiag.logparse.parser import LogParser
 from guarddiag.pipeline import parse_log
@@ -137,3 +138,25 @@ def test_a_size_change_is_not_also_called_a_stride_change():
     grown = tensor_change(tensor_fields(check("1, 2, 5, 8", "80, 40, 8, 1")), tensor_fields(check("1, 2, 6, 8", "96, 48, 8, 1")))
     assert grown == "size at dim 2"
     assert tensor_change(tensor_fields(check("4, 8", "8, 1")), tensor_fields(check("4, 8", "1, 4"))) == "stride"
+
+
+def test_among_dynamic_entries_the_one_whose_size_guards_the_call_broke_least_decides():
+    # tests/fixtures/causes/size_branches.py: 80 breaks only the `<= 64` bound of the entry of 48 and both the
+    # remainder and the bound of the entry of 40; torch names the newer entry's remainder first.
+    (f,) = parse_log(str(LOGS / "torch-2.13.0" / "size_branches.log")).functions
+    last = f.recompile_events[-1]
+    assert [c.cache_entry for c in last.causes] == ["0/1", "0/2", "0/0"]
+    assert last.causes[0].condition == "2 <= x.size(1) <= 64"
+    assert last.causes[0].location.endswith("size_branches.py:21 in mix")
+
+
+def test_a_size_guard_is_evaluated_at_the_calls_sizes_or_not_at_all():
+    sizes = {"L['x'].size()[1]": 80}
+    assert size_guard_holds("(L['x'].size()[1] % 16) == 0", sizes) is True
+    assert size_guard_holds("16 + L['x'].size()[1] + (-1)*(L['x'].size()[1] % 16) <= 64", sizes) is False
+    assert size_guard_holds("Ne(Mod(L['x'].size()[1], 16), 0)", sizes) is False
+    # A term whose size is not given, a function torch prints, anything but arithmetic: not known.
+    assert size_guard_holds("L['x'].stride()[0] == 24*L['x'].size()[1]", sizes) is None
+    assert size_guard_holds("Max(2, L['x'].size()[1]) <= 64", sizes) is None
+    assert size_guard_holds("__import__('os').getpid() > 0", sizes) is None
+    assert size_guard_holds("L['x'].size()[1] // 0 == 1", sizes) is None

@@ -16,7 +16,7 @@ from guarddiag.commands.explain import explain_lines
 from guarddiag.explain.hints import HINTS, RULES, UNKNOWNS
 from guarddiag.explain.model import WHERE, FixHint
 from guarddiag.guardkinds import KINDS
-from guarddiag.render.explain_hints import _CHOICES, _HINTS, _UNKNOWN, _WHERE
+from guarddiag.render.explain_hints import _CHOICES, _HINTS, _UNKNOWN, _WHERE, hint_text
 from guarddiag.render.explain_words import explanation_words
 from guarddiag.sourceinfo import DATACLASS, NN_MODULE, PLAIN_OBJECT, class_kind, function_at
 from tests.conftest import LOGS, ROOT, in_checkout
@@ -270,3 +270,41 @@ def test_a_compare_command_for_a_key_holding_a_workflow_marker_is_the_command_me
         shown = terminal(_flag(line))
         read = subprocess.run(["bash", "-c", 'eval "set -- $0"; printf "%s" "$1"', shown], capture_output=True, check=True)
         assert read.stdout.decode() == f"compiler.dynamic_sources=L['d']['{key}']:0", shown
+
+
+def test_two_dims_of_one_tensor_that_changed_in_turn_each_get_their_hint():
+    # tests/fixtures/causes/two_dims.py: a padded length, then a short last batch, on the same tensors.
+    hints = _hints("two_dims", "classify")
+    assert sorted(s for h in hints for _, s in h.causes) == [
+        "size of tensor argument `ids` at dim 0",
+        "size of tensor argument `ids` at dim 1",
+    ]
+    assert sorted(line.code for h in hints for line in h.lines) == [
+        "torch._dynamo.maybe_mark_dynamic(ids, 0)",
+        "torch._dynamo.maybe_mark_dynamic(ids, 1)",
+        "torch._dynamo.maybe_mark_dynamic(mask, 0)",
+        "torch._dynamo.maybe_mark_dynamic(mask, 1)",
+    ]
+
+
+def test_hints_that_set_the_dynamic_sources_setting_each_write_every_entry_the_run_needs():
+    # Two causes, two hints: a second assignment of the setting would replace the first, so each writes all four.
+    hints = _hints("two_dims", "classify")
+    settings = {line.code for h in hints for c in h.choices for line in c.lines if line.setting}
+    assert settings == {"torch.compiler.config.dynamic_sources = \"L['ids']:1,L['mask']:1,L['ids']:0,L['mask']:0\""}
+
+
+def test_a_float_automatic_dynamic_took_is_said_to_have_recompiled_once_not_to_be_baked_in():
+    # tests/fixtures/causes/float_global.py: a global temperature annealed each epoch; torch compiled twice.
+    (h,) = _hints("float_global", "classify")
+    assert (h.hint, h.subject, h.count) == ("float_as_tensor", "TEMPERATURE", 1)
+    text = hint_text(h)
+    assert "one recompile" in text and "baked" not in text
+
+
+@pytest.mark.parametrize(("log", "function"), [("dict_key_names", "blend"), ("dict_keys_order", "weighted")])
+def test_a_dicts_keys_that_changed_get_the_keys_hint_in_their_order_also_where_torch_checked_the_length(log: str, function: str):
+    # dict_keys_order: torch's first failing guard is `len(weights) != 2` where a key went; the cause says the keys.
+    (h,) = [h for h in _hints(log, function) if h.causes[0][0] == "container"]
+    assert (h.hint, h.subject) == ("stable_keys", "weights")
+    assert "in the same order" in hint_text(h)

@@ -159,3 +159,21 @@ def test_the_record_keeps_the_times_and_an_older_record_still_loads():
     f["compile_s"] = -1
     with pytest.raises(Exception, match="compile_s"):
         run_from_dict(data)
+
+
+def test_whose_code_called_a_function_comes_from_the_ledger_and_the_record_keeps_it():
+    # The recorded ledger names no caller (it predates them): not known, and the record has no key for it.
+    run = _run(TIMING / "near_limit-2.13")
+    assert run.functions[0].callers == () and "callers" not in run_to_dict(run)["functions"][0]
+    # A library's generate() calling the compiled function, then the user's script: packages by name, "" the user's.
+    ledger = read_ledger(TIMING / "near_limit-2.13" / "torch.compiles.jsonl")
+    assert ledger
+    callers = ["/home/user/venv/lib/python3.11/site-packages/transformers/generation/utils.py", "/home/user/project/train.py"]
+    ledger = tuple(replace(r, caller=callers[min(i, 1)]) for i, r in enumerate(ledger))
+    with (TIMING / "near_limit-2.13" / "torch.log").open() as fh:
+        functions, stats = LogReader(ledger=ledger).read(fh).result()
+    called = Run(functions=functions, parse=stats, source="run")
+    assert called.functions[0].callers == ("transformers", "")
+    data = json.loads(json.dumps(run_to_dict(called)))
+    assert data["functions"][0]["callers"] == ["transformers", ""]
+    assert run_from_dict(data) == called

@@ -28,7 +28,8 @@ MODULE = "torch._dynamo.utils"
 # A record is a dict: compile_id, name, file, line (None for an attempt refused at the recompile
 # limit, which torch records without a code object), fail_type, reason (first line, capped),
 # compile_s (seconds Dynamo spent on the attempt, backend included; None when torch did not time
-# it) and recompile_limit (torch._dynamo.config's value when the record was made; None: unknown).
+# it), recompile_limit (torch._dynamo.config's value when the record was made; None: unknown) and
+# caller (the file of the code that called the compiled function; None: not found).
 # Records without a compile_id are guarddiag's own (emit): a sink that wants compiles skips them.
 Sink = Callable[[dict], None]
 _SINKS: list[Sink] = []
@@ -78,7 +79,39 @@ def record_of(metrics: object) -> dict:
         "reason": str(reason).strip().splitlines()[0][:_REASON_CHARS] if reason else "",
         "compile_s": _compile_seconds(metrics),
         "recompile_limit": _recompile_limit(),
+        "caller": _caller(),
     }
+
+
+# Code that is not the caller of a compiled function: guarddiag's own hooks here, and the standard library
+# (contextlib's decorators, runpy) between torch's frames and the code that made the call.
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+
+
+def _caller() -> str | None:
+    """The file of the code that called the function being compiled: torch records its metrics while the
+    call waits, so past torch's own frames (and whatever wraps its record deque in between, a script's own
+    subclass), the first frame that is neither torch's, the standard library's nor guarddiag's is the caller
+    (a library that calls it, as generate() does, or the user's script)."""
+    torch = sys.modules.get("torch")
+    torch_file = getattr(torch, "__file__", None)
+    if not torch_file:
+        return None
+    torch_dir = os.path.dirname(os.path.abspath(torch_file)) + os.sep
+    frame = sys._getframe(1)
+    in_torch = False
+    while frame is not None:
+        file = frame.f_code.co_filename
+        path = os.path.abspath(file) if not file.startswith("<") else file
+        if path.startswith(torch_dir):
+            in_torch = True
+        elif in_torch and not (
+            path.startswith(_OWN_DIR) or file.startswith("<frozen ") or (path.startswith(_STDLIB_DIR) and "-packages" + os.sep not in path)
+        ):
+            return file
+        frame = frame.f_back
+    return None
 
 
 def _compile_seconds(metrics: object) -> float | None:
