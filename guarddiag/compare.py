@@ -191,7 +191,8 @@ class FlipOutcome:
     ``graph_breaks_*``: the whole run's recompiles, limit hits and graph breaks in both (a flip can move
     recompiles to another function: a graph break it causes makes new ones); ``failed_*``: the function's
     compiles that installed no code, ``run_failed_*`` the whole run's (a compile that fails under
-    ``suppress_errors`` runs its calls eagerly, with no recompile)."""
+    ``suppress_errors`` runs its calls eagerly, with no recompile); ``refused_*``: the function's calls a
+    compiler stance refused to recompile (each ran eagerly), ``run_refused_*`` the whole run's."""
 
     flag: str
     value: str
@@ -222,6 +223,10 @@ class FlipOutcome:
     run_failed_after: int = 0
     # The other flips of a configuration that set several together (--combined, a hint of several settings).
     also: tuple[tuple[str, str], ...] = ()
+    refused_before: int = 0
+    refused_after: int = 0
+    run_refused_before: int = 0
+    run_refused_after: int = 0
 
     @property
     def configs(self) -> tuple[tuple[str, str], ...]:
@@ -240,9 +245,14 @@ class FlipOutcome:
 
     @property
     def fewer_in_run(self) -> bool:
-        """The whole run recompiled (or hit the limit) less with the flip than without."""
-        before = self.run_recompiles_before + self.run_limit_hits_before
-        return self.run_recompiles_after + self.run_limit_hits_after < before
+        """The whole run recompiled (or hit the limit, or had calls a stance refused) less with the flip than without."""
+        before = self.run_recompiles_before + self.run_limit_hits_before + self.run_refused_before
+        return self.run_recompiles_after + self.run_limit_hits_after + self.run_refused_after < before
+
+    @property
+    def served(self) -> int:
+        """Calls of the function a compiler stance refused in the baseline that an entry took with the flip."""
+        return max(self.refused_before - self.refused_after, 0) if self.status == "ok" else 0
 
     @property
     def removed(self) -> int:
@@ -263,7 +273,7 @@ class FlipOutcome:
         if self.effect == KEEPS_COMPILED:
             return self.keeps_compiled
         # Recompiles moved elsewhere (another function, a graph break's resume function) are not removed.
-        return (self.removed > 0 or self.keeps_compiled) and self.fewer_in_run
+        return (self.removed > 0 or self.keeps_compiled or self.served > 0) and self.fewer_in_run
 
 
 @dataclass(frozen=True)
@@ -386,4 +396,8 @@ def _outcome(target: Target, base: Run, result: VariantResult, candidate: Candid
         failed_after=len(after_f.failed_compiles) if after_f else 0,
         run_failed_before=sum(len(f.failed_compiles) for f in base.functions),
         run_failed_after=sum(len(f.failed_compiles) for f in result.run.functions),
+        refused_before=before_f.refused_calls,
+        refused_after=after_f.refused_calls if after_f else 0,
+        run_refused_before=base.refused_calls,
+        run_refused_after=result.run.refused_calls,
     )

@@ -148,7 +148,8 @@ class Candidate:
 @dataclass(frozen=True)
 class Target:
     """A cause of a function of the baseline run that the plan aims at: its key (``diff.cause_key``), how
-    many recompiles and recompile-limit hits it had, its facts, and the flips to try for it (table order)."""
+    many recompiles and recompile-limit hits it had, its facts, and the flips to try for it (table order);
+    ``refused``: the calls a compiler stance refused to recompile for it (each one ran eagerly)."""
 
     function: FunctionSummary
     key: CauseKey
@@ -159,6 +160,7 @@ class Target:
     facts: frozenset[str]
     candidates: tuple[Candidate, ...]
     skipped: tuple[Skipped, ...] = ()
+    refused: int = 0
 
     @property
     def function_key(self) -> FunctionKey:
@@ -344,21 +346,27 @@ def _in_force(flag_name: str, value: str, catalog: Catalog) -> Skipped | None:
     return Skipped(flag_name, value, "in_force") if _format(target.value) == value else None
 
 
-def _groups(run: Run) -> list[tuple[FunctionSummary, Cause, int, int, list[Cause]]]:
-    """(function, decisive cause, recompiles, limit hits, what else changed) per cause key of each
-    function: the recompiles it had, and the calls refused at the limit whose last reason it was."""
+def _groups(run: Run) -> list[tuple[FunctionSummary, Cause, int, int, list[Cause], int]]:
+    """(function, decisive cause, recompiles, limit hits, what else changed, calls a stance refused) per
+    cause key of each function: the recompiles it had, the calls refused at the limit whose last reason it
+    was, and the calls a compiler stance refused to recompile for it (a flip that lets an entry take them
+    answers them as it answers a recompile)."""
     found: dict[tuple[FunctionKey, CauseKey], list] = {}
     for f in run.functions:
         for event in f.recompile_events:
             if not event.causes:
                 continue
-            entry = found.setdefault((f.key, cause_key(event.causes[0])), [f, event.causes[0], 0, 0, []])
+            entry = found.setdefault((f.key, cause_key(event.causes[0])), [f, event.causes[0], 0, 0, [], 0])
             entry[2] += 1
             entry[4] += [c for c in event.also if c not in entry[4]]
         for hit in f.limit_hits:
             if hit.cause is not None:
-                entry = found.setdefault((f.key, cause_key(hit.cause)), [f, hit.cause, 0, 0, []])
+                entry = found.setdefault((f.key, cause_key(hit.cause)), [f, hit.cause, 0, 0, [], 0])
                 entry[3] += 1
+        for refusal in f.refusals:
+            if refusal.cause is not None:
+                entry = found.setdefault((f.key, cause_key(refusal.cause)), [f, refusal.cause, 0, 0, [], 0])
+                entry[5] += refusal.calls
     return [tuple(v) for v in found.values()]  # type: ignore[misc]
 
 
@@ -378,7 +386,7 @@ def plan_flips(
     such a hint is measured as it is written."""
     version = torch_version_tuple(catalog.torch_version)
     targets = []
-    for f, cause, recompiles, hits, also in _groups(baseline):
+    for f, cause, recompiles, hits, also, refused in _groups(baseline):
         facts = cause_facts(cause) | ({"limit"} if hits else set())
         candidates: list[Candidate] = []
         skipped: list[Skipped] = []
@@ -405,9 +413,11 @@ def plan_flips(
                 candidates.append(Candidate(flag_name, value, row.effect, row.cost))
         key = cause_key(cause)
         targets.append(
-            Target(f, key, cause.category, cause.subject, recompiles, hits, facts, tuple(candidates), tuple(dict.fromkeys(skipped)))
+            Target(
+                f, key, cause.category, cause.subject, recompiles, hits, facts, tuple(candidates), tuple(dict.fromkeys(skipped)), refused
+            )
         )
-    targets.sort(key=lambda t: (-(t.recompiles + t.limit_hits), str(t.function_key), t.key))
+    targets.sort(key=lambda t: (-(t.recompiles + t.limit_hits + t.refused), str(t.function_key), t.key))
     wanted: list[tuple[str, str]] = []
     for rank in range(max((len(t.candidates) for t in targets), default=0)):
         for t in targets:

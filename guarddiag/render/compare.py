@@ -96,13 +96,15 @@ def _cause_to_dict(c: CauseResult) -> dict[str, object]:
         "subject": t.subject,
         "recompiles": t.recompiles,
         "limit_hits": t.limit_hits,
+        "refused_calls": t.refused,
         "facts": sorted(t.facts),
         "candidates": [asdict(x) for x in t.candidates],
         "skipped": [asdict(x) for x in t.skipped],
         "not_run": [{"flag": f, "value": v} for f, v in c.not_run],
         "outcomes": [
             asdict(o)
-            | {"removed": o.removed, "keeps_compiled": o.keeps_compiled, "lost_compiled_code": o.lost_compiled_code, "works": o.works}
+            | {"removed": o.removed, "served": o.served, "keeps_compiled": o.keeps_compiled, "lost_compiled_code": o.lost_compiled_code}
+            | {"works": o.works}
             for o in c.outcomes
         ],
     }
@@ -195,7 +197,7 @@ def plan_lines(report: CompareReport) -> list[str]:
     if report.results and report.results[0].run.status != "ok":
         return ["the baseline run did not finish: no flips planned from its causes"]
     if not flips.targets:
-        return ["the baseline recompiled nothing and hit no recompile limit: no cause to remove, no flip run"]
+        return ["the baseline recompiled nothing, hit no recompile limit and had no call a stance refused: no cause to remove, no flip run"]
     n = len(flips.targets)
     causes = f"{n} cause{'s' if n != 1 else ''} in the baseline"
     if not flips.configurations:

@@ -78,6 +78,10 @@ def outcome_sentence(o: FlipOutcome, times: bool = True) -> str:
         parts = [f"removes {o.removed or 'none'} of {o.before} recompile{'s' if o.before != 1 else ''}"]
         if o.limit_hits_before:
             parts.append(f"limit hits {o.limit_hits_before} -> {o.limit_hits_after}")
+        if o.refused_before:
+            parts.append(f"calls a stance refused {o.refused_before} -> {o.refused_after}")
+    elif o.refused_before:
+        parts = [f"serves {o.served or 'none'} of the {o.refused_before} calls a stance refused from a compiled entry"]
     else:
         hits = f"limit hits {o.limit_hits_before} -> {o.limit_hits_after}"
         parts = [f"keeps the refused calls compiled ({hits})" if o.keeps_compiled else f"leaves the refused calls ({hits})"]
@@ -135,10 +139,13 @@ def skipped_sentence(s: Skipped) -> str:
 
 
 def cause_title(c: CauseResult) -> str:
-    """``forward (model.py:30): 5x value: value of `self.layer_idx` ...`` (and its limit hits)."""
+    """``forward (model.py:30): 5x value: value of `self.layer_idx` ...`` (and its limit hits, and the calls a
+    compiler stance refused for it)."""
     t = c.target
     counts = [f"{t.recompiles}x" if t.recompiles else "", _hits(t.limit_hits) if t.limit_hits else ""]
-    return f"{function_label(t.function)}: {', '.join(n for n in counts if n)} {t.category}: {t.subject}"
+    refused = f" ({t.refused} call{'s' if t.refused != 1 else ''} a stance refused)" if t.refused else ""
+    shown = ", ".join(n for n in counts if n)
+    return f"{function_label(t.function)}: {shown + ' ' if shown else ''}{t.category}: {t.subject}{refused}"
 
 
 def cause_lines(c: CauseResult, max_flips: int) -> list[str]:
@@ -157,8 +164,8 @@ def cause_lines(c: CauseResult, max_flips: int) -> list[str]:
     if not c.target.candidates and not c.outcomes:
         # Some such causes need a change of the code, others are expected (grad mode): explain's hint says which.
         out.append("no config flip answers this cause: `guarddiag explain` says whether a change of the code does, or that it is expected")
-    elif not any(o.works and o.effect != KEEPS_COMPILED for o in c.outcomes) and c.target.recompiles:
-        out.append("no flip run removed its recompiles")
+    elif not any(o.works and o.effect != KEEPS_COMPILED for o in c.outcomes) and (c.target.recompiles or c.target.refused):
+        out.append("no flip run removed its recompiles" + (" or served its refused calls compiled" if c.target.refused else ""))
     return out
 
 

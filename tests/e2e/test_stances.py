@@ -117,3 +117,21 @@ def test_the_stance_locked_server_on_inductor(tmp_path: Path):
     assert "5 calls ran eagerly instead of recompiling (stance eager_on_recompile)" in proc.stdout
     check = run_guarddiag("check", "--max-recompiles", "1", str(ROOT / "tests" / "corpus" / "stance_server.py"), cwd=tmp_path, env=env)
     assert check.returncode == 5 and "refused: " in check.stdout, check.stdout[-2000:]
+
+
+def test_compare_without_a_flag_measures_the_calls_a_stance_refused(tmp_path: Path):
+    """A cause with calls a stance refused is a cause compare answers: the flip that lets a compiled entry take
+    those calls serves them (refused before -> after), measured as the script itself counts them."""
+    report = tmp_path / "compare.json"
+    proc = run_guarddiag("compare", str(SERVE), "--out", str(report), "--", "eager", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    target = next(c for c in doc["causes"] if c["function"]["name"] == "inner")
+    _, truth, _ = _run(tmp_path, "eager")
+    assert target["refused_calls"] == truth["Sequential"] > 0
+    flip = next(o for o in target["outcomes"] if o["flag"] == "compiler.dynamic_sources")
+    (tmp_path / "flip").mkdir()
+    _, after, _ = _run(tmp_path / "flip", "eager", "--flag", f"compiler.dynamic_sources={flip['value']}")
+    assert (flip["refused_before"], flip["refused_after"]) == (truth["Sequential"], after["Sequential"])
+    assert flip["works"] and flip["served"] == truth["Sequential"] - after["Sequential"] > 0
+    assert "calls a stance refused" in proc.stdout
