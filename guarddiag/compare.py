@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from guarddiag.diff import RunDiff, diff_runs
+from guarddiag.diff import CauseKey, RunDiff, cause_key, diff_runs
 from guarddiag.diff import cause_counts as diff_cause_counts
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, Flag, free_text, parse_value
@@ -192,7 +192,7 @@ class FlipOutcome:
     recompiles to another function: a graph break it causes makes new ones); ``failed_*``: the function's
     compiles that installed no code, ``run_failed_*`` the whole run's (a compile that fails under
     ``suppress_errors`` runs its calls eagerly, with no recompile); ``refused_*``: the function's calls a
-    compiler stance refused to recompile (each ran eagerly), ``run_refused_*`` the whole run's."""
+    compiler stance refused to recompile for the cause (each ran eagerly), ``run_refused_*`` the whole run's."""
 
     flag: str
     value: str
@@ -251,7 +251,7 @@ class FlipOutcome:
 
     @property
     def served(self) -> int:
-        """Calls of the function a compiler stance refused in the baseline that an entry took with the flip."""
+        """Calls a compiler stance refused for the cause in the baseline that an entry took with the flip."""
         return max(self.refused_before - self.refused_after, 0) if self.status == "ok" else 0
 
     @property
@@ -360,6 +360,11 @@ def _function(run: Run, key: FunctionKey) -> FunctionSummary | None:
     return next((f for f in run.functions if f.key._replace(file=f.key.file.replace("\\", "/").rpartition("/")[2]) == base), None)
 
 
+def _refused_for(f: FunctionSummary | None, key: CauseKey) -> int:
+    """The calls of a function a compiler stance refused for one cause (0: not run, or none)."""
+    return sum(r.calls for r in f.refusals if r.cause is not None and cause_key(r.cause) == key) if f is not None else 0
+
+
 def _outcome(target: Target, base: Run, result: VariantResult, candidate: Candidate | None, config: tuple[str, str]) -> FlipOutcome:
     before_f = target.function
     after_f = _function(result.run, target.function_key)
@@ -396,8 +401,8 @@ def _outcome(target: Target, base: Run, result: VariantResult, candidate: Candid
         failed_after=len(after_f.failed_compiles) if after_f else 0,
         run_failed_before=sum(len(f.failed_compiles) for f in base.functions),
         run_failed_after=sum(len(f.failed_compiles) for f in result.run.functions),
-        refused_before=before_f.refused_calls,
-        refused_after=after_f.refused_calls if after_f else 0,
+        refused_before=target.refused,
+        refused_after=_refused_for(after_f, target.key),
         run_refused_before=base.refused_calls,
         run_refused_after=result.run.refused_calls,
     )

@@ -321,19 +321,15 @@ def _status(outcomes: Iterable[FlipOutcome]) -> str:
 
 
 def cause_keys(f: FunctionSummary) -> dict[tuple[str, str], list[CauseKey]]:
-    """The cause keys behind each (category, subject) of a function's recompiles (how reports group them)."""
+    """The cause keys behind each (category, subject) of a function's recompiles (how reports group them), its
+    limit hits and the calls a compiler stance refused it (what compare measured for them is advice too)."""
     keys: dict[tuple[str, str], list[CauseKey]] = {}
-    for event in f.recompile_events:
-        if event.causes:
-            c = event.causes[0]
-            found = keys.setdefault((c.category, c.subject), [])
-            if cause_key(c) not in found:
-                found.append(cause_key(c))
-    for hit in f.limit_hits:
-        if hit.cause is not None:
-            found = keys.setdefault((hit.cause.category, hit.cause.subject), [])
-            if cause_key(hit.cause) not in found:
-                found.append(cause_key(hit.cause))
+    causes = [e.causes[0] for e in f.recompile_events if e.causes]
+    causes += [x.cause for x in (*f.limit_hits, *f.refusals) if x.cause is not None]
+    for c in causes:
+        found = keys.setdefault((c.category, c.subject), [])
+        if cause_key(c) not in found:
+            found.append(cause_key(c))
     return keys
 
 

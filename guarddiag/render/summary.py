@@ -205,10 +205,12 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None, advice: Fu
         out.append(f"  {dynamic_dims_sentence(f)}")
     out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
     out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
-    # A limit hit whose last reason is no cause group of the recompiles has its advice under the hits.
+    # A limit hit whose last reason is no cause group of the recompiles has its advice under the hits; the
+    # cause of calls a stance refused that is neither, under those calls.
     grouped = {(g.category, g.subject) for g in cause_groups(f)}
+    hits = {(h.cause.category, h.cause.subject) for h in f.limit_hits if h.cause is not None} - grouped
     for a in advice.causes if advice is not None else ():
-        if (a.category, a.subject) not in grouped:
+        if (a.category, a.subject) in hits:
             out += [f"      {line}" for line in group_advice_lines(advice, a.category, a.subject)]
     out += [f"  {line}" for line in graph_break_lines(f)]
     for r in refusal_groups(f):
@@ -216,6 +218,8 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None, advice: Fu
         out.append(f"      e.g. {r.example[:160]}")
         if r.where:
             out.append(f"      at {r.where[:160]}")
+        if (r.category, r.subject) not in grouped | hits:
+            out += [f"      {line}" for line in group_advice_lines(advice, r.category, r.subject)]
     out += [f"  {line}" for line in budget_lines(run, f)] if run is not None else []
     return out
 
