@@ -74,12 +74,25 @@ class Catalog:
         if flag is None:
             bare = key.partition(".")[2] if key.startswith(_PREFIXES) else key
             elsewhere = [p + bare for p in ("", *_PREFIXES) if p + bare in self.flags]
-            close = list(dict.fromkeys([*elsewhere, *_bootstrap.suggestions(key, list(self.flags))]))[:3]
+            close = self._one_per_flag([*elsewhere, *_bootstrap.suggestions(key, list(self.flags))])[:3]
             hint = f" (did you mean: {', '.join(close)}?)" if close else ""
             raise InputError(
                 f"unknown config flag '{name}' in torch {self.torch_version}{hint}; `guarddiag flags` lists them"
             )
         return flag
+
+    def _one_per_flag(self, names: list[str]) -> list[str]:
+        """The names in order, one per flag they set: an alias (``compiler.allow_unspec_int_on_nn_module`` of
+        ``allow_unspec_int_on_nn_module``) after its target, or a second alias of one, is the same suggestion."""
+        seen: set[str] = set()
+        kept = []
+        for name in names:
+            flag = self.flags.get(name)
+            target = self.target(flag).name if flag is not None else name
+            if target not in seen:
+                seen.add(target)
+                kept.append(name)
+        return kept
 
     def target(self, flag: Flag) -> Flag:
         """The flag an alias stands for (``cache_size_limit`` -> ``recompile_limit``,

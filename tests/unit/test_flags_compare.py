@@ -299,3 +299,11 @@ def test_a_word_guarddiag_tells_users_to_paste_is_that_one_word_in_a_shell(word:
     assert shlex.split(quote(word)) == [word]
     if word.startswith("compiler."):
         assert quote(word) == "\"compiler.dynamic_sources=L['ids']:1\""
+
+
+def test_a_misspelt_flag_is_suggested_once_not_once_per_alias():
+    """torch.compiler.config re-exports dynamo's flags as aliases (compiler.allow_unspec_int_on_nn_module): a
+    suggestion names each flag once, the first name found (the CI run of #25 caught the alias listed beside it)."""
+    with pytest.raises(InputError) as caught:
+        _catalog("2.13.0").resolve("allow_unspec_int_on_nn_modul")
+    assert "(did you mean: allow_unspec_int_on_nn_module?)" in str(caught.value)
