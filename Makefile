@@ -9,6 +9,7 @@ BIN := $(VENV)/bin
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@echo "Read on: README.md (a guide), docs/commands.md (every command and option), docs/ (one page per topic)"
 
 $(BIN)/guarddiag: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

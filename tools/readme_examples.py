@@ -1,4 +1,4 @@
-"""Regenerate the example outputs of README.md by running the commands they show.
+"""Regenerate the example outputs of README.md and docs/*.md by running the commands they show.
 
 Each example is a fenced block right after a marker naming its commands:
 
@@ -11,11 +11,12 @@ The commands (``&&`` between them; ``> /dev/null`` drops a command's output) run
 becomes ``$ COMMAND`` and what it printed (stdout and stderr, as a terminal shows them), for each
 command. A ``setup`` names a function of SETUPS below that prepares the folder first (not shown).
 What changes from run to run is normalised: the temporary folder's path, and the time and pid in a
-run folder's name (``.guarddiag/runs/<time>-SCRIPT-<pid>``, as the README's text writes it).
+run folder's name (``.guarddiag/runs/<time>-SCRIPT-<pid>``, as the documents write it).
 
-    python tools/readme_examples.py            # rewrite README.md's example blocks
+    python tools/readme_examples.py            # rewrite the stale example blocks of README.md and docs/*.md
     python tools/readme_examples.py --check    # exit 1 and show the differences if a block is stale
     python tools/readme_examples.py -k explain # only the examples whose commands contain "explain"
+    python tools/readme_examples.py docs/commands.md  # only the examples of these documents
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+
+
+def documents() -> list[Path]:
+    """The documents whose examples are generated: README.md, then docs/*.md by name."""
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
 # What the examples may name, copied into each example's folder.
 COPIED = ("scenarios", "tests/fixtures")
 _MARKER = re.compile(r"^<!-- example: (?P<spec>.+?) -->\n```[a-z]*\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -48,13 +55,13 @@ class ExampleError(Exception):
 
 @dataclass(frozen=True)
 class Example:
-    """One marked block of the README: its commands, its setup and the text it holds now."""
+    """One marked block of a document: its commands, its setup and the text it holds now."""
 
     spec: str
     commands: tuple[str, ...]
     setup: str | None
     body: str
-    start: int  # offsets of the block's body in the README text
+    start: int  # offsets of the block's body in the document's text
     end: int
 
     @property
@@ -70,7 +77,7 @@ def _runs_a_script(args: list[str]) -> bool:
 
 
 def find_examples(text: str) -> list[Example]:
-    """The marked example blocks of README text, in order."""
+    """The marked example blocks of a document's text, in order."""
     found = []
     for m in _MARKER.finditer(text):
         commands, _, options = m["spec"].partition(" | ")
@@ -100,7 +107,7 @@ def _environment() -> dict[str, str]:
     """The caller's environment without settings that would change what guarddiag prints."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDDIAG_", "TORCH_", "TORCHDYNAMO_", "TORCHINDUCTOR_"))}
     env.pop("GITHUB_ACTIONS", None)
-    # torchrun prints a banner when OMP_NUM_THREADS is unset: the README shows what a user sees, whatever the caller set.
+    # torchrun prints a banner when OMP_NUM_THREADS is unset: a document shows what a user sees, whatever the caller set.
     env.pop("OMP_NUM_THREADS", None)
     env["PYTHONUNBUFFERED"] = "1"  # the script's output and guarddiag's in the order a terminal shows them
     return env
@@ -151,7 +158,7 @@ _RULE = re.compile(r"-{3,}$", re.M)
 
 def timeless(body: str) -> str:
     """A block with compile times and their shares blanked, and the pids in process logs' names: they
-    differ from run to run, so a block is stale only when something else differs (the README shows
+    differ from run to run, so a block is stale only when something else differs (a document shows
     the run that wrote it)."""
     return _RULE.sub("---", _CHILD_LOG.sub("torch.child-<pid>.log", _TIMES.sub("<t>", body)))
 
@@ -175,7 +182,7 @@ def produce(example: Example) -> str:
 
 
 def rewrite(text: str, bodies: dict[int, str]) -> str:
-    """README text with the bodies of the examples at these offsets replaced."""
+    """A document's text with the bodies of the examples at these offsets replaced."""
     out, last = [], 0
     for example in find_examples(text):
         if example.start in bodies:
@@ -184,30 +191,45 @@ def rewrite(text: str, bodies: dict[int, str]) -> str:
     return "".join([*out, text[last:]])
 
 
+def _name(document: Path) -> str:
+    return str(document.relative_to(ROOT))
+
+
+def _document(arg: str) -> Path:
+    path = (Path.cwd() / arg).resolve()
+    if path not in documents():
+        raise argparse.ArgumentTypeError(f"{arg}: not one of {', '.join(_name(d) for d in documents())}")
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("documents", nargs="*", type=_document, help="only these documents (default: README.md and docs/*.md)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block differs from what its commands print")
     parser.add_argument("-k", dest="only", default="", help="only the examples whose commands contain this text")
     args = parser.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
-    try:
-        examples = [e for e in find_examples(text) if args.only in e.spec]
-        bodies = {e.start: produce(e) for e in examples}
-    except ExampleError as exc:
-        print(f"readme_examples: {exc}", file=sys.stderr)
-        return 2
-    stale = [e for e in examples if timeless(bodies[e.start]) != timeless(e.body)]
-    for e in stale:
-        diff = difflib.unified_diff(e.body.splitlines(), bodies[e.start].splitlines(), "README.md", "now", lineterm="")
-        print(f"example `{e.spec}`:\n" + "\n".join(diff) + "\n")
+    total = stale_total = 0
+    for document in args.documents or documents():
+        text = document.read_text(encoding="utf-8")
+        try:
+            examples = [e for e in find_examples(text) if args.only in e.spec]
+            bodies = {e.start: produce(e) for e in examples}
+        except ExampleError as exc:
+            print(f"readme_examples: {_name(document)}: {exc}", file=sys.stderr)
+            return 2
+        stale = [e for e in examples if timeless(bodies[e.start]) != timeless(e.body)]
+        for e in stale:
+            diff = difflib.unified_diff(e.body.splitlines(), bodies[e.start].splitlines(), _name(document), "now", lineterm="")
+            print(f"{_name(document)}: example `{e.spec}`:\n" + "\n".join(diff) + "\n")
+        if stale and not args.check:
+            tmp = document.with_name(document.name + ".tmp")
+            tmp.write_text(rewrite(text, {e.start: bodies[e.start] for e in stale}), encoding="utf-8")
+            os.replace(tmp, document)
+        total, stale_total = total + len(examples), stale_total + len(stale)
     if args.check:
-        print(f"{len(stale)} of {len(examples)} examples stale" + ("; run python tools/readme_examples.py" if stale else ""))
-        return 1 if stale else 0
-    if stale:
-        tmp = README.with_name(README.name + ".tmp")
-        tmp.write_text(rewrite(text, {e.start: bodies[e.start] for e in stale}), encoding="utf-8")
-        os.replace(tmp, README)
-    print(f"{len(stale)} of {len(examples)} examples rewritten")
+        print(f"{stale_total} of {total} examples stale" + ("; run python tools/readme_examples.py" if stale_total else ""))
+        return 1 if stale_total else 0
+    print(f"{stale_total} of {total} examples rewritten")
     return 0
 
 

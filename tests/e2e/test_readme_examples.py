@@ -1,4 +1,4 @@
-"""README.md's example outputs are what the commands print now (tools/readme_examples.py makes them)."""
+"""The example outputs of README.md and docs/*.md are what the commands print now (tools/readme_examples.py makes them)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,30 @@ tool = importlib.util.module_from_spec(_spec)
 sys.modules["readme_examples"] = tool  # dataclasses look their module up while the class is made
 _spec.loader.exec_module(tool)
 
-README_TEXT = tool.README.read_text(encoding="utf-8")
-EXAMPLES = tool.find_examples(README_TEXT)
+TEXTS = {document: document.read_text(encoding="utf-8") for document in tool.documents()}
+EXAMPLES = [(document, e) for document, text in TEXTS.items() for e in tool.find_examples(text)]
+# docs/guard-model.md's explain example is tools/gen_guard_model.py's (tests/unit/test_explain.py checks it).
+_GUARD_MODEL_EXAMPLE = re.compile(r"<!-- explain-example:begin -->.*?<!-- explain-example:end -->", re.DOTALL)
 
 
-def test_every_output_block_of_the_readme_is_a_marked_example():
+def _name(document) -> str:
+    return str(document.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("document", tool.documents(), ids=_name)
+def test_every_output_block_of_a_document_is_a_marked_example(document):
     """A block showing `$ guarddiag ...` is an example, and an unmarked one would go stale unnoticed."""
-    shown = re.findall(r"^```\n\$ guarddiag .*$", README_TEXT, re.MULTILINE)
-    assert len(shown) == len(EXAMPLES) >= 8, [line.splitlines()[1] for line in shown]
+    text = _GUARD_MODEL_EXAMPLE.sub("", TEXTS[document])
+    shown = re.findall(r"^```[a-z]*\n\$ guarddiag .*$", text, re.MULTILINE)
+    assert len(shown) == len(tool.find_examples(text)), [line.splitlines()[1] for line in shown]
+
+
+def test_the_readme_and_the_docs_show_real_output():
+    """The README answers its three questions by example (run, compare, check); docs/ shows the rest."""
+    readme = [e.commands[-1].split()[1] for document, e in EXAMPLES if document == tool.README]
+    assert {"run", "compare", "check"} <= set(readme), readme
+    assert len(EXAMPLES) - len(readme) >= 8, [e.spec for _, e in EXAMPLES]
+    assert tool.ROOT / "docs" / "commands.md" in tool.documents()
 
 
 def test_normalise_keeps_only_what_does_not_change(tmp_path):
@@ -51,16 +67,16 @@ def test_rewrite_replaces_only_the_stale_block():
 def _cases() -> list:
     """One case per example, marked torch when it runs a script."""
     return [
-        pytest.param(e, id=f"{i}-{e.commands[-1].split()[1]}", marks=[pytest.mark.torch] if e.runs_torch else [])
-        for i, e in enumerate(EXAMPLES)
+        pytest.param(document, e, id=f"{document.stem}-{i}-{e.commands[-1].split()[1]}", marks=[pytest.mark.torch] if e.runs_torch else [])
+        for i, (document, e) in enumerate(EXAMPLES)
     ]
 
 
-@pytest.mark.parametrize("example", _cases())
-def test_the_readme_example_is_what_its_commands_print_now(example):
+@pytest.mark.parametrize(("document", "example"), _cases())
+def test_the_example_is_what_its_commands_print_now(document, example):
     now = tool.produce(example)
-    diff = "\n".join(difflib.unified_diff(example.body.splitlines(), now.splitlines(), "README.md", "now", lineterm=""))
-    stale = f"README.md's example `{example.spec}` is stale; run `.venv/bin/python tools/readme_examples.py`\n{diff}"
+    diff = "\n".join(difflib.unified_diff(example.body.splitlines(), now.splitlines(), _name(document), "now", lineterm=""))
+    stale = f"{_name(document)}'s example `{example.spec}` is stale; run `.venv/bin/python tools/readme_examples.py`\n{diff}"
     assert tool.timeless(now) == tool.timeless(example.body), stale
 
 
