@@ -191,14 +191,15 @@ def rewrite(text: str, bodies: dict[int, str]) -> str:
     return "".join([*out, text[last:]])
 
 
-def _name(document: Path) -> str:
+def document_name(document: Path) -> str:
+    """A document's path as the repository names it: ``docs/commands.md``."""
     return str(document.relative_to(ROOT))
 
 
 def _document(arg: str) -> Path:
     path = (Path.cwd() / arg).resolve()
     if path not in documents():
-        raise argparse.ArgumentTypeError(f"{arg}: not one of {', '.join(_name(d) for d in documents())}")
+        raise argparse.ArgumentTypeError(f"{arg}: not one of {', '.join(document_name(d) for d in documents())}")
     return path
 
 
@@ -215,12 +216,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             examples = [e for e in find_examples(text) if args.only in e.spec]
             bodies = {e.start: produce(e) for e in examples}
         except ExampleError as exc:
-            print(f"readme_examples: {_name(document)}: {exc}", file=sys.stderr)
+            print(f"readme_examples: {document_name(document)}: {exc}", file=sys.stderr)
             return 2
         stale = [e for e in examples if timeless(bodies[e.start]) != timeless(e.body)]
         for e in stale:
-            diff = difflib.unified_diff(e.body.splitlines(), bodies[e.start].splitlines(), _name(document), "now", lineterm="")
-            print(f"{_name(document)}: example `{e.spec}`:\n" + "\n".join(diff) + "\n")
+            diff = difflib.unified_diff(e.body.splitlines(), bodies[e.start].splitlines(), document_name(document), "now", lineterm="")
+            print(f"{document_name(document)}: example `{e.spec}`:\n" + "\n".join(diff) + "\n")
         if stale and not args.check:
             tmp = document.with_name(document.name + ".tmp")
             tmp.write_text(rewrite(text, {e.start: bodies[e.start] for e in stale}), encoding="utf-8")

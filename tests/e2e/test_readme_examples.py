@@ -23,11 +23,7 @@ EXAMPLES = [(document, e) for document, text in TEXTS.items() for e in tool.find
 _GUARD_MODEL_EXAMPLE = re.compile(r"<!-- explain-example:begin -->.*?<!-- explain-example:end -->", re.DOTALL)
 
 
-def _name(document) -> str:
-    return str(document.relative_to(ROOT))
-
-
-@pytest.mark.parametrize("document", tool.documents(), ids=_name)
+@pytest.mark.parametrize("document", tool.documents(), ids=tool.document_name)
 def test_every_output_block_of_a_document_is_a_marked_example(document):
     """A block showing `$ guarddiag ...` is an example, and an unmarked one would go stale unnoticed."""
     text = _GUARD_MODEL_EXAMPLE.sub("", TEXTS[document])
@@ -75,8 +71,8 @@ def _cases() -> list:
 @pytest.mark.parametrize(("document", "example"), _cases())
 def test_the_example_is_what_its_commands_print_now(document, example):
     now = tool.produce(example)
-    diff = "\n".join(difflib.unified_diff(example.body.splitlines(), now.splitlines(), _name(document), "now", lineterm=""))
-    stale = f"{_name(document)}'s example `{example.spec}` is stale; run `.venv/bin/python tools/readme_examples.py`\n{diff}"
+    diff = "\n".join(difflib.unified_diff(example.body.splitlines(), now.splitlines(), tool.document_name(document), "now", lineterm=""))
+    stale = f"{tool.document_name(document)}'s example `{example.spec}` is stale; run `.venv/bin/python tools/readme_examples.py`\n{diff}"
     assert tool.timeless(now) == tool.timeless(example.body), stale
 
 

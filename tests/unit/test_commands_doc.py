@@ -88,14 +88,19 @@ def test_the_options_of_every_command_are_named_before_the_sections():
 _LINK = re.compile(r"\[[^\]]*\]\((?!https?://|mailto:)(?P<path>[^)#\s]*)(?:#(?P<anchor>[^)\s]+))?\)")
 
 
+def _unfenced(text: str) -> str:
+    """A page without its fenced blocks, where nothing is a heading."""
+    return re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
+
+
 def _prose(text: str) -> str:
-    """A page without its fenced blocks and code spans, where nothing is a link or a heading."""
-    return re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL))
+    """A page without its fenced blocks and code spans, where nothing is a link."""
+    return re.sub(r"`[^`\n]*`", "", _unfenced(text))
 
 
 def _anchors(text: str) -> set[str]:
     """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as dashes."""
-    headings = re.findall(r"^#+ (.+)$", re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL), re.MULTILINE)
+    headings = re.findall(r"^#+ (.+)$", _unfenced(text), re.MULTILINE)
     return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
 
 
