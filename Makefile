@@ -39,16 +39,16 @@ test-inductor: venv  ## The corpus on the inductor backend it is written for: co
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python -m pytest -q $(XDIST) -m inductor --durations=15 $(PYTEST_ARGS)
 
-test-fast: venv  ## Unit tests without a torch run: parsers, model, gate, renderers on recorded logs (under 90 s)
+test-fast: venv  ## Unit tests (no torch, enforced): parsers, model, gate, renderers on recorded logs (about 2 min)
 	$(BIN)/python -m compileall -q guarddiag
-	$(BIN)/python -m pytest -q $(XDIST) -m "not torch" tests/unit $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) tests/unit $(PYTEST_ARGS)
 
 test-transformers: venv  ## The transformers GPT-2 corpus script (installs the pinned transformers, about a minute; not part of make test)
 	$(BIN)/pip install -q -e ".[test,corpus]"
-	$(BIN)/python -m pytest -q tests/e2e/test_corpus.py -k hf_gpt2
+	$(BIN)/python -m pytest -q tests/e2e/run/test_corpus.py -k hf_gpt2
 
 fuzz: venv  ## Long property-based run of the parser (10,000 examples per property); appends to bench/fuzz-results.txt
-	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz.py > /tmp/guarddiag-fuzz.txt; \
+	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/logparse/test_fuzz.py > /tmp/guarddiag-fuzz.txt; \
 	status=$$?; \
 	{ printf '\n## %s torch=%s commit=%s\n' "$$(date -u +%FT%TZ)" "$$($(BIN)/python -c 'import torch; print(torch.__version__)')" "$$(git rev-parse --short HEAD)"; \
 	  grep -E '^tests/|passing|Stopped|passed|failed' /tmp/guarddiag-fuzz.txt; } >> bench/fuzz-results.txt; \

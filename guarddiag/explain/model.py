@@ -222,7 +222,7 @@ class FixHint:
 
     ``hint`` names the advice (render/explain_hints.py words it; docs/hints.md lists each and its rule)
     about ``subject``, the object in user terms; ``lines`` are what to write; ``kind`` is "fix" when
-    applying them removes the recompile (tests/e2e/test_hints.py applies each to a real script), "note"
+    applying them removes the recompile (tests/e2e/explain/test_hints.py applies each to a real script), "note"
     when the recompile is inherent or expected. ``unknown`` names what guarddiag cannot tell from the
     log and the source (one of :data:`guarddiag.explain.hints.UNKNOWNS`): ``choices`` are then the
     answers for each case; otherwise they are alternatives to ``lines``. ``check``: the command that

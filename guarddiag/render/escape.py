@@ -27,7 +27,7 @@ T = TypeVar("T")
 # surrogates and non-characters, and the format characters that reorder or hide text (bidi
 # embeddings, overrides and isolates, zero-width spaces and joiners, word joiners, BOM, interlinear
 # annotations, language tags) or end a line in some viewers (U+2028, U+2029). Unicode's Cc, Cf, Cs,
-# Zl and Zp categories (tests/unit/test_escape.py checks the table against unicodedata), plus the
+# Zl and Zp categories (tests/unit/render/test_escape.py checks the table against unicodedata), plus the
 # blank fillers and the combining grapheme joiner, which display as nothing.
 _OTHER_UNSAFE = (
     "\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u180e"
