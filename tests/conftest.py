@@ -65,16 +65,21 @@ def run_guarddiag(*args: str, cwd: Path | None = None, env: dict[str, str] | Non
     )
 
 
-def torch_truth(script: Path, cwd: Path, flags: tuple[str, ...] = ()) -> dict[tuple[str, int], int]:
-    """Compiles per (function name, first line), as torch's own compilation metrics count them."""
+def torch_truth(script: Path, cwd: Path, flags: tuple[str, ...] = (), env: dict[str, str] | None = None) -> dict[tuple[str, int], int]:
+    """Compiles per (function name, first line), as torch's own compilation metrics count them: the script run
+    by tests/fixtures/torch_truth.py under tests/oracle/_truth.py, the one account of torch's counts here."""
     out = cwd / "truth.json"
     proc = subprocess.run(
         [sys.executable, str(FIXTURES / "torch_truth.py"), "--json-out", str(out), *(f"--flag={f}" for f in flags), str(script)],
-        cwd=cwd, capture_output=True, text=True, timeout=300,
+        cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    data = json.loads(out.read_text())
-    return {(f["co_name"], f["co_firstlineno"]): f["compiles"] for f in data["functions"]}
+    return truth_counts(json.loads(out.read_text()))
+
+
+def truth_counts(truth: dict) -> dict[tuple[str, int], int]:
+    """Compiles per (function name, first line) in a truth document of tests/oracle/_truth.py (or torch_truth.py)."""
+    return {(f["co_name"], f["co_firstlineno"]): f["compiles"] for f in truth["functions"]}
 
 
 @pytest.fixture

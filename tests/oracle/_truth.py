@@ -20,6 +20,8 @@ unset). Per compiled function, keyed by ``(co_name, co_filename, co_firstlineno)
   ``... fullgraph=True``): attempts refused at the limit. Such a record names no function; it belongs
   to the most recent earlier record with a ``co_name`` and the same frame id (the ``0`` of ``0/2``).
   ``torch._dynamo.reset()`` numbers frames from 0 again, so "most recent" is what keeps this right;
+* ``compiles``: its distinct compiles (``0/3`` and its restart ``0/3_1`` are one), what guarddiag counts;
+* ``without_guarded_code``: its records torch marks as having installed no guarded code;
 * ``compile_ids``: the compile ids of the function's own records (ok and failed), in order;
   ``refused_ids``: those of its refused attempts;
 * ``recompile_reasons``: torch's own reason for each of its recompiles (``recompile_reason`` of the record,
@@ -27,6 +29,9 @@ unset). Per compiled function, keyed by ``(co_name, co_filename, co_firstlineno)
 
 Records without ``co_name`` that are not limit refusals (backward / compiled-autograd entries) are
 only counted under ``ignored``.
+
+``tests/fixtures/torch_truth.py`` runs any script under this module (scenarios, recorded fixtures, the
+tests' own scripts), so there is one account of torch's counts for every test.
 
 With ``GUARDDIAG_CORPUS_BACKEND`` set (``eager``), ``torch.compile`` called without a backend uses that
 one: the corpus scripts are written for inductor, and the fast form of their tests runs them eagerly.
@@ -69,7 +74,32 @@ def _install() -> str:
     if hasattr(_utils, "set_compilation_metrics_limit"):
         _utils.set_compilation_metrics_limit(1_000_000)
         return "limit"
+    if not hasattr(_utils, "get_compilation_metrics"):
+        return _install_legacy()
     return "none"
+
+
+def _install_legacy() -> str:
+    """torch 2.1 keeps no metrics: it only hands each record to ``log_compilation_event``, without its compile id."""
+    import contextlib
+
+    from torch._dynamo import convert_frame
+
+    original = convert_frame.log_compilation_event
+
+    def hook(metrics):
+        from torch._guards import CompileContext
+
+        cid = None
+        with contextlib.suppress(Exception):
+            cid = CompileContext.current_compile_id()
+        with contextlib.suppress(Exception):
+            object.__setattr__(metrics, "compile_id", str(cid) if cid is not None else None)
+        RECORDS.append(metrics)
+        return original(metrics)
+
+    convert_frame.log_compilation_event = hook
+    return "legacy"
 
 
 _MODE = _install()
@@ -112,6 +142,14 @@ def _frame_id(compile_id) -> str | None:
     return found.group(1) if found else None
 
 
+def _frame_compile(compile_id: str | None) -> str | None:
+    """'0/3' -> '0/3'; '0/3_1' (a restart attempt of that compile) -> '0/3'."""
+    if compile_id is None:
+        return None
+    found = re.search(r"(!?\d+)/(\d+)", compile_id)
+    return f"{found.group(1)}/{found.group(2)}" if found else compile_id
+
+
 def is_limit_refusal(record) -> bool:
     """A record torch writes when it refuses to compile because a recompile limit was hit."""
     fail_type = getattr(record, "fail_type", None) or ""
@@ -137,9 +175,16 @@ def summary() -> dict:
                 key,
                 {"co_name": key[0], "co_filename": key[1], "co_firstlineno": key[2],
                  "ok": 0, "failed": 0, "refused": 0, "compile_ids": [], "refused_ids": [], "fail_types": [],
-                 "recompile_reasons": []},
+                 "recompile_reasons": [], "compiles": 0, "without_guarded_code": 0, "_distinct": set()},
             )
             entry["compile_ids"].append(compile_id)
+            # torch 2.1 names no compile id: each record is a compile of its own.
+            distinct = _frame_compile(compile_id) or f"?/{len(entry['compile_ids'])}"
+            if distinct not in entry["_distinct"]:
+                entry["_distinct"].add(distinct)
+                entry["compiles"] += 1
+            if getattr(record, "has_guarded_code", True) is False:
+                entry["without_guarded_code"] += 1
             if getattr(record, "recompile_reason", None):
                 entry["recompile_reasons"].append(record.recompile_reason)
             if getattr(record, "fail_type", None):
@@ -157,7 +202,7 @@ def summary() -> dict:
                 functions[key]["refused_ids"].append(compile_id)
         else:
             ignored += 1
-    listed = list(functions.values())
+    listed = [{k: v for k, v in f.items() if k != "_distinct"} for f in functions.values()]
     return {
         "torch_version": torch_version(),
         "mode": _MODE,
@@ -167,6 +212,7 @@ def summary() -> dict:
             "ok": sum(f["ok"] for f in listed),
             "failed": sum(f["failed"] for f in listed),
             "refused": sum(f["refused"] for f in listed),
+            "compiles": sum(f["compiles"] for f in listed),
         },
         "unattributed_refusals": unattributed,
         "ignored": ignored,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, run_guarddiag
+from tests.conftest import FIXTURES, ROOT, run_guarddiag, torch_truth
 
 pytestmark = pytest.mark.torch
 
@@ -26,15 +26,9 @@ PROBE = FIXTURES / "explain" / "probe_sizes.py"
 
 
 def _torch_compiles(script: Path, tmp_path: Path, env: dict[str, str]) -> int:
-    """torch's own count of the script's compiles (tests/fixtures/torch_truth.py: its compilation metrics)."""
-    out = tmp_path / "truth.json"
-    proc = subprocess.run(
-        [sys.executable, str(FIXTURES / "torch_truth.py"), "--json-out", str(out), str(script)],
-        cwd=ROOT, env={**__import__("os").environ, **env}, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (f,) = json.loads(out.read_text())["functions"]
-    return f["compiles"]
+    """torch's own count of the script's one function's compiles."""
+    (compiles,) = torch_truth(script, tmp_path, env=env).values()
+    return compiles
 
 
 def test_the_smoothing_decides_six_recompiles_as_torch_counts_them(tmp_path: Path):
