@@ -1,4 +1,4 @@
-"""Runs of a torchrun job that meet at one fixed rendezvous address take turns (child/runner.py):
+"""Runs of a torchrun job that meet at one fixed rendezvous address take turns (child/runner.py, commands/spawn.py):
 in parallel (compare, check, baseline with --jobs) they would join each other's rendezvous or fail to
 bind its port."""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from guarddiag.child.runner import RunRequest, execute_many, rendezvous_address
+from guarddiag.child.runner import RunRequest, rendezvous_address
+from guarddiag.commands.spawn import run_scripts
 
 TORCHRUN = "torch.distributed.run"
 
@@ -50,7 +51,7 @@ def test_runs_that_meet_at_one_address_take_turns_and_others_do_not(tmp_path, ca
     def spans(*extra: str) -> list[list[float]]:
         outs = [tmp_path / f"span{i}{''.join(extra)}.json" for i in range(2)]
         requests = [RunRequest(script=script, args=(*extra, str(o)), python=sys.executable, workdir=tmp_path / "runs") for o in outs]
-        runs = execute_many(requests, 2)
+        runs = run_scripts(requests, 2)
         assert [r.status for r in runs] == ["ok", "ok"]
         return sorted(json.loads(o.read_text()) for o in outs)
 
