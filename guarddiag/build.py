@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
+from guarddiag import ids
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.guardexpr import condition_key, symbolic_condition
 from guarddiag.ids import CompileId, generation_of, process_of, with_process
@@ -436,7 +437,7 @@ def _again(generations: list[FunctionSummary]) -> FunctionSummary:
     events: list[RecompileEvent] = list(first.recompile_events)
     for f in generations[1:]:
         if f.compiles:
-            events.append(RecompileEvent(f"{f.frame_ids[0]}/0", False, (_AGAIN,)))
+            events.append(RecompileEvent(ids.compile_id(f.frame_ids[0], 0), False, (_AGAIN,)))
         events += f.recompile_events
     return replace(_joined(generations), recompile_events=tuple(events), code_objects=1)
 
@@ -529,7 +530,7 @@ def _summary(
     for n in numbers:
         if n == 0:
             continue
-        compile_id = f"{frame.frame_id}/{n}"
+        compile_id = ids.compile_id(frame.frame_id, n)
         if frame.announced.get(n):
             causes = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles, f.stack)) for f in frame.announced[n])
             event = RecompileEvent(compile_id, True, causes)

@@ -30,6 +30,25 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+def _print_version(value: bool) -> None:
+    """``--version`` / ``-V``: the program's name and version, as ``git --version`` and ``pip --version`` print
+    them (``guarddiag version`` prints the bare number, for scripts), then exit 0 before any command."""
+    if value:
+        typer.echo(f"guarddiag {__version__}")
+        raise typer.Exit(OK)
+
+
+@app.callback()
+def _options(
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", "-V", is_eager=True, callback=_print_version, help="Print guarddiag's name and version, and exit."),
+    ] = False,
+) -> None:
+    # typer reads a callback's docstring as the app's help, which Typer(help=...) above already gives.
+    pass
+
+
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help=f"Output format: {', '.join(FORMATS)}.")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the run record (versioned JSON) here.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Fail (exit 4) on torch log lines guarddiag does not understand.")]

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guarddiag.child import _bootstrap
+from guarddiag.child._torchflags import FlagError
+from guarddiag.child._torchflags import parse_value as parse_flag_value
 from guarddiag.errors import InputError
 from guarddiag.store import write_atomic
 
@@ -27,8 +29,9 @@ SCHEMA = "guarddiag.flags/4"
 # The prefixes of flags outside torch._dynamo.config (CONFIG_MODULES of child/_torchflags.py).
 _PREFIXES = tuple(prefix for prefix, _ in _bootstrap.CONFIG_MODULES if prefix)
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+# The child parses a value with the type of the flag's current value (child/_torchflags.parse_value); the
+# catalog keeps that type's name, and a value of the type stands in for it. Other types are checked in the child.
+_OF_TYPE: dict[str, object] = {"bool": False, "int": 0, "float": 0.0, "str": ""}
 
 
 @dataclass(frozen=True)
@@ -116,37 +119,11 @@ def free_text(flag: Flag) -> bool:
 
 
 def parse_value(flag: Flag, raw: str) -> object:
-    """Check a value against the flag's type and listed choices; the child parses it again the same way."""
-    if raw in [c for c in flag.choices if isinstance(c, str)]:
-        return raw
-    value = _typed(flag, raw)
-    if flag.choices_only and value not in flag.choices:
-        if value == "None" and None in flag.choices:
-            return None
-        listed = ", ".join(repr(c) for c in flag.choices)
-        raise InputError(f"flag '{flag.name}' takes one of {listed}, not '{raw}'")
-    return value
-
-
-def _typed(flag: Flag, raw: str) -> object:
-    text = raw.strip()
-    if flag.type == "bool":
-        if text.lower() in _TRUE:
-            return True
-        if text.lower() in _FALSE:
-            return False
-        raise InputError(f"flag '{flag.name}' takes a boolean (true/false), not '{raw}'")
-    if flag.type == "int":
-        try:
-            return int(text)
-        except ValueError:
-            raise InputError(f"flag '{flag.name}' takes an integer, not '{raw}'") from None
-    if flag.type == "float":
-        try:
-            return float(text)
-        except ValueError:
-            raise InputError(f"flag '{flag.name}' takes a number, not '{raw}'") from None
-    return raw
+    """Check a value against the flag's type and listed choices, with the parser the child sets it with."""
+    try:
+        return parse_flag_value(flag.name, raw, _OF_TYPE.get(flag.type), flag.choices, flag.choices_only)
+    except FlagError as exc:
+        raise InputError(str(exc)) from None
 
 
 # How long an interpreter may take to start and find torch (no import) before it is called hung.

@@ -31,6 +31,9 @@ from typing import NamedTuple
 COMPILE_ID = r"!?\d+(?:/\d+)*(?:_\d+)?"
 # A cache entry as failure texts name it, the compile id whose guards failed: ``0/1``, ``0/1_1``, ``!0/3/1``.
 CACHE_ENTRY = r"!?\d+(?:/\d+)+(?:_\d+)?"
+# torch.distributed's prefix on each line of a rank once init_process_group ran: ``[rank1]:``.
+RANK_PREFIX = r"\[rank\d+\]:"
+_RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
 # A record's label in a merge: a file name's stem, or the LABEL of LABEL=PATH.
 RECORD_LABEL = r"[A-Za-z0-9_.+-]+"
 # A process other than the main one (the table in the module docstring).
@@ -71,10 +74,26 @@ class CompileId:
     @property
     def compile_key(self) -> str:
         """``frame/number``, without process or attempt: one compile whatever its attempts."""
-        return f"{self.frame}/{self.number}"
+        return compile_id(self.frame, self.number)
 
     def __str__(self) -> str:
         return with_process(self.process, self.compile_key + (f"_{self.attempt}" if self.attempt else ""))
+
+
+def compile_id(frame_id: str, number: int) -> str:
+    """The id of compile ``number`` of a frame: ``rank1:0`` and 3 -> ``rank1:0/3``."""
+    return f"{frame_id}/{number}"
+
+
+def rank_prefix(rank: int) -> str:
+    """torch.distributed's prefix on the lines of global rank ``rank``: ``[rank1]:``."""
+    return f"[rank{rank}]:"
+
+
+def split_rank(line: str) -> tuple[int | None, str]:
+    """``[rank1]:V1203 ...`` -> (1, ``V1203 ...``), what follows the prefix kept as is; (None, line) without one."""
+    m = _RANK_PREFIX.match(line)
+    return (int(m[1]), line[m.end() :]) if m else (None, line)
 
 
 def with_process(process: str, text: str) -> str:

@@ -30,8 +30,9 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
+from guarddiag.ids import CompileId, compile_id
 from guarddiag.logparse.events import CompileSeen, Event
-from guarddiag.model import Cause, FunctionSummary, Run
+from guarddiag.model import Cause, FunctionSummary, Run, lost_lines
 from guarddiag.pipeline import LogReader
 from guarddiag.render.watch import watch_report, watch_warnings
 
@@ -304,8 +305,7 @@ class Watch:
     def compiles(self) -> int:
         """Every compile that happened inside the block (first compiles and recompiles, attempts that
         failed included). When the log lost records (see :attr:`lost_log`), torch's own count."""
-        first = sum(1 for f in self.functions for frame_id in f.frame_ids if f"{frame_id}/0" in self._seen)
-        logged = first + sum(function_recompiles(f) for f in self.functions)
+        logged = self._logged_compiles()
         torch_count = self.torch_compiles
         return max(logged, torch_count) if torch_count is not None else logged
 
@@ -319,11 +319,12 @@ class Watch:
         """torch compiled more in the block than its log showed the watch: the code changed torch's
         logging under it (``torch._logging.set_logs``, ``logging.disable``), so causes are missing
         and the counts are torch's own."""
-        torch_count = self.torch_compiles
-        if torch_count is None:
-            return False
-        first = sum(1 for f in self.functions for frame_id in f.frame_ids if f"{frame_id}/0" in self._seen)
-        return torch_count > first + sum(function_recompiles(f) for f in self.functions)
+        return lost_lines(self.torch_compiles, self._logged_compiles())
+
+    def _logged_compiles(self) -> int:
+        """The compiles the log showed the watch in the block: first compiles seen inside it, and recompiles."""
+        first = sum(1 for f in self.functions for frame_id in f.frame_ids if compile_id(frame_id, 0) in self._seen)
+        return first + sum(function_recompiles(f) for f in self.functions)
 
     def warnings(self) -> list[str]:
         """What the counts cannot show by themselves, one line each (the log lost records under the watch)."""
@@ -364,8 +365,8 @@ def function_recompiles(f: FunctionSummary) -> int:
 
 def _compile_number(record: dict) -> int:
     """``3/2`` -> 2 (``3/2_1`` too); 0 when the id cannot be read."""
-    number = str(record.get("compile_id", "")).rpartition("/")[2].partition("_")[0]
-    return int(number) if number.isdigit() else 0
+    cid = CompileId.parse(str(record.get("compile_id", "")))
+    return cid.number if cid is not None and cid.number >= 0 else 0
 
 
 def _process_hooks() -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from guarddiag import ids
 from guarddiag.ids import CompileId
 from guarddiag.model import FailedCompile, FunctionSummary
 from guarddiag.wrapped import frame_package
@@ -170,7 +171,7 @@ class LedgerIndex:
 
     def failure(self, name: str, line: int | None, frame_id: str, number: int) -> FailedCompile:
         """Why compile ``number`` of a frame installed no code, as torch recorded it (taken once)."""
-        compile_id = f"{frame_id}/{number}"
+        compile_id = ids.compile_id(frame_id, number)
         record = self._take(name, line, number)
         if record is None:
             return FailedCompile(compile_id, "no_code")

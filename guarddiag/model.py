@@ -486,14 +486,17 @@ def compile_gaps(run: Run) -> tuple[tuple[str, int, int], ...]:
     counted = [("", run.torch_compiles), *((p.process, p.torch_compiles) for p in (run.job.processes if run.job else ()))]
     gaps = []
     for process, count in counted:
-        gap = _gap(count, sum(f.compiles for f in run.functions if f.rank == process))
-        if gap is not None:
-            gaps.append((process, *gap))
+        seen = sum(f.compiles for f in run.functions if f.rank == process)
+        if lost_lines(count, seen):
+            gaps.append((process, count, seen))
     return tuple(gaps)
 
 
-def _gap(counted: int | None, seen: int) -> tuple[int, int] | None:
-    return None if counted is None or counted <= seen else (counted, seen)
+def lost_lines(torch_compiles: int | None, logged: int) -> bool:
+    """torch compiled more than the log shows (``logged``): the log lost lines, and every count read from
+    it is too low. Not known (False) where torch keeps no count. A run's processes (:func:`compile_gaps`)
+    and the watch's block (``Watch.lost_log``) are judged by it."""
+    return torch_compiles is not None and torch_compiles > logged
 
 
 def report_order(f: FunctionSummary) -> tuple[int, str, str, int, tuple[str, int]]:

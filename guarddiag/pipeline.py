@@ -24,6 +24,7 @@ from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
 from guarddiag.filekinds import wrong_file, wrong_folder
 from guarddiag.guardkinds import PINNING_KINDS
+from guarddiag.ids import rank_prefix, split_rank
 from guarddiag.ledger import CompileRecord, RefusalRecord
 from guarddiag.logparse.encoding import open_log
 from guarddiag.logparse.events import Event
@@ -185,16 +186,16 @@ def _ranked_tee(lines: Iterable[str], tees: dict[str, int]) -> Iterator[str]:
             head, sep, rest = line.partition("]:")
             rank = tees.get(head + sep) if sep else None
             if rank is not None:
-                line = rest if rest.startswith("[rank") else f"[rank{rank}]:{rest}"
+                line = rest if split_rank(rest)[0] is not None else rank_prefix(rank) + rest
         yield line
 
 
 def _unprefixed(lines: Iterable[str], rank: int) -> Iterator[str]:
     """One rank's log without its ``[rankN]:`` prefixes: its lines before ``init_process_group`` (which
     have none) and after it are one process's."""
-    prefix = f"[rank{rank}]:"
     for line in lines:
-        yield line[len(prefix) :] if line.startswith(prefix) else line
+        shown, body = split_rank(line)
+        yield body if shown == rank else line
 
 
 def read_log(lines: Iterable[str], roles: RolesLookup = local_roles) -> Parsed:

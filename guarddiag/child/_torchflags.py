@@ -11,6 +11,7 @@ import ast
 import difflib
 import json
 import sys
+from collections.abc import Sequence
 
 # Flags torch renamed (2.7: cache_size_limit -> recompile_limit, old names kept as aliases since):
 # a name from the other side of the rename is the first suggestion when a torch lacks it.
@@ -138,15 +139,7 @@ def _apply_flags_warned(flags: list[dict[str, str]]) -> dict[str, object]:
         except Exception as exc:  # noqa: BLE001 - e.g. a deprecated flag's FutureWarning under -W error
             raise FlagError(f"torch refused to read --flag {flag['name']}: {exception_line(exc)}") from None
         choices, only = _choices(_annotation(module, key))
-        if flag["value"] in [c for c in choices if isinstance(c, str)]:
-            value: object = flag["value"]  # optimize_ddp: bool | Literal["python_reducer", ...]
-        else:
-            value = _coerce(flag["name"], flag["value"], current)
-            if only and value == "None" and None in choices:
-                value = None
-            if only and value not in choices:
-                listed = ", ".join(repr(c) for c in choices)
-                raise FlagError(f"flag '{flag['name']}' takes one of {listed}, not {value!r}")
+        value = parse_value(flag["name"], flag["value"], current, choices, only)
         planned.append((module, key, flag["name"], value))
     for module, key, name, value in planned:
         try:
@@ -200,6 +193,22 @@ def _has_attr(module, key: str) -> bool:
     except AttributeError:
         return False
     return True
+
+
+def parse_value(name: str, raw: str, current: object, choices: Sequence[object] = (), only: bool = False) -> object:
+    """A ``--flag`` value as flag ``name`` takes it: one of its listed strings as given (optimize_ddp:
+    ``bool | Literal["python_reducer", ...]``), else parsed with the type of its ``current`` value and,
+    when its ``choices`` are ``only`` ones, one of them. The child parses with it when it sets the flag,
+    guarddiag (``flags.parse_value``) before the run from the catalog: one parser, one refusal."""
+    if raw in [c for c in choices if isinstance(c, str)]:
+        return raw
+    value = _coerce(name, raw, current)
+    if only and value == "None" and None in choices:
+        return None
+    if only and value not in choices:
+        listed = ", ".join(repr(c) for c in choices)
+        raise FlagError(f"flag '{name}' takes one of {listed}, not '{raw}'")
+    return value
 
 
 def _coerce(name: str, raw: str, current: object) -> object:

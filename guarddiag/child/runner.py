@@ -1,8 +1,9 @@
-"""Start the user's script in a child interpreter with torch logging on, and read its log.
+"""Start the user's script in a child interpreter with torch logging on, and say what it did.
 
 The child runs ``_bootstrap.py`` by path (guarddiag need not be installed in the target
 environment). Its stdin, stdout and stderr are the user's; torch's log lines go to a
-file under ``.guarddiag/runs/<id>/`` that stays on disk whatever happens.
+file under ``.guarddiag/runs/<id>/`` that stays on disk whatever happens. Only spawning is
+here: the request is checked in ``commands/spawn.py``, the run built from the folder in ``buildrun.py``.
 """
 
 from __future__ import annotations
@@ -11,31 +12,26 @@ import concurrent.futures
 import contextlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from guarddiag.child import _bootstrap, proctree
-from guarddiag.child._site import _guarddiag_hooks as _hooks
 from guarddiag.child._site import _guarddiag_process as _process
-from guarddiag.child.folders import RUN_FOLDERS, keep_runs, new_run_dir, recreate_if_removed
-from guarddiag.child.processes import read_run_logs
-from guarddiag.errors import InputError
-from guarddiag.model import Job, LateHook, Run, Unobserved
-from guarddiag.render.escape import one_line
-from guarddiag.store import late_hook_from_dict, save_run, write_failure
+from guarddiag.child.folders import RUN_FOLDERS, new_run_dir, recreate_if_removed
+
+T = TypeVar("T")
 
 # Log channels guarddiag needs; `dynamo` at INFO names the frame behind each compile id.
 REQUIRED_LOGS = ("dynamo", "guards", "recompiles", "graph_breaks")
 # The script's output in its run folder when captured (RunRequest.capture_output).
 STDOUT_NAME = "stdout.txt"
-_FLAG_SYNTAX = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)=(?P<value>.*)$")
 
 
 def merge_torch_logs(existing: str | None) -> str:
@@ -64,14 +60,6 @@ def _without_outer_run(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def parse_flag(text: str) -> tuple[str, str]:
-    """``NAME=VALUE`` -> (name, value); the value is checked against torch's config in the child."""
-    m = _FLAG_SYNTAX.match(text)
-    if m is None:
-        raise InputError(f"--flag '{text}': expected NAME=VALUE, e.g. --flag automatic_dynamic_shapes=false")
-    return m["name"], m["value"]
-
-
 @dataclass(frozen=True)
 class RunRequest:
     """What to run and how: a ``script``, or a ``module`` as ``python -m MODULE`` runs it."""
@@ -89,47 +77,51 @@ class RunRequest:
     module: str | None = None
 
 
-def check_script(script: Path) -> None:
-    if not script.exists():
-        raise InputError(f"{script}: no such script; give the path of a Python file to run")
-    if script.is_dir():
-        raise InputError(f"{script}: is a directory; give the path of a Python file to run")
+# What a child did, beside proctree.wait's statuses of a script that ran (ok, failed, timeout,
+# interrupted, killed): nothing of the script ran in these.
+UNSTARTABLE = "unstartable"  # the interpreter could not be started (ChildRun.start_error says why)
+NO_BOOTSTRAP = "no_bootstrap"  # it exited without starting guarddiag's bootstrap (/bin/echo, a Python too old)
+REFUSED = "refused"  # the bootstrap refused the request (ChildRun.refusal: a flag, torch's import, the module)
 
 
-def _check_python(python: str) -> str:
-    found = shutil.which(python) if os.sep not in python else (python if os.access(python, os.X_OK) else None)
-    if not found:
-        raise InputError(f"--python {python}: no such interpreter; give the path of a Python that has torch installed")
-    if not os.path.isfile(found):
-        raise InputError(f"--python {python}: is a directory, not an interpreter; give the path of a Python that has torch installed")
-    return found
+@dataclass(frozen=True)
+class ChildRun:
+    """What one child did: its run folder, its status and exit code, how long it took, what the
+    bootstrap wrote in ``meta.json`` and the Python processes seen in it. Nothing is parsed here."""
+
+    request: RunRequest
+    folder: Path
+    status: str
+    exit_code: int | None
+    duration_s: float
+    # meta.json as the bootstrap wrote it: torch's version, the config in force, the script's exception.
+    meta: Mapping[str, object] = field(default_factory=dict)
+    sightings: tuple[proctree.Sighting, ...] = ()
+    # The script removed its run folder and guarddiag put back the files it held open.
+    folder_recreated: bool = False
+    # The OS's reason the interpreter could not be started (status UNSTARTABLE).
+    start_error: str = ""
+
+    @property
+    def log_path(self) -> Path:
+        """The script's own process's torch log."""
+        return self.folder / "torch.log"
+
+    @property
+    def ledger_path(self) -> Path:
+        """torch's own record of the script's process's compiles, as the bootstrap wrote it."""
+        return self.folder / _bootstrap.LEDGER_NAME
+
+    @property
+    def refusal(self) -> Mapping[str, object]:
+        """What the bootstrap refused (status REFUSED): ``kind``, ``message`` and ``suggestions``."""
+        error = self.meta.get("error")
+        return error if isinstance(error, dict) else {}
 
 
-def _precheck_flags(python: str, request: RunRequest) -> None:
-    """With the target torch's flag catalog cached (`guarddiag flags`, `compare`), a wrong flag is refused
-    at once; otherwise the child refuses it after importing torch (seconds)."""
-    from guarddiag.flags import cached_catalog, check_flags
-
-    catalog = cached_catalog(python, request.workdir / "cache")
-    if catalog is None:
-        return
-    try:
-        check_flags(catalog, request.flags)
-    except InputError as exc:
-        where = f" [{request.label}]" if request.label else ""
-        raise InputError(f"{exc}{where}; fix or drop the --flag; nothing was run") from None
-
-
-def execute(request: RunRequest) -> Run:
-    """Run the script under torch logging and return its run record (also saved in the run folder)."""
-    keep_runs()  # a bad GUARDDIAG_KEEP_RUNS is an error before anything runs, not after
-    if request.timeout is not None and not request.timeout > 0:  # also refuses nan
-        raise InputError(f"--timeout {request.timeout}: not a number of seconds above 0; give e.g. --timeout 600")
-    if request.module is None:
-        check_script(request.script)
-    python = _check_python(request.python)
-    if request.flags:
-        _precheck_flags(python, request)
+def execute(request: RunRequest) -> ChildRun:
+    """Run the script under torch logging in a new run folder and say what it did; the request is
+    checked before (guarddiag.commands.spawn), the run built after (guarddiag.buildrun)."""
     run_dir = new_run_dir(request.workdir, request.module or Path(str(request.script)).stem)
     RUN_FOLDERS.append(run_dir)
     log_path, meta_path, spec_path = run_dir / "torch.log", run_dir / "meta.json", run_dir / "spec.json"
@@ -168,85 +160,27 @@ def execute(request: RunRequest) -> Run:
                 "stdin": subprocess.DEVNULL,
             }
         try:
+            python = find_interpreter(request.python) or request.python
             child = subprocess.Popen([python, _bootstrap.__file__, str(spec_path.resolve())], env=env, **streams)
         except OSError as exc:
-            raise InputError(
-                f"--python {request.python}: cannot start it ({exc.strerror}); give the path of a Python that has torch installed"
-            ) from None
+            return ChildRun(request, run_dir, UNSTARTABLE, None, 0.0, start_error=exc.strerror or str(exc))
         with proctree.tracked(child, env[_process.RUN_MARK]) as processes:
             status, code = proctree.wait(child, request.timeout)
         recreated = recreate_if_removed(run_dir, held)
     duration = time.monotonic() - started
     meta = _read_meta(meta_path)
-    error = meta.get("error")
-    if code == _bootstrap.REFUSED and isinstance(error, dict):
-        hint = f" (did you mean: {', '.join(error['suggestions'])}?)" if error.get("suggestions") else ""
-        what = {
-            "flag": "fix or drop the --flag",
-            "import": "fix what torch names (e.g. TORCH_LOGS) or pick another --python",
-            "module": "give a module that `python -m` runs there (run from the folder that holds it, or install it)",
-        }.get(error.get("kind"), "install torch there or pick another --python")
-        where = f" [{request.label}]" if request.label else ""
+    if code == _bootstrap.REFUSED and isinstance(meta.get("error"), dict):
         # Nothing ran: the folder holds only the request and an empty log. Leave no trace of it.
         shutil.rmtree(run_dir, ignore_errors=True)
-        raise InputError(f"{error['message']}{hint}{where}; {what}; nothing was run")
-    if status in ("ok", "failed") and meta.get("phase") != "script" and not (recreated and _ledger_started(ledger_path)):
-        # /bin/echo, /bin/false, a Python too old to read the bootstrap: the script never started.
-        raise InputError(
-            f"--python {request.python} exited (status {code}) without starting guarddiag's bootstrap; "
-            f"give the path of a Python 3.8+ that has torch installed (log folder: {run_dir})"
-        )
-    try:
-        logs = read_run_logs(run_dir, log_path, ledger_path)
-    except OSError as exc:
-        raise InputError(
-            f"{run_dir}: cannot read the run's torch log ({exc.strerror}: {exc.filename}); "
-            "did the script delete or change its run folder?"
-        ) from None
-    run = Run(
-        functions=logs.functions,
-        parse=logs.stats,
-        torch_version=meta.get("torch_version"),
-        exit_code=code,
-        source="run",
-        status=status,
-        script=None if request.script is None else str(request.script),
-        argv=tuple(request.args),
-        flags={n: v for n, v in request.flags},
-        config=dict(meta.get("config") or {}),
-        flag_notes=tuple(meta.get("flag_notes") or ()),
-        torch_compiles=logs.torch_compiles,
-        log_path=str(log_path),
-        duration_s=round(duration, 3),
-        error=meta.get("exception"),
-        error_flags=tuple(meta.get("exception_flags") or ()),
-        unobserved=_unobserved(run_dir, processes.seen.values()),
-        folder_recreated=recreated,
-        late_hooks=_late_hooks(run_dir),
-        module=request.module,
-        job=Job("run", logs.processes) if logs.processes else None,
-        stances=logs.stances,
-    )
-    try:
-        save_run(run, run_dir / "run.json")
-    except OSError as exc:
-        _unsaved(run_dir / "run.json", exc)
-    return run
+        status = REFUSED
+    elif status in ("ok", "failed") and meta.get("phase") != "script" and not (recreated and _ledger_started(ledger_path)):
+        status = NO_BOOTSTRAP
+    return ChildRun(request, run_dir, status, code, duration, meta, tuple(processes.seen.values()), recreated)
 
 
-# Why run records could not be written, said once per command (a full disk fails every run of a compare).
-_UNSAVED: set[str] = set()
-
-
-def _unsaved(path: Path, exc: OSError) -> None:
-    """The folder's copy of the record is not needed for the report or ``--out``: say why it is missing, go on."""
-    why, fix = write_failure(exc)
-    if why in _UNSAVED:
-        return
-    _UNSAVED.add(why)
-    fix = fix or "did the script delete or change its run folder?"
-    warning = f"guarddiag: warning: {path}: cannot write the run record ({why}); the report is made without it; {fix}"
-    print(one_line(warning), file=sys.stderr)
+def find_interpreter(python: str) -> str | None:
+    """The interpreter's path (a bare name, ``python3``, looked up on PATH); None: no such executable."""
+    return shutil.which(python) if os.sep not in python else (python if os.access(python, os.X_OK) else None)
 
 
 def _ledger_started(path: Path) -> bool:
@@ -256,83 +190,6 @@ def _ledger_started(path: Path) -> bool:
             return fh.readline().startswith(b'{"ledger"')
     except OSError:
         return False
-
-
-# An unobserved process's command line in the record is cut there (a `python -c` may carry a program).
-_ARGV_CHARS = 1000
-
-
-def _unobserved(run_dir: Path, seen: Iterable[proctree.Sighting]) -> tuple[Unobserved, ...]:
-    """The Python processes seen in the run that did not say they run guarddiag's hooks (the file
-    ``observed/<pid>`` holding their command line), each with why, as far as can be told."""
-    found = []
-    for sighting in seen:
-        try:
-            if (run_dir / _process.OBSERVED_DIR / str(sighting.pid)).read_bytes() == sighting.cmdline:
-                continue
-        except OSError:
-            pass
-        argv = sighting.argv
-        command = " ".join(" ".join(argv).split())[:_ARGV_CHARS]
-        found.append(Unobserved(command, sighting.pid, _why_unobserved(argv, sighting, run_dir), sighting.torch))
-    return tuple(found)
-
-
-def _interpreter_letters(argv: list[str]) -> str:
-    """The one-letter options Python reads before the script, ``-c`` or ``-m`` (``-IE``: ``IE``)."""
-    letters = ""
-    i = 1
-    while i < len(argv):
-        arg = argv[i]
-        if arg.startswith("--") and arg != "--":
-            i += 2 if arg == "--check-hash-based-pycs" else 1  # its value is the next argument
-            continue
-        if not arg.startswith("-") or arg in ("-", "--"):
-            break
-        for j, letter in enumerate(arg[1:]):
-            if letter in "cm":
-                return letters  # the code or module follows: Python reads no more options
-            if letter in "WX":  # takes a value: the rest of the argument, else the next one
-                i += j == len(arg) - 2
-                break
-            letters += letter
-        i += 1
-    return letters
-
-
-def _why_unobserved(argv: list[str], sighting: proctree.Sighting, run_dir: Path) -> str:
-    """Why guarddiag's start-up hook did not run in a process (Unobserved.reason): its interpreter
-    options first, then the environment it was started with."""
-    if len(argv) > 1 and os.path.isfile(os.path.join(os.path.dirname(argv[1]), "_site", "sitecustomize.py")):
-        return "guarddiag"  # another guarddiag's bootstrap: the script ran guarddiag, which counts it
-    letters = _interpreter_letters(argv)
-    for letter, reason in (("I", "isolated"), ("E", "ignore_environment"), ("S", "no_site")):
-        if letter in letters:
-            return reason
-    if sighting.run_mark is None:
-        return "no_run_mark"
-    if sighting.run_mark != str(run_dir.resolve()):
-        return "other_run"
-    site = os.path.dirname(os.path.abspath(_process.__file__))
-    if not any(os.path.abspath(p) == site for p in (sighting.pythonpath or "").split(os.pathsep) if p):
-        return "pythonpath"
-    return ""
-
-
-def _late_hooks(run_dir: Path) -> tuple[LateHook, ...]:
-    """Hooks the script's processes added to compiled modules after torch compiled, as they wrote them
-    at exit (``_site/_guarddiag_hooks.py``); a line that is not such a record is skipped."""
-    try:
-        lines = (run_dir / _hooks.HOOKS_NAME).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ()
-    found = []
-    for line in lines:
-        with contextlib.suppress(ValueError, TypeError, AttributeError):
-            fact = json.loads(line)
-            fact.pop("pid", None)
-            found.append(late_hook_from_dict(fact, "hooks.jsonl"))
-    return tuple(found)
 
 
 # ``python -m`` names of torchrun; its default rendezvous (no --standalone, no endpoint) is MASTER_PORT 29500.
@@ -385,8 +242,20 @@ def rendezvous_address(request: RunRequest) -> str | None:
     return f"port {option('--master-port') or 29500}"
 
 
-def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, Run], None] | None = None) -> list[Run]:
-    """Run several requests, ``jobs`` at a time, each its own child process; results in request order.
+def shared_rendezvous(requests: Sequence[RunRequest]) -> list[str]:
+    """The fixed addresses where several of these runs of a torchrun job would meet: they take turns."""
+    meeting = [rendezvous_address(r) for r in requests]
+    return [a for a in dict.fromkeys(meeting) if a is not None and meeting.count(a) > 1]
+
+
+def execute_many(
+    requests: Sequence[RunRequest],
+    jobs: int,
+    then: Callable[[ChildRun], T],
+    on_done: Callable[[RunRequest, T], None] | None = None,
+) -> list[T]:
+    """Run several requests, ``jobs`` at a time, each its own child process, and ``then`` on each
+    child's outcome in the thread that ran it; results in request order (``on_done`` as each ends).
 
     Parallel children share the cores: unless the user set ``OMP_NUM_THREADS``, each gets
     cores / parallel runs, so that two torch processes on two cores do not each start two threads.
@@ -399,30 +268,22 @@ def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[R
     # fail to bind it): they take turns.
     meeting = {i: rendezvous_address(r) for i, r in enumerate(requests)}
     turns = {address: threading.Lock() for address in meeting.values() if address is not None}
-    shared = [a for a in turns if sum(m == a for m in meeting.values()) > 1]
-    if parallel > 1 and shared:
-        print(
-            one_line(
-                f"guarddiag: these runs of a torchrun job all meet at {', '.join(shared)}: they run one at a time "
-                "(give torchrun --standalone, or a free --rdzv-endpoint per run, to run them in parallel)"
-            ),
-            file=sys.stderr,
-        )
 
-    def turn(i: int) -> Run:
+    def turn(i: int) -> T:
         address = meeting[i]
         with turns[address] if address is not None else contextlib.nullcontext():
-            return execute(requests[i])
+            return then(execute(requests[i]))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
         futures = {pool.submit(turn, i): i for i in range(len(requests))}
-        results: list[Run | None] = [None] * len(requests)
+        results: list[tuple[T] | None] = [None] * len(requests)
         try:
             for future in concurrent.futures.as_completed(futures):
                 index = futures[future]
-                results[index] = future.result()
+                result = future.result()
+                results[index] = (result,)
                 if on_done is not None:
-                    on_done(requests[index], results[index])
+                    on_done(requests[index], result)
         except KeyboardInterrupt:
             # Ctrl-C reaches this thread only; the runs wait in others. Stop them all (their partial
             # records are saved as interrupted), then report the interrupt.
@@ -436,7 +297,7 @@ def execute_many(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[R
             for future in futures:
                 future.cancel()
             raise
-    return [r for r in results if r is not None]
+    return [r[0] for r in results if r is not None]
 
 
 def _read_meta(path: Path) -> dict:

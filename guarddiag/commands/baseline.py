@@ -12,9 +12,10 @@ from pathlib import Path
 from guarddiag import baseline as baseline_io
 from guarddiag.baseline import relative_file
 from guarddiag.child.folders import prune_after_command
-from guarddiag.child.runner import RunRequest, check_script, execute_many
+from guarddiag.child.runner import RunRequest
 from guarddiag.commands.options import Target, command_settings, flag_options
 from guarddiag.commands.output import echo, message
+from guarddiag.commands.spawn import check_script, run_scripts
 from guarddiag.config import ScriptSpec, Settings
 from guarddiag.errors import SCRIPT_FAILED, InputError
 from guarddiag.filekinds import is_run_record, wrong_file
@@ -113,7 +114,7 @@ def collect_runs(
         if progress:
             message(f"  {request.label}: {run.status}, {run.recompiles} recompiles ({run.duration_s:.1f}s)")
 
-    results = execute_many([r for _, r in requests], settings.jobs or os.cpu_count() or 1, report)
+    results = run_scripts([r for _, r in requests], settings.jobs or os.cpu_count() or 1, report)
     for (key, _), run in zip(requests, results, strict=True):
         runs[key] = run
     return runs, budgets

@@ -8,10 +8,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guarddiag.child.folders import prune_after_command
-from guarddiag.child.runner import STDOUT_NAME, RunRequest, check_script, execute_many
+from guarddiag.child.runner import STDOUT_NAME, RunRequest
 from guarddiag.commands.options import Target, check_format
 from guarddiag.commands.output import echo, message
 from guarddiag.commands.run import run_listings
+from guarddiag.commands.spawn import check_script, run_scripts
 from guarddiag.compare import (
     ComparePlan,
     OutputChange,
@@ -146,7 +147,7 @@ def _run(target: Target, variants: list[Variant], options: CompareOptions) -> li
     jobs = options.jobs or os.cpu_count() or 1
     if options.progress:
         message(f"running {len(variants)} configurations x {repeat} of {target} ({jobs} at a time)")
-    runs = execute_many(requests, jobs, report)
+    runs = run_scripts(requests, jobs, report)
     results = []
     for i, variant in enumerate(variants):
         group = tuple(runs[i * repeat : (i + 1) * repeat])

@@ -64,13 +64,14 @@ def _explain_path(
     path: Path | Target, full: bool, python: str, timeout: float | None
 ) -> tuple[Explanation, list[str], Run | None]:
     if isinstance(path, Target) or path.suffix == ".py":
-        from guarddiag.child.runner import RunRequest, execute  # a script only: the child process machinery
+        from guarddiag.child.runner import RunRequest  # a script only: the child process machinery
+        from guarddiag.commands.spawn import run_script
 
         target = path if isinstance(path, Target) else Target(path, None)
         request = RunRequest(
             script=target.script, args=target.args, module=target.module, python=python, capture_output=True, timeout=timeout
         )
-        run = execute(request)
+        run = run_script(request)
         log, process = _compiled_log(run)
         where = f" of {process} (the script's own process compiled nothing; the log of each process is beside it)" if process else ""
         notes = [f"torch log{where}: {log} (the script's output is beside it)"]
@@ -138,7 +139,7 @@ def _compiled_log(run: Run, main: Path | None = None) -> tuple[Path, str]:
     compiled = {f.rank for f in run.functions}
     if "" in compiled or not compiled:
         return main, ""
-    from guarddiag.child.processes import process_logs
+    from guarddiag.runlogs import process_logs
 
     first = next((p for p in process_logs(main.parent) if p.name in compiled), None)
     return (first.path, first.name) if first else (main, "")

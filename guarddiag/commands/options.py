@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +14,9 @@ from guarddiag.render.formats import FORMATS
 if TYPE_CHECKING:
     from guarddiag.config import Settings
     from guarddiag.model import Run
+
+
+_FLAG_SYNTAX = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)=(?P<value>.*)$")
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,6 @@ def check_format(fmt: str) -> None:
 def flag_options(texts: list[str] | None, python: str) -> tuple[tuple[str, str], ...]:
     """``--flag NAME=VALUE`` options. A NAME without a value is looked up in the target torch's flag
     catalog, so the error can name the flag meant (``allow_unspec_int_on_nn_modul``: did you mean ...)."""
-    from guarddiag.child.runner import parse_flag
-
     flags = []
     for text in texts or []:
         try:
@@ -99,6 +101,14 @@ def flag_options(texts: list[str] | None, python: str) -> tuple[tuple[str, str],
                 f"--flag {text}: no value; give NAME=VALUE, e.g. --flag {flag.name}={example} (now {flag.value!r})"
             ) from None
     return tuple(flags)
+
+
+def parse_flag(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` -> (name, value); the value is checked against torch's config in the child."""
+    m = _FLAG_SYNTAX.match(text)
+    if m is None:
+        raise InputError(f"--flag '{text}': expected NAME=VALUE, e.g. --flag automatic_dynamic_shapes=false")
+    return m["name"], m["value"]
 
 
 def command_settings(cli: dict[str, object]) -> Settings:

@@ -20,13 +20,14 @@ def run_command(
 ) -> None:
     """Run the script or module, print its report; one that did not finish cleanly is an error after the report."""
     from guarddiag.child.folders import prune_after_command
-    from guarddiag.child.runner import RunRequest, execute
+    from guarddiag.child.runner import RunRequest
+    from guarddiag.commands.spawn import run_script
 
     check_format(fmt)
     request = RunRequest(
         script=target.script, args=target.args, python=python, flags=flag_options(flags, python), timeout=timeout, module=target.module
     )
-    result = execute(request)
+    result = run_script(request)
     # A failed script is the bigger news: --strict's complaint about unknown lines waits for a clean run.
     finish(result, fmt, out, strict and result.status == "ok", advise(result))
     prune_after_command()

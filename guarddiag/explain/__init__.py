@@ -28,6 +28,7 @@ from guarddiag.explain.model import (
 from guarddiag.explain.objects import Memo, objects_of
 from guarddiag.guardexpr import condition_key, size_condition, symbolic_condition
 from guarddiag.guardkinds import FLAT_FALLBACK as SHAPE_GUARD_KIND
+from guarddiag.ids import compile_id
 from guarddiag.logparse.events import Event, GuardListing, SizeGuardAdded, SymbolCreated
 from guarddiag.logparse.guards import location_of
 from guarddiag.model import FunctionSummary, Guard
@@ -165,7 +166,7 @@ def _explain_function(
     entries = []
     for number in sorted(listings):
         objects, ambient = objects_of(listings[number], roles, full, memo)
-        entries.append(CacheEntry(f"{f.frame_ids[0]}/{number}", objects, ambient))
+        entries.append(CacheEntry(compile_id(f.frame_ids[0], number), objects, ambient))
     named = named_arguments(f, entries, files)
     entries = [named.entry(e) for e in entries]
     causes = Counter((e.causes[0].category, named.subject(e.causes[0])) for e in f.recompile_events)

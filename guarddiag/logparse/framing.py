@@ -19,11 +19,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from guarddiag.ids import COMPILE_ID
+from guarddiag.ids import COMPILE_ID, RANK_PREFIX
 
 # Pieces of the prefixes, also for the paste reader (guarddiag.logparse.paste), which finds them
 # mid-line or cut short. Unnamed: a pattern may use one twice.
-RANK_PREFIX = r"\[rank\d+\]:"
 GLOG_LEVEL = r"[VDIWEC]"
 LEVEL_NAMES = r"DEBUG|INFO|WARNING|ERROR|CRITICAL"  # logging's, in the bracketed and basicConfig styles
 DAY = r"\d{4}-\d\d-\d\d"

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from guarddiag.explain import Explanation
 from guarddiag.render.escape import markdown_code, markdown_text, visible_values
-from guarddiag.render.explain_words import EntryWords, ExplanationWords, FunctionWords, HintWords, explanation_words, hint_details
+from guarddiag.render.explain_hints import choice_text, line_where
+from guarddiag.render.explain_words import (
+    EntryWords,
+    ExplanationWords,
+    FunctionWords,
+    HintWords,
+    explanation_data,
+    explanation_words,
+    hint_details,
+)
 from guarddiag.render.formats import FORMATS, render_as
 
 __all__ = ["FORMATS", "explanation_to_dict", "render_explanation"]
@@ -29,12 +36,12 @@ def render_explanation(explanation: Explanation, fmt: str) -> str:
     """The explanation in one of :data:`FORMATS`."""
     words = explanation_words(explanation)
     # JSON and YAML keep the names exactly; the human formats show them visibly (render.escape).
-    return render_as(fmt, lambda: dataclasses.asdict(words), lambda: _markdown(visible_values(words)), lambda: _text(visible_values(words)))
+    return render_as(fmt, lambda: explanation_data(words), lambda: _markdown(visible_values(words)), lambda: _text(visible_values(words)))
 
 
 def explanation_to_dict(explanation: Explanation) -> dict[str, object]:
     """Plain data for JSON/YAML; ``pinned`` stays in (it is what differs between entries)."""
-    return dataclasses.asdict(explanation_words(explanation))
+    return explanation_data(explanation_words(explanation))
 
 
 def _headline(e: ExplanationWords) -> str:
@@ -88,14 +95,15 @@ def _hint_markdown(h: HintWords) -> list[str]:
         f"- **{markdown_text(h.kind)}** ({markdown_text(h.cause)}): {markdown_text(h.hint)}"
         + (f" (check: {markdown_code(h.check)})" if h.check else "")
     ]
-    out += [f"  - {markdown_text(line.place)}: {markdown_code(line.code)}" for line in h.lines]
+    fact = h.fact
+    out += [f"  - {markdown_text(line_where(line, h.function))}: {markdown_code(line.code)}" for line in fact.lines]
     if h.verified:
         out.append(f"  - {markdown_text(h.verified)}")
     if h.cannot_tell:
-        out.append(f"  - {markdown_text(h.cannot_tell)}" + ("; the choices:" if h.choices else ""))
-    for c in h.choices:
-        out.append(f"  - {'' if h.cannot_tell else 'or: '}{markdown_text(c.hint)}")
-        out += [f"    - {markdown_text(line.place)}: {markdown_code(line.code)}" for line in c.lines]
+        out.append(f"  - {markdown_text(h.cannot_tell)}" + ("; the choices:" if fact.choices else ""))
+    for c in fact.choices:
+        out.append(f"  - {'' if h.cannot_tell else 'or: '}{markdown_text(choice_text(c, fact.subject, fact.literal))}")
+        out += [f"    - {markdown_text(line_where(line, h.function))}: {markdown_code(line.code)}" for line in c.lines]
     return out
 
 

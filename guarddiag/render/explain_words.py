@@ -54,46 +54,18 @@ class EntryWords:
 
 
 @dataclass(frozen=True)
-class LineWords:
-    """A line to write: its code, where it goes (an id of explain.model.WHERE, and what to do in words), the
-    user's function whose calls it goes at, the parameter it acts on, the user's line a moved statement
-    comes from, and the config setting and value it sets."""
-
-    code: str
-    where: str
-    place: str
-    function: str = ""
-    target: str = ""
-    at: str = ""
-    setting: str = ""
-    value: str = ""
-
-
-@dataclass(frozen=True)
-class ChoiceWords:
-    """Another answer to the same causes: its hint id, its advice and its lines."""
-
-    id: str
-    hint: str
-    lines: tuple[LineWords, ...] = ()
-
-
-@dataclass(frozen=True)
 class HintWords:
-    """A fix hint: the causes it is for, the advice, the command that checks it, "fix" or "note"; as values,
-    its id, its object, the lines to write, the choices, and what guarddiag cannot tell (``unknown``: an id
-    of explain.hints.UNKNOWNS, ``cannot_tell`` its words)."""
+    """A fix hint said in words: the causes it is for, the advice, the command that checks it, "fix" or
+    "note", what guarddiag cannot tell, where it stands for the script. Its values (id, object, count, the
+    lines to write, the choices) are the model's, ``fact``, said where they are shown (:func:`hint_data`,
+    :func:`hint_details`); ``function``: the compiled function its per-call lines are about."""
 
+    fact: FixHint
+    function: str
     cause: str
-    count: int
     hint: str
     check: str = ""
     kind: str = "fix"
-    id: str = ""
-    subject: str = ""
-    lines: tuple[LineWords, ...] = ()
-    choices: tuple[ChoiceWords, ...] = ()
-    unknown: str = ""
     cannot_tell: str = ""
     # Where a config hint stands for the script (render/flips.check_sentence): verified, or not with the command.
     verified: str = ""
@@ -149,35 +121,76 @@ def _function(f: FunctionExplanation, said: dict[int, ObjectWords]) -> FunctionW
 
 
 def hint_words(h: FixHint, function: str) -> HintWords:
-    """A hint's facts and their words; ``function``: the compiled function its per-call lines are about."""
-
-    def lines(found: tuple[CodeLine, ...]) -> tuple[LineWords, ...]:
-        return tuple(
-            LineWords(x.code, x.where, line_where(x, function), x.function or function, x.target, x.at, x.setting, x.value) for x in found
-        )
-
-    choices = tuple(ChoiceWords(c.hint, choice_text(c, h.subject, h.literal), lines(c.lines)) for c in h.choices)
-    words = HintWords(
-        hint_cause(h), h.count, hint_text(h), h.check, h.kind, h.hint, h.subject, lines(h.lines), choices, h.unknown, unknown_text(h)
-    )
-    return _verified(words, h)
+    """A hint's words; ``function``: the compiled function its per-call lines are about."""
+    return _verified(HintWords(h, function, hint_cause(h), hint_text(h), h.check, h.kind, unknown_text(h)), h)
 
 
 def hint_details(h: HintWords) -> list[str]:
     """What a hint says under its advice, indented from it: each line to write and where, the command that
     checks it or where it stands for the script, what guarddiag cannot tell, and the choices with their lines
     (explain's text and run's report alike)."""
-    out = [f"    {line.place}: {line.code}" for line in h.lines]
+    fact = h.fact
+    out = [f"    {line_where(line, h.function)}: {line.code}" for line in fact.lines]
     if h.check:
         out.append(f"    check: {h.check}")
     if h.verified:
         out.append(f"    {h.verified}")
     if h.cannot_tell:
-        out.append(f"    {h.cannot_tell}; the choices:" if h.choices else f"    {h.cannot_tell}")
-    for c in h.choices:
-        out.append(f"    {'' if h.cannot_tell else 'or: '}{c.hint}")
-        out += [f"      {line.place}: {line.code}" for line in c.lines]
+        out.append(f"    {h.cannot_tell}; the choices:" if fact.choices else f"    {h.cannot_tell}")
+    for c in fact.choices:
+        out.append(f"    {'' if h.cannot_tell else 'or: '}{choice_text(c, fact.subject, fact.literal)}")
+        out += [f"      {line_where(line, h.function)}: {line.code}" for line in c.lines]
     return out
+
+
+def explanation_data(e: ExplanationWords) -> dict[str, object]:
+    """``explain``'s JSON/YAML document: the words of every function, each hint's values and words (:func:`hint_data`)."""
+    data = dataclasses.asdict(dataclasses.replace(e, functions=()))
+    data["functions"] = [_function_data(f) for f in e.functions]
+    return data
+
+
+def _function_data(f: FunctionWords) -> dict[str, object]:
+    data = dataclasses.asdict(dataclasses.replace(f, hints=()))
+    data["hints"] = [hint_data(h) for h in f.hints]
+    return data
+
+
+def hint_data(h: HintWords) -> dict[str, object]:
+    """A hint as plain data: its words, and its values from the model, each line with where it goes in words
+    (``place``) and the function it is about, each choice with its advice."""
+    fact = h.fact
+    return {
+        "cause": h.cause,
+        "count": fact.count,
+        "hint": h.hint,
+        "check": h.check,
+        "kind": h.kind,
+        "id": fact.hint,
+        "subject": fact.subject,
+        "lines": [_line_data(line, h.function) for line in fact.lines],
+        "choices": [
+            {"id": c.hint, "hint": choice_text(c, fact.subject, fact.literal), "lines": [_line_data(line, h.function) for line in c.lines]}
+            for c in fact.choices
+        ],
+        "unknown": fact.unknown,
+        "cannot_tell": h.cannot_tell,
+        "verified": h.verified,
+    }
+
+
+def _line_data(line: CodeLine, function: str) -> dict[str, str]:
+    """A line to write as plain data: the model's values, with where it goes in words (``place``)."""
+    return {
+        "code": line.code,
+        "where": line.where,
+        "place": line_where(line, function),
+        "function": line.function or function,
+        "target": line.target,
+        "at": line.at,
+        "setting": line.setting,
+        "value": line.value,
+    }
 
 
 def _verified(words: HintWords, h: FixHint) -> HintWords:

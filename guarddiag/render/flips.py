@@ -201,7 +201,7 @@ def advice_lines(a: CauseAdvice, function: str = "") -> list[str]:
         words = dataclasses.replace(hint_words(a.hint, function), check="", verified=check_sentence(check) if check else "")
         out.append(f"{words.kind}: {words.hint}")
         out += [line[2:] for line in hint_details(words)]
-        if check is None and words.kind == "fix" and words.lines:
+        if check is None and words.kind == "fix" and words.fact.lines:
             out.append(f"  {_CODE_CHANGE}")
     for o in a.found:
         out.append(f"compare measured {flip_label(o)}: {outcome_sentence(o, times=False)}")

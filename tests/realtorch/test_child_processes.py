@@ -1,5 +1,5 @@
 """Child processes outside the CLI: runs of a torchrun launcher that take turns at one rendezvous address
-(child/runner.py), and the ledger a process that imports torch writes through guarddiag's start-up hook."""
+(child/runner.py, commands/spawn.py), and the ledger a process that imports torch writes through guarddiag's start-up hook."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from guarddiag.child import _bootstrap
-from guarddiag.child.runner import RunRequest, execute_many
+from guarddiag.child.runner import RunRequest
+from guarddiag.commands.spawn import run_scripts
 from guarddiag.ledger import compiles_in, read_ledger
 
 
@@ -30,7 +31,7 @@ def test_runs_that_meet_at_one_address_take_turns_and_others_do_not(tmp_path, ca
     def spans(*extra: str) -> list[list[float]]:
         outs = [tmp_path / f"span{i}{''.join(extra)}.json" for i in range(2)]
         requests = [RunRequest(script=script, args=(*extra, str(o)), python=sys.executable, workdir=tmp_path / "runs") for o in outs]
-        runs = execute_many(requests, 2)
+        runs = run_scripts(requests, 2)
         assert [r.status for r in runs] == ["ok", "ok"]
         return sorted(json.loads(o.read_text()) for o in outs)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from guarddiag.ids import rank_prefix
 from guarddiag.logparse.blocks import (
     LIMIT_FUNCTION_TEXT,
     LIMIT_REASON,
@@ -104,7 +105,7 @@ class PasteReader:
             self._body(body.strip(), rank, out)
 
     def _emit(self, frame: str, body: str, out: list[Event]) -> None:
-        rank = f"[rank{self._rank}]:" if self._rank is not None else ""
+        rank = rank_prefix(self._rank) if self._rank is not None else ""
         out.extend(self._counted(self._parser.feed(rank + frame + body)))
 
     def _counted(self, events: list[Event]) -> list[Event]:

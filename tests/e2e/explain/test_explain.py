@@ -10,7 +10,6 @@ tests skip there, naming the variable.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from guarddiag.commands.explain import explain_lines, explain_path
-from guarddiag.render.explain_words import FunctionWords, HintWords, explanation_words
+from guarddiag.render.explain_words import FunctionWords, HintWords, explanation_words, hint_data
 from tests.apply_hints import apply_lines
 from tests.conftest import (
     FIXTURES,
@@ -178,18 +177,19 @@ def _patched(scenario: str, old: str, new: str, tmp_path: Path) -> Path:
 def _applied(scenario: str, hint: HintWords, tmp_path: Path, choice: str = "") -> Path:
     """A copy of the scenario with the lines the hint says to write (or those of one of its choices), placed
     as they say (tests/apply_hints.py)."""
-    lines = hint.lines if not choice else next(c.lines for c in hint.choices if c.id == choice)
+    data = hint_data(hint)  # the lines as `guarddiag explain --format json` gives them
+    lines = data["lines"] if not choice else next(c["lines"] for c in data["choices"] if c["id"] == choice)
     assert lines, hint
     source = (SCENARIOS / f"{scenario}.py").read_text(encoding="utf-8")
     path = tmp_path / f"{scenario}_fixed.py"
-    path.write_text(apply_lines(source, [dataclasses.asdict(line) for line in lines]), encoding="utf-8")
+    path.write_text(apply_lines(source, lines), encoding="utf-8")
     return path
 
 
 @pytest.mark.torch
 def test_hint_tensor_instead_of_float_removes_the_lr_recompile(tmp_path: Path):
     (hint,) = _hints(LOGS / "torch-2.13.0" / "float_hyperparameter.log", "sgd_update")
-    assert hint.id == "float_as_tensor" and [line.code for line in hint.lines] == ["torch.tensor(lr)"]
+    assert hint.fact.hint == "float_as_tensor" and [line.code for line in hint.fact.lines] == ["torch.tensor(lr)"]
     fixed = _applied("float_hyperparameter", hint, tmp_path)
     assert _compiles(SCENARIOS / "float_hyperparameter.py", tmp_path, "sgd_update") == 2
     assert _compiles(fixed, tmp_path, "sgd_update") == 1
@@ -199,8 +199,8 @@ def test_hint_tensor_instead_of_float_removes_the_lr_recompile(tmp_path: Path):
 def test_hint_maybe_mark_dynamic_removes_the_batch_size_recompile(tmp_path: Path):
     (hint, _) = _hints(LOGS / "torch-2.13.0" / "tensor_shape.log", "train_step")
     # torch named the index (size mismatch at index 0), and y's size changed with x's: the hint marks both.
-    assert hint.id == "maybe_mark_dynamic"
-    assert [line.code for line in hint.lines] == ["torch._dynamo.maybe_mark_dynamic(x, 0)", "torch._dynamo.maybe_mark_dynamic(y, 0)"]
+    assert hint.fact.hint == "maybe_mark_dynamic"
+    assert [line.code for line in hint.fact.lines] == ["torch._dynamo.maybe_mark_dynamic(x, 0)", "torch._dynamo.maybe_mark_dynamic(y, 0)"]
     fixed = _applied("tensor_shape", hint, tmp_path)
     # 3 -> 2: the batch-20 recompile is gone; batch 1 keeps its own entry (torch specializes sizes 0 and 1)
     assert _compiles(SCENARIOS / "tensor_shape.py", tmp_path, "train_step") == 3
@@ -212,10 +212,10 @@ def test_hint_size_one_removes_the_size_one_recompile_too(tmp_path: Path):
     """The batch-1 entry the dynamic entry leaves (torch specializes size 1): size-oblivious backed sizes, with the
     batch dim marked as the other hint says, leave one compile for every batch size."""
     (marked, size_one) = _hints(LOGS / "torch-2.13.0" / "tensor_shape.log", "train_step")
-    assert size_one.id == "size_one" and "backed_size_oblivious" in size_one.check
-    assert [line.setting for line in size_one.lines] == ["torch.fx.experimental._config.backed_size_oblivious"]
+    assert size_one.fact.hint == "size_one" and "backed_size_oblivious" in size_one.check
+    assert [line.setting for line in size_one.fact.lines] == ["torch.fx.experimental._config.backed_size_oblivious"]
     once = _applied("tensor_shape", marked, tmp_path)
-    both = apply_lines(once.read_text(encoding="utf-8"), [dataclasses.asdict(line) for line in size_one.lines])
+    both = apply_lines(once.read_text(encoding="utf-8"), hint_data(size_one)["lines"])
     once.write_text(both, encoding="utf-8")
     assert _compiles(once, tmp_path, "train_step") == 1
 

@@ -156,30 +156,6 @@ def test_choices_come_from_torchs_annotations(version):
         parse_value(ddp, "sometimes")
 
 
-def test_an_exception_names_a_flag_by_name_env_var_or_value():
-    from guarddiag.child._torchflags import flags_named_in
-
-    flags = [
-        {"name": "debug_backend_override", "value": "0:nosuch"},
-        {"name": "automatic_dynamic_shapes_mark_as", "value": "bogus"},
-        {"name": "recompile_limit", "value": "100"},
-        {"name": "specialize_float", "value": "true"},
-    ]
-    named = flags_named_in
-    assert named("ValueError: TORCH_COMPILE_OVERRIDE_BACKENDS: 'nosuch' is not a valid backend", flags) == [
-        "debug_backend_override=0:nosuch"
-    ]
-    assert named("ValueError: invalid automatic_dynamic_shapes_mark_as = x", flags) == ["automatic_dynamic_shapes_mark_as=bogus"]
-    assert named("KeyError: 'bogus'", flags) == ["automatic_dynamic_shapes_mark_as=bogus"]
-    assert named("AssertionError: torch._dynamo.config.recompile_limit must be positive", flags) == ["recompile_limit=100"]
-    # Numbers and booleans are too common to count as a mention; parts of longer words are not one.
-    assert named("RuntimeError: expected 100 elements, got true", flags) == []
-    assert named("ValueError: bogusness", flags) == []
-    assert named("ValueError: my_recompile_limit_x", flags) == []
-    # A value is named only in quotes, a config name only when it is not a plain word.
-    assert named("ValueError: expected a bogus batch size", flags) == []
-    assert named("KeyError: 'verbose'", [{"name": "verbose", "value": "true"}]) == []
-    assert named("RuntimeError: debug build required", [{"name": "inductor.debug", "value": "1"}]) == []
 
 
 def test_compare_tries_every_other_choice_of_a_literal_flag():

@@ -457,7 +457,7 @@ def test_a_damaged_verdict_file_is_one_note_never_a_crash(tmp_path, damage):
 
 def _recorded(name: str) -> Run:
     """A run folder recorded with `guarddiag run` (its log and torch's own record of each compile), read as run reads it."""
-    from guarddiag.child.processes import read_run_logs
+    from guarddiag.runlogs import read_run_logs
 
     folder = FLIPS_LOGS / "torch-2.13.0" / name
     logs = read_run_logs(folder, folder / "torch.log", folder / "torch.compiles.jsonl")

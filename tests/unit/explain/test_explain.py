@@ -76,7 +76,7 @@ def test_module_int_attribute_2_13_type_of_self_and_value_of_layer_idx(version):
     assert _says(idx.recompiles, "changing `self.layer_idx` recompiles", "value 0 is baked in")
     assert [d for e in f.entries[1:] for d in e.differs] == [f"`self.layer_idx`: value {i}" for i in range(1, 6)]
     (hint,) = f.hints
-    assert "allow_unspec_int_on_nn_module" in hint.hint and hint.count == 5
+    assert "allow_unspec_int_on_nn_module" in hint.hint and hint.fact.count == 5
     assert hint.check == "guarddiag compare SCRIPT --flag allow_unspec_int_on_nn_module"
 
 

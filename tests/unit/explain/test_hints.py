@@ -17,7 +17,7 @@ from guarddiag.explain.hints import HINTS, RULES, UNKNOWNS
 from guarddiag.explain.model import WHERE, FixHint
 from guarddiag.guardkinds import KINDS
 from guarddiag.render.explain_hints import _CHOICES, _HINTS, _UNKNOWN, _WHERE, hint_text
-from guarddiag.render.explain_words import explanation_words
+from guarddiag.render.explain_words import explanation_data, explanation_words
 from guarddiag.sourceinfo import DATACLASS, NN_MODULE, PLAIN_OBJECT, class_kind, function_at
 from tests.conftest import LOGS, ROOT, in_checkout
 
@@ -142,12 +142,12 @@ def test_a_string_that_picks_a_path_is_a_note():
 
 def test_the_json_carries_each_hint_as_values():
     with (LOGS / "torch-2.13.0" / "history_append.log").open(encoding="utf-8") as fh:
-        words = explanation_words(explain_lines(map(in_checkout, fh)))
-    (h,) = [h for f in words.functions for h in f.hints]
-    assert (h.id, h.subject, h.kind) == ("mutated_argument", "history", "fix")
-    (line,) = h.lines
-    assert (line.where, line.target, line.function) == ("after_each_call", "loss", "train_step")
-    assert line.place.startswith("move from ") and "out of `train_step` to after each call" in line.place
+        data = explanation_data(explanation_words(explain_lines(map(in_checkout, fh))))
+    (h,) = [h for f in data["functions"] for h in f["hints"]]
+    assert (h["id"], h["subject"], h["kind"]) == ("mutated_argument", "history", "fix")
+    (line,) = h["lines"]
+    assert (line["where"], line["target"], line["function"]) == ("after_each_call", "loss", "train_step")
+    assert line["place"].startswith("move from ") and "out of `train_step` to after each call" in line["place"]
 
 
 def test_every_hint_unknown_and_place_has_words_and_every_family_rules():

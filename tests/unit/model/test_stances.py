@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from guarddiag.baseline import from_runs, load, save
-from guarddiag.child.processes import read_run_logs
 from guarddiag.config import Settings
 from guarddiag.diff import diff_runs
 from guarddiag.errors import InputError
@@ -22,6 +21,7 @@ from guarddiag.model import Run, StanceUse
 from guarddiag.pipeline import parse_log
 from guarddiag.render import markdown, table
 from guarddiag.render.gate import check_to_dict, render_text
+from guarddiag.runlogs import read_run_logs
 from guarddiag.store import run_from_dict, run_to_dict
 from tests.conftest import FIXTURES, ROOT, in_checkout
 

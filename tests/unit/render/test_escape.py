@@ -222,7 +222,7 @@ def _real_runs() -> dict[str, Run]:
 
 
 def _stance_run() -> Run:
-    from guarddiag.child.processes import read_run_logs
+    from guarddiag.runlogs import read_run_logs
 
     logs = read_run_logs(STANCES, STANCES / "torch.log", STANCES / "torch.compiles.jsonl")
     return Run(functions=logs.functions, parse=logs.stats, source="run", torch_version="2.13.0", stances=logs.stances)

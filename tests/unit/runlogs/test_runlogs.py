@@ -1,4 +1,4 @@
-"""child/processes.py on recorded run folders (tests/fixtures/distributed/record_run_folders.py): each
+"""runlogs.py on recorded run folders (tests/fixtures/distributed/record_run_folders.py): each
 process's log read apart and named, its compiles equal to torch's own count in that process."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from guarddiag.child.processes import _named, process_logs, read_run_logs
 from guarddiag.config import Settings
 from guarddiag.errors import OK
 from guarddiag.gate import evaluate
 from guarddiag.model import Job, JobProcess, Run
 from guarddiag.render import render
 from guarddiag.render.gate import render_check
+from guarddiag.runlogs import _named, process_logs, read_run_logs
 from tests.conftest import FIXTURES
 
 FOLDERS = FIXTURES / "distributed" / "run_folders"
