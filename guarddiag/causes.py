@@ -1,6 +1,7 @@
-"""Classify guard failures into the cause taxonomy and name the object in plain words.
+"""Classify guard failures into the cause taxonomy: the kind, the guarded object, the property, as facts.
 
-Pure functions over strings: torch's failure text in, :class:`~guarddiag.model.Cause` out.
+Pure functions over strings: torch's failure text in, :class:`~guarddiag.model.Cause` out (render/words.py
+says it in words).
 Which expression is which kind, and so which category, is the table in :mod:`guarddiag.guardkinds`;
 docs/record-schema.md explains each category.
 """

@@ -370,7 +370,7 @@ def _limit_hit(raw: object, where: str) -> LimitHit:
     hit = _typed(LimitHit, values, where)
     if hit.outcome not in LIMIT_OUTCOMES:
         raise ValueError(f"{where}.outcome: expected one of {', '.join(LIMIT_OUTCOMES)}, got {hit.outcome!r}"[:200])
-    return replace(hit, cause=None if cause is None else _cause(cause, f"{where}.cause"))
+    return replace(hit, cause=None if cause is None else cause_from_dict(cause, f"{where}.cause"))
 
 
 def _refusal(raw: object, where: str) -> Refusal:
@@ -381,7 +381,7 @@ def _refusal(raw: object, where: str) -> Refusal:
     _stance(refusal.stance, f"{where}.stance")
     if refusal.calls < 1 or refusal.entries < 0:
         raise ValueError(f"{where}: expected calls >= 1 and entries >= 0, got {refusal.calls} and {refusal.entries}")
-    return replace(refusal, cause=None if cause is None else _cause(cause, f"{where}.cause"))
+    return replace(refusal, cause=None if cause is None else cause_from_dict(cause, f"{where}.cause"))
 
 
 def _stance_use(raw: object, where: str) -> StanceUse:
@@ -439,7 +439,7 @@ def _cause_dict(c: Cause) -> dict:
     return values
 
 
-def _cause(raw: object, where: str) -> Cause:
+def cause_from_dict(raw: object, where: str = "cause") -> Cause:
     """A cause from its JSON form: ``keys`` (a dict's keys before and after, each a list of keys or null), the
     ``guarded`` source, ``aliased`` names and ``inferred`` expressions typed."""
     values = dict(_object(raw, where))
@@ -481,14 +481,14 @@ def _error(data: dict) -> dict:
 
 
 def _event_from_dict(e: dict, where: str) -> RecompileEvent:
-    causes = tuple(_cause(c, f"{where}.causes[{i}]") for i, c in enumerate(_list(e["causes"], f"{where}.causes")))
+    causes = tuple(cause_from_dict(c, f"{where}.causes[{i}]") for i, c in enumerate(_list(e["causes"], f"{where}.causes")))
     if not causes:
         # Every event the parser makes has a cause (unknown, at worst); an empty list is a hand edit.
         raise ValueError(f"{where}: recompile event {e['compile_id']!r} has no causes")
     logged = e["logged"]
     if not isinstance(logged, bool):
         raise TypeError(f"{where}.logged: expected true or false, got {logged!r}"[:200])
-    also = tuple(_cause(c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
+    also = tuple(cause_from_dict(c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
     return RecompileEvent(str(_str(e["compile_id"], f"{where}.compile_id")), logged, causes, also)
 
 
