@@ -470,13 +470,8 @@ def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
 _UNKNOWN = Cause(category="other", source="", guard="", text="", known=False)
 
 
-_AGAIN = Cause(
-    category="other",
-    source="",
-    guard="compiled again after a cache reset",
-    text="",
-    reset=True,
-)
+# A compile after torch._dynamo.reset() dropped the function's compiled code.
+_AGAIN = Cause(category="other", source="", guard="", text="", reset=True)
 
 
 def _merged_dims(found: Iterable[DynamicDims]) -> tuple[DynamicDims, ...]:

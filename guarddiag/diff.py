@@ -25,6 +25,8 @@ _NO_CAUSE = Cause(category="other", source="", guard="", text="", known=False)
 # Recompiles the counts imply but no event records (a log cut short between compiles): counted
 # under one key so that the per-cause numbers always add up to the function's recompiles.
 _UNRECORDED: CauseKey = ("other", "", "<no recompile event in the log>")
+# The pattern of a compile after a cache reset: it has no guard (render/words.py's pattern_words says it).
+RESET_PATTERN = "<compile cache reset>"
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,7 @@ def guard_pattern(guard: str) -> str:
 
 def cause_key(cause: Cause) -> CauseKey:
     """``(category, readable source, pattern)``: equal for the same kind of cause in any process."""
-    return (cause.category, _readable(cause.source), guard_pattern(cause.guard))
+    return (cause.category, _readable(cause.source), RESET_PATTERN if cause.reset else guard_pattern(cause.guard))
 
 
 def _readable(source: str) -> str:

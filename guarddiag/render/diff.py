@@ -16,7 +16,7 @@ from tabulate import tabulate
 from guarddiag.diff import CauseDelta, FunctionDelta, RunDiff
 from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.formats import render_as
-from guarddiag.render.words import cause_subject, function_label, script_outcome
+from guarddiag.render.words import cause_subject, function_label, pattern_words, script_outcome
 
 DIFF_SCHEMA = "guarddiag.diff/1"
 # Which side of a cause each report line shows, in the order they are shown.
@@ -78,7 +78,7 @@ def _cause_to_dict(c: CauseDelta) -> dict[str, object]:
     return {
         "category": c.category,
         "source": c.source,
-        "pattern": c.pattern,
+        "pattern": pattern_words(c.pattern),
         "subject": _subject(c),
         "before": c.before,
         "after": c.after,
@@ -151,7 +151,7 @@ def _table(diffs: Sequence[RunDiff]) -> str:
                     n = getattr(c, side)
                     if n:
                         out.append(f"  {side} {n}x {c.category}: {_subject(c)}")
-                out.append(f"      guard: {c.pattern[:160]}")
+                out.append(f"      guard: {pattern_words(c.pattern)[:160]}")
             out.append("")
         out += [f"- {line}" for line in verdict(d)]
     return "\n".join(out)

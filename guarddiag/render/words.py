@@ -4,6 +4,7 @@ these are the only words for them."""
 
 from __future__ import annotations
 
+from guarddiag.diff import RESET_PATTERN
 from guarddiag.guardexpr import readable_source
 from guarddiag.limits import LimitBudget
 from guarddiag.model import (
@@ -265,6 +266,11 @@ def cause_text(c: Cause) -> str:
     if c.reset:
         return _RESET_TEXT
     return c.text
+
+
+def pattern_words(pattern: str) -> str:
+    """A cause key's guard pattern as reports show it: a compile after a cache reset has no guard, said in words."""
+    return "compiled again after a cache reset" if pattern == RESET_PATTERN else pattern
 
 
 def rank_cause_words(c: Cause, also: bool) -> str:
