@@ -33,7 +33,6 @@ from guarddiag.logparse.events import (
     SymbolCreated,
 )
 from guarddiag.model import (
-    UNKNOWN_SUBJECT,
     Cause,
     CompiledFor,
     DynamicDims,
@@ -468,24 +467,12 @@ def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
     )
 
 
-_UNKNOWN = Cause(
-    category="other",
-    source="",
-    guard="",
-    text="the log does not show why (torch did not log it, or its reason lines are not in the log), and no guard listing "
-    "of the previous compile was in the log to compare",
-    subject=UNKNOWN_SUBJECT,
-)
+# A recompile whose reason the log does not show, nor a guard listing of the previous compile to compare.
+_UNKNOWN = Cause(category="other", source="", guard="", text="", known=False)
 
 
-_AGAIN = Cause(
-    category="other",
-    source="",
-    guard="compiled again after a cache reset",
-    text="compiled again from scratch: torch._dynamo.reset() dropped its compiled code (or another code object "
-    "with the same name and first line was compiled)",
-    subject="compile cache reset",
-)
+# A compile after torch._dynamo.reset() dropped the function's compiled code.
+_AGAIN = Cause(category="other", source="", guard="", text="", reset=True)
 
 
 def _merged_dims(found: Iterable[DynamicDims]) -> tuple[DynamicDims, ...]:

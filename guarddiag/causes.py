@@ -1,6 +1,7 @@
-"""Classify guard failures into the cause taxonomy and name the object in plain words.
+"""Classify guard failures into the cause taxonomy: the kind, the guarded object, the property, as facts.
 
-Pure functions over strings: torch's failure text in, :class:`~guarddiag.model.Cause` out.
+Pure functions over strings: torch's failure text in, :class:`~guarddiag.model.Cause` out (render/words.py
+says it in words).
 Which expression is which kind, and so which category, is the table in :mod:`guarddiag.guardkinds`;
 docs/record-schema.md explains each category.
 """
@@ -27,59 +28,56 @@ from guarddiag.guardkinds import Category, GuardKind, ambient_state, failure_kin
 from guarddiag.ids import CACHE_ENTRY
 from guarddiag.logparse.events import StackFrame
 from guarddiag.logparse.guards import location_of
-from guarddiag.model import Cause, DictKeys, Guard
+from guarddiag.model import Cause, DictKeys, Guard, Inferred, Source
 from guarddiag.places import location_file, users_file
 from guarddiag.resume import slot_index, slot_name
-from guarddiag.sourceinfo import Roles
+from guarddiag.sourceinfo import ARGUMENT, CLOSURE, LOCAL, Roles
 
-__all__ = ["cause_from_changed_guard", "classify_failure", "classify_last_reason", "keys_cause", "subject"]
+__all__ = ["cause_from_changed_guard", "classify_failure", "classify_last_reason", "guarded_source", "keys_cause"]
 
 
-def subject(src: str, roles: Mapping[str, str] | None = None) -> str:
-    """The object a guard concerns, in plain words: ```m.layer_idx` on argument `m```.
+def guarded_source(src: str, roles: Mapping[str, str] | None = None) -> Source:
+    """The object torch names ``src`` (``L['m'].layer_idx``) as facts: its root, the root's role, the path below it.
 
     ``roles`` (from :mod:`guarddiag.sourceinfo`) says which locals are arguments or closure variables.
     """
     if not src:
-        return "the compiled frame"
+        return Source()
     root_global = src.startswith("G[")
     name = readable_source(src)
     if root_global and name.startswith("__import_"):
         return _imported(name)
     head = re.match(r"[A-Za-z_]\w*", name)
     if head is None:
-        return f"`{name}`"
+        return Source(name, "expression")
     root = head.group(0)
     index = None if root_global else slot_index(root)
     if index is not None:
         return _held(index, name[len(root) :], roles)
-    where = "global" if root_global else (roles or {}).get(root, "local")
-    rest = name[len(root) :]
-    if not rest:
-        return f"{where} `{root}`"
-    return f"`{name}` on {where} `{root}`"
+    role = "global" if root_global else _ROLE.get((roles or {}).get(root, LOCAL), "local")
+    return Source(root, role, name[len(root) :])
 
 
-def _held(index: int, rest: str, roles: Mapping[str, str] | None) -> str:
-    """A value a graph break left on the stack, by the user's code that computed it: ```self.block(x)```;
-    where the source does not tell, by torch's name and the line of the break."""
+# sourceinfo's roles of a local name -> Source.role.
+_ROLE = {ARGUMENT: "argument", CLOSURE: "closure", LOCAL: "local"}
+
+
+def _held(index: int, rest: str, roles: Mapping[str, str] | None) -> Source:
+    """A value a graph break left on the stack: the user's code that computed it where the source tells,
+    and the line of the break."""
     held = roles.held if isinstance(roles, Roles) else ()
-    if index < len(held) and held[index]:
-        return f"`{held[index]}{rest}`"
     line = roles.line if isinstance(roles, Roles) else None
-    at = f" at line {line}" if line is not None else ""
-    return f"`{slot_name(index)}{rest}` (a value the graph break{at} left on the stack)"
+    return Source(slot_name(index), "stack", rest, held=held[index] if index < len(held) else "", line=line)
 
 
-def _imported(name: str) -> str:
+def _imported(name: str) -> Source:
     """A global reached through a module torch imported for the frame: ``__import___main__.activations``
     is the script's own global `activations`; ``__import_torch_dot_nn...`` is torch's."""
     module, _, rest = name.removeprefix("__import_").partition(".")
     module = module.replace("_dot_", ".")
     if module == "torch" or module.startswith("torch."):
-        return f"torch internals (`{name}`)"
-    where = "the script" if module == "__main__" else f"module `{module}`"
-    return f"global `{rest}` of {where}" if rest else f"module `{module}`"
+        return Source(name, "torch")
+    return Source(rest, "module_global", module=module) if rest else Source(module, "module")
 
 
 def classify_failure(
@@ -97,20 +95,18 @@ def classify_failure(
     head, joined, tail = comment.rpartition(") and ")
     if joined and "  # " in tail:
         comment = " " + tail
-    category, src, about = _classify_expr(expr, roles)
+    facts = _classify_expr(expr, roles)
     location = location_of(comment) if comment else ""
     # `code  # file:line in fn`; a flattened paste has single spaces around the second `#`.
     at = comment.rfind(location) if location else -1
     code = comment[:at].rstrip().removesuffix("#").strip() if at > 0 else ""
     location, code, inner, inner_code = users_line(location, " ".join(code.split()) if location else "", stack)
-    shaped = category == Category.DYNAMIC_SHAPE
+    shaped = facts.category == Category.DYNAMIC_SHAPE
     condition = size_condition(expr) if shaped else ""
-    return Cause(
-        category=category,
-        source=src,
+    return replace(
+        facts,
         guard=normalize_guard(expr),
         text=" ".join(first.split()),
-        subject=about,
         cache_entry=cache_entry,
         location=location,
         code=code,
@@ -156,36 +152,27 @@ def classify_last_reason(last_reason: str, roles: Mapping[str, str] | None = Non
 _CACHE_ENTRY = re.compile(rf"^(?P<ce>{CACHE_ENTRY}): ")
 
 
-def _classify_expr(expr: str, roles: Mapping[str, str] | None) -> tuple[str, str, str]:
-    """Category, source and subject of a failure text's expression: the first row of the kind table
-    whose failure spelling it matches."""
+def _classify_expr(expr: str, roles: Mapping[str, str] | None) -> Cause:
+    """The facts of a failure text's expression (kind, category, object, property, dim): the first row of
+    the kind table whose failure spelling it matches. Its text and guard are the caller's."""
     found = failure_kind(expr)
     if found is None:
         src = named_source(expr)
-        return Category.OTHER, src, subject(src, roles) if src else "unclassified guard"
+        return Cause(Category.OTHER, src, "", "", guarded=guarded_source(src, roles) if src else None)
     row, m = found
     groups = m.groupdict()
     if row.category is Category.GLOBAL_STATE:
-        return row.category, "", ambient_state(expr) or (groups.get("what") or "").strip()
+        return Cause(row.category, "", "", "", row.name, checked=ambient_state(expr) or (groups.get("what") or "").strip())
     src = (groups.get("src") or (sized_source(expr) if row.category is Category.DYNAMIC_SHAPE else "")).strip()
-    if row.category is Category.DYNAMIC_SHAPE:
-        # Each symbolic-size guard is a cause of its own: its condition names it (``x.size(1) % 8 == 0``).
-        return row.category, src, row.about.format(who=subject(as_source(src), roles) if src else "", what=size_condition(expr))
     if row.category is Category.ALIASING:
         return _aliasing(row, src, groups.get("other") or "", roles)
-    about = _about(row, src, groups.get("what") or "", roles)
-    if groups.get("dim"):
-        # One tensor's dims change independently (a batch dim, a sequence dim): each is its own cause.
-        about += f" at dim {groups['dim']}"
-    return row.category, src, about
-
-
-def _about(row: GuardKind, src: str, what: str, roles: Mapping[str, str] | None) -> str:
-    """The row's words for the object (``value of `n```); a relation of sizes alone (``Eq(s0, 3)``)
-    names no object."""
-    if not src:
-        return row.about.partition(" of {who}")[0]
-    return row.about.format(who=subject(as_source(src), roles), what=what)
+    guarded = guarded_source(as_source(src), roles) if src else None
+    if row.category is Category.DYNAMIC_SHAPE:
+        # Each symbolic-size guard is a cause of its own: its condition names it (``x.size(1) % 8 == 0``).
+        return Cause(row.category, src, "", "", row.name, guarded, checked=size_condition(expr))
+    # One tensor's dims change independently (a batch dim, a sequence dim): each is its own cause.
+    dim = int(groups["dim"]) if groups.get("dim") else None
+    return Cause(row.category, src, "", "", row.name, guarded, checked=groups.get("what") or "", dim=dim)
 
 
 def _names(listed: str) -> list[str]:
@@ -197,20 +184,20 @@ def _names(listed: str) -> list[str]:
     return [str(n).strip() for n in names if str(n).strip()] if isinstance(names, list) else [str(names)]
 
 
-def _aliasing(row: GuardKind, src: str, other: str, roles: Mapping[str, str] | None) -> tuple[str, str, str]:
-    """``Duplicate tensors found: ["feats[1]", "feats[2]"]`` or ``a is b``: the objects, named together."""
+def _aliasing(row: GuardKind, src: str, other: str, roles: Mapping[str, str] | None) -> Cause:
+    """``Duplicate tensors found: ["feats[1]", "feats[2]"]`` or ``a is b``: the objects, together."""
     names = [src, other] if other else _names(src)
     if not names:
-        return row.category, "", row.about.format(who="tensor inputs")
-    who = " and ".join(f"`{readable_source(as_source(n))}`" for n in names)
-    return row.category, as_source(names[0]), row.about.format(who=who)
+        return Cause(row.category, "", "", "", row.name)
+    aliased = tuple(readable_source(as_source(n)) for n in names)
+    first = as_source(names[0])
+    return Cause(row.category, first, "", "", row.name, guarded_source(first, roles), aliased=aliased)
 
 
 def keys_cause(cause: Cause, keys: DictKeys, roles: Mapping[str, str] | None = None) -> Cause:
     """A container cause on a dict (``len(d) != 2``: torch checks the length first) as the change of its keys
     it is, with the keys the listings tell."""
-    src = as_source(cause.source)
-    return replace(cause, subject=kind("DICT_KEYS").about.format(who=subject(src, roles)), keys=keys)
+    return replace(cause, kind="DICT_KEYS", guarded=guarded_source(as_source(cause.source), roles), keys=keys)
 
 
 def cause_from_changed_guard(before: Guard, after: Guard, roles: Mapping[str, str] | None = None, what: str = "") -> Cause:
@@ -227,27 +214,31 @@ def cause_from_changed_guard(before: Guard, after: Guard, roles: Mapping[str, st
             category=Category.CONTAINER,
             source=now.source,
             guard=normalize_guard(before.expr),
-            text=f"inferred: the keys of {readable_source(now.source)} changed from `{_short(before.expr)}` to `{_short(after.expr)}`",
-            subject=kind("DICT_KEYS").about.format(who=subject(now.source, roles)),
+            text="",
+            kind="DICT_KEYS",
+            guarded=guarded_source(now.source, roles),
             keys=keys,
+            inferred=Inferred(before.expr, after.expr),
         )
     if row.category is Category.GLOBAL_STATE:
-        about = _global_state_change(before.expr, after.expr) or ambient_state(after.expr) or "global torch state"
+        checked, dim = _global_state_change(before.expr, after.expr) or ambient_state(after.expr) or "global torch state", None
     else:
         # A tensor's changed fields when the two checks tell them: "size of tensor `x` at dim 0", as
         # torch's own failure text reads; else "metadata of tensor `x`".
-        what = what or tensor_change(tensor_fields(before.expr), tensor_fields(after.expr)) or "metadata"
-        at = ""
-        if what.startswith("size at dim ") and "," not in what:
-            what, at = "size", f" at dim {what.rpartition(' ')[2]}"
-        about = row.about.format(who=subject(after.source, roles), what=what) + at
+        checked = what or tensor_change(tensor_fields(before.expr), tensor_fields(after.expr)) or "metadata"
+        dim = None
+        if checked.startswith("size at dim ") and "," not in checked:
+            checked, dim = "size", int(checked.rpartition(" ")[2])
     return Cause(
         category=row.category,
         source=after.source,
         guard=normalize_guard(before.expr),
-        text=f"inferred: {after.kind} on {readable_source(after.source) or 'the frame'} changed "
-        f"from `{_short(before.expr)}` to `{_short(after.expr)}`",
-        subject=about,
+        text="",
+        kind=after.kind,
+        guarded=None if row.category is Category.GLOBAL_STATE else guarded_source(after.source, roles),
+        checked=checked,
+        dim=dim,
+        inferred=Inferred(before.expr, after.expr, after.kind),
     )
 
 
@@ -260,7 +251,3 @@ def _global_state_change(before: str, after: str) -> str:
         return ""
     changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
     return ", ".join(k.replace("_", " ") for k in changed)
-
-
-def _short(expr: str, width: int = 80) -> str:
-    return expr if len(expr) <= width else expr[: width - 3] + "..."

@@ -14,18 +14,19 @@ from dataclasses import dataclass
 from guarddiag.guardexpr import ID_MARK, readable_expr, readable_source
 from guarddiag.guardkinds import as_state_change
 from guarddiag.ids import FunctionKey
-from guarddiag.model import UNKNOWN_SUBJECT, Cause, FunctionSummary, Run
+from guarddiag.model import Cause, FunctionSummary, Run
 
 CauseKey = tuple[str, str, str]
 
 PLACEHOLDER = "<v>"
 
 # An event without causes can come from a hand-written or older record; it still counts once.
-_NO_CAUSE = Cause(category="other", source="", guard="", text="no cause recorded", subject=UNKNOWN_SUBJECT)
+_NO_CAUSE = Cause(category="other", source="", guard="", text="", known=False)
 # Recompiles the counts imply but no event records (a log cut short between compiles): counted
 # under one key so that the per-cause numbers always add up to the function's recompiles.
 _UNRECORDED: CauseKey = ("other", "", "<no recompile event in the log>")
-_UNRECORDED_SUBJECT = "recompiles with no recorded event"
+# The pattern of a compile after a cache reset: it has no guard (render/words.py's pattern_words says it).
+RESET_PATTERN = "<compile cache reset>"
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class CauseDelta:
     category: str
     source: str
     pattern: str
-    subject: str
+    # The first cause seen of this kind (None: recompiles the counts imply but no event records).
+    cause: Cause | None
     before: int
     after: int
 
@@ -207,7 +209,7 @@ def guard_pattern(guard: str) -> str:
 
 def cause_key(cause: Cause) -> CauseKey:
     """``(category, readable source, pattern)``: equal for the same kind of cause in any process."""
-    return (cause.category, _readable(cause.source), guard_pattern(cause.guard))
+    return (cause.category, _readable(cause.source), RESET_PATTERN if cause.reset else guard_pattern(cause.guard))
 
 
 def _readable(source: str) -> str:
@@ -263,21 +265,21 @@ def _pair_on(
 # --- the diff ---------------------------------------------------------------------------------
 
 
-def _cause_counts(f: FunctionSummary | None) -> dict[CauseKey, tuple[int, str]]:
-    """Recompile events per primary-cause key, with the subject of the first one seen."""
-    counts: dict[CauseKey, tuple[int, str]] = {}
+def _cause_counts(f: FunctionSummary | None) -> dict[CauseKey, tuple[int, Cause | None]]:
+    """Recompile events per primary-cause key, with the first cause seen."""
+    counts: dict[CauseKey, tuple[int, Cause | None]] = {}
     if f is None:
         return counts
     for event in f.recompile_events:
         # The decisive cause comes first (the entry that would otherwise have matched: build._decisive).
         cause = event.causes[0] if event.causes else _NO_CAUSE
         key = cause_key(cause)
-        n, subject = counts.get(key, (0, cause.subject))
-        counts[key] = (n + 1, subject)
+        n, first = counts.get(key, (0, cause))
+        counts[key] = (n + 1, first)
     missing = f.recompiles - len(f.recompile_events)
     if missing > 0:
-        n, _ = counts.get(_UNRECORDED, (0, ""))
-        counts[_UNRECORDED] = (n + missing, _UNRECORDED_SUBJECT)
+        n, _ = counts.get(_UNRECORDED, (0, None))
+        counts[_UNRECORDED] = (n + missing, None)
     return counts
 
 
@@ -295,9 +297,9 @@ def _function_delta(a: FunctionSummary | None, b: FunctionSummary | None) -> Fun
             category=key[0],
             source=key[1],
             pattern=key[2],
-            subject=(counts_a.get(key) or counts_b[key])[1],
-            before=counts_a.get(key, (0, ""))[0],
-            after=counts_b.get(key, (0, ""))[0],
+            cause=(counts_a.get(key) or counts_b[key])[1],
+            before=counts_a.get(key, (0, None))[0],
+            after=counts_b.get(key, (0, None))[0],
         )
         for key in {**counts_a, **counts_b}
     ]

@@ -20,7 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from guarddiag.ids import job_rank
-from guarddiag.model import UNKNOWN_SUBJECT, FunctionSummary, Run, compile_gaps
+from guarddiag.model import Cause, CauseIdentity, FunctionSummary, Run, compile_gaps
+from guarddiag.render.words import rank_cause_words
 
 
 @dataclass(frozen=True)
@@ -102,15 +103,28 @@ def _gaps(known: set[int], size: int) -> tuple[tuple[int, int], ...]:
 
 
 @dataclass(frozen=True)
+class RankCause:
+    """A cause some ranks recompiled on: the decisive cause of a recompile, or (``also``) what else changed
+    against the entry it missed."""
+
+    cause: Cause
+    also: bool = False
+
+
+# A rank's causes as compared: each by its identity (Cause.key), ``also`` apart, each once, first seen first.
+_Seen = tuple[tuple[bool, CauseIdentity], ...]
+
+
+@dataclass(frozen=True)
 class RankBehaviour:
     """What some ranks did with one function: the same compiles, recompiles, causes and limit hit."""
 
     ranks: tuple[int, ...]
     compiles: int
     recompiles: int
-    # The decisive cause of each recompile, in plain words (its subject), and what else changed against
-    # the entry it missed (``also ...``), each once, first seen first.
-    causes: tuple[str, ...]
+    # The decisive cause of each recompile and what else changed against the entry it missed, each once
+    # (by its identity), first seen first, as the group's lowest rank recompiled on it.
+    causes: tuple[RankCause, ...]
     limit_hit: bool
 
 
@@ -152,23 +166,25 @@ class Divergence:
 
 def _unclear(f: FunctionSummary) -> bool:
     """Whether the log shows a recompile of ``f`` without its cause: its causes cannot be compared."""
-    return any(e.causes and e.causes[0].subject == UNKNOWN_SUBJECT for e in f.recompile_events)
+    return any(e.causes and not e.causes[0].known for e in f.recompile_events)
 
 
-def _behaviour(f: FunctionSummary | None) -> tuple[int, int, tuple[str, ...], bool]:
+def _rank_causes(f: FunctionSummary) -> dict[tuple[bool, CauseIdentity], Cause]:
+    """A function's causes by identity (``also`` apart), the first of each seen."""
+    found: dict[tuple[bool, CauseIdentity], Cause] = {}
+    for e in f.recompile_events:
+        if e.causes:
+            for also, c in ((False, e.causes[0]), *((True, c) for c in e.also)):
+                found.setdefault((also, c.key), c)
+    return found
+
+
+def _behaviour(f: FunctionSummary | None) -> tuple[int, int, _Seen, bool]:
     if f is None:
         return (0, 0, (), False)
     # What else changed against the entry a recompile missed counts too: a rank whose recompile also
     # took another branch compiled another graph than ranks that recompiled on the size alone.
-    causes = tuple(
-        dict.fromkeys(
-            subject
-            for e in f.recompile_events
-            if e.causes
-            for subject in (e.causes[0].subject, *(f"also {c.subject}" for c in e.also))
-        )
-    )
-    return (f.compiles, f.recompiles, causes, f.limit_hit)
+    return (f.compiles, f.recompiles, tuple(_rank_causes(f)), f.limit_hit)
 
 
 def rank_divergence(run: Run) -> tuple[Divergence, ...]:
@@ -196,7 +212,7 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
         # another rank counted the same, whether their causes differ is not known.
         clear = {r: b for r, b in seen.items() if r not in per_rank or not _unclear(per_rank[r])}
         unclear = tuple(r for r in seen if r not in clear and any(b[:2] + b[3:] == seen[r][:2] + seen[r][3:] for b in clear.values()))
-        groups = _groups({r: b for r, b in seen.items() if r not in unclear})
+        groups = _groups({r: b for r, b in seen.items() if r not in unclear}, per_rank)
         suspect = (unknown or uncounted or unclear) and any(g.recompiles or g.limit_hit for g in groups)
         if len(groups) > 1 or suspect:
             lost_here = tuple(r for r in lost if r in uncounted)
@@ -206,13 +222,19 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
     return tuple(sorted(found, key=lambda d: (d.job, d.function.file, d.function.line or 0, d.function.name)))
 
 
-def _groups(seen: dict[int, tuple[int, int, tuple[str, ...], bool]]) -> tuple[RankBehaviour, ...]:
+def _groups(seen: dict[int, tuple[int, int, _Seen, bool]], per_rank: dict[int, FunctionSummary]) -> tuple[RankBehaviour, ...]:
     """Ranks grouped by behaviour: the most ranks first; on a tie, a group that compiled it before one
     that never did, then the group without recompiles (the behaviour a job is meant to have), then the
     lowest rank."""
     sizes = Counter(seen.values())
     order = sorted(sizes, key=lambda b: (-sizes[b], b[0] == 0, b[1] > 0, min(r for r, s in seen.items() if s == b)))
-    return tuple(RankBehaviour(tuple(r for r, s in sorted(seen.items()) if s == b), *b) for b in order)
+    groups = []
+    for compiles, recompiles, keys, limit_hit in order:
+        ranks = tuple(r for r, s in sorted(seen.items()) if s == (compiles, recompiles, keys, limit_hit))
+        first = _rank_causes(per_rank[ranks[0]]) if ranks[0] in per_rank else {}
+        causes = tuple(RankCause(first[k], k[0]) for k in keys)
+        groups.append(RankBehaviour(ranks, compiles, recompiles, causes, limit_hit))
+    return tuple(groups)
 
 
 def ranks_in(run: Run) -> dict[str, tuple[int, ...]]:
@@ -270,7 +292,13 @@ def divergence_to_dict(d: Divergence) -> dict[str, object]:
         "unclear_ranks": list(d.unclear),
         "known": d.known,
         "groups": [
-            {"ranks": list(g.ranks), "compiles": g.compiles, "recompiles": g.recompiles, "causes": list(g.causes), "limit_hit": g.limit_hit}
+            {
+                "ranks": list(g.ranks),
+                "compiles": g.compiles,
+                "recompiles": g.recompiles,
+                "causes": [rank_cause_words(c.cause, c.also) for c in g.causes],
+                "limit_hit": g.limit_hit,
+            }
             for g in d.groups
         ],
     }

@@ -154,7 +154,8 @@ class Target:
     function: FunctionSummary
     key: CauseKey
     category: str
-    subject: str
+    # The first cause of the function with this key: what the target is about.
+    cause: Cause
     recompiles: int
     limit_hits: int
     facts: frozenset[str]
@@ -414,7 +415,7 @@ def plan_flips(
         key = cause_key(cause)
         targets.append(
             Target(
-                f, key, cause.category, cause.subject, recompiles, hits, facts, tuple(candidates), tuple(dict.fromkeys(skipped)), refused
+                f, key, cause.category, cause, recompiles, hits, facts, tuple(candidates), tuple(dict.fromkeys(skipped)), refused
             )
         )
     targets.sort(key=lambda t: (-(t.recompiles + t.limit_hits + t.refused), str(t.function_key), t.key))

@@ -102,8 +102,8 @@ class GuardKind:
 
     ``flat``: patterns of the expression in a flat listing (torch < 2.3), searched; a ``src`` group
     names the guarded object. ``failure``: patterns of a failure text, searched; groups ``src`` (the
-    object) and ``what`` (the property that changed). ``about``: the object in plain words,
-    ``{who}`` the object, ``{what}`` the property (a cause's ``subject``). ``ambient``: the state
+    object) and ``what`` (the property that changed); render/words.py says a cause of
+    each kind in words. ``ambient``: the state
     the kind checks (guard model of explain). ``hint``: the family of fix hints that answers it ("": none):
     :data:`guarddiag.explain.hints.RULES` holds each family's rules, tried in order (docs/hints.md)."""
 
@@ -114,7 +114,6 @@ class GuardKind:
     pins: bool = False
     ambient: str = ""
     hint: str = ""
-    about: str = "{who}"
 
 
 def _p(*patterns: str) -> tuple[re.Pattern[str], ...]:
@@ -133,8 +132,6 @@ GUARD_HELPER = "___check_"  # torch's guard helpers: ___check_obj_id, ___check_t
 TENSOR_FAILURE_START = "tensor '"  # "tensor 'x' size mismatch at index 0. expected 3, actual 4"
 MISMATCH = "mismatch"
 EQUALITY_OPS = "==|!=|is not|is"
-_CONTENT = "content of {who}"
-_VALUE_OF = "value of {who}"
 _FLAT_STATE_CALLS = "|".join(s.flat_call.removeprefix("___") for s in AMBIENT_STATES if s.flat_call)
 
 KINDS: tuple[GuardKind, ...] = (
@@ -151,7 +148,6 @@ KINDS: tuple[GuardKind, ...] = (
         ),
         pins=True,
         hint="tensor",
-        about="{what} of tensor {who}",
     ),
     GuardKind(
         "ID_MATCH",
@@ -164,16 +160,14 @@ KINDS: tuple[GuardKind, ...] = (
         ),
         pins=True,
         hint="identity",
-        about="{who}: a different object",
     ),
-    GuardKind("NOT_NONE_MATCH", _ID, hint="identity", about="{who}: a different object"),
+    GuardKind("NOT_NONE_MATCH", _ID, hint="identity"),
     GuardKind(
         "TYPE_MATCH",
         _TYPE,
         flat=_p(r"^___check_type_id\((?P<src>.+?), \d+\)"),
         failure=_p(r"^(?:TYPE_MATCH: )?___check_type_id\((?P<src>.+?), \d+\)"),
         pins=True,
-        about="{who}: another type",
     ),
     GuardKind(
         "DICT_VERSION",
@@ -181,7 +175,6 @@ KINDS: tuple[GuardKind, ...] = (
         flat=_p(r"^___dict_version\((?P<src>.+?)\)"),
         failure=_p(r"^(?:not )?___dict_version\((?P<src>.+?)\)"),
         hint="container",
-        about=_CONTENT,
     ),
     GuardKind(
         "DICT_KEYS",
@@ -195,16 +188,14 @@ KINDS: tuple[GuardKind, ...] = (
         ),
         pins=True,
         hint="container",
-        about="keys of {who}",
     ),
-    GuardKind("DICT_KEYS_MATCH", _CONTAINER, pins=True, hint="container", about=_CONTENT),
+    GuardKind("DICT_KEYS_MATCH", _CONTAINER, pins=True, hint="container"),
     GuardKind(
         "DICT_CONTAINS",
         _CONTAINER,
         flat=_p(r"^(?:not )?___dict_contains\([^,]+, (?P<src>.+?)\)"),
         failure=_p(r"^(?:not )?___dict_contains\([^,]+, (?P<src>.+?)\)"),
         hint="container",
-        about=_CONTENT,
     ),
     GuardKind(
         "LENGTH_CHECK",
@@ -217,10 +208,9 @@ KINDS: tuple[GuardKind, ...] = (
         ),
         pins=True,
         hint="container",
-        about="length of {who}",
     ),
-    GuardKind("DICT_LENGTH", _CONTAINER, pins=True, hint="container", about=_CONTENT),
-    GuardKind("SEQUENCE_LENGTH", _CONTAINER, pins=True, hint="container", about=_CONTENT),
+    GuardKind("DICT_LENGTH", _CONTAINER, pins=True, hint="container"),
+    GuardKind("SEQUENCE_LENGTH", _CONTAINER, pins=True, hint="container"),
     GuardKind(
         "TUPLE_ITERATOR_LEN",
         _CONTAINER,
@@ -228,7 +218,6 @@ KINDS: tuple[GuardKind, ...] = (
         failure=_p(r"^(?:not )?___tuple_iterator_len\((?P<src>.+?)\)"),
         pins=True,
         hint="container",
-        about=_CONTENT,
     ),
     # Flat listings print grad mode, deterministic algorithms and torch function state each as a
     # call of its own (AMBIENT_STATES.flat_call); they are all this one kind.
@@ -269,7 +258,6 @@ KINDS: tuple[GuardKind, ...] = (
         flat=_p(r"^___check_current_backend\("),
         failure=_p(r"___check_current_backend"),
         ambient="compiler backend",
-        about="the compiler backend",
     ),
     # One tensor passed twice (or two views of one storage) where the entry saw distinct tensors.
     GuardKind(
@@ -278,7 +266,6 @@ KINDS: tuple[GuardKind, ...] = (
         failure=_p(r"^Duplicate tensors found:\s*(?P<src>.*)$", r"^(?:___)?check_no_aliasing\((?P<src>.*)\)$"),
         ambient="no aliasing between tensor inputs",
         hint="aliasing",
-        about="{who}: one tensor passed more than once",
     ),
     # torch < 2.4 lists the dynamic-dimension marking as DYNAMIC_INDICES, 2.4 as NO_HASATTR, later
     # torch as DIMENSION_DYNAMIC_MARKING_GUARD; all three print the same expression.
@@ -287,10 +274,9 @@ KINDS: tuple[GuardKind, ...] = (
         _TENSOR,
         flat=_p(r"^hasattr\((?P<src>.+?), '_dynamo_\w+'\)"),
         failure=_p(r"^hasattr\((?P<src>.+?), '_dynamo_\w+'\)"),
-        about="dynamic-dimension marking of {who}",
     ),
-    GuardKind("NO_HASATTR", _TENSOR, about="dynamic-dimension marking of {who}"),
-    GuardKind("DIMENSION_DYNAMIC_MARKING_GUARD", _TENSOR, about="dynamic-dimension marking of {who}"),
+    GuardKind("NO_HASATTR", _TENSOR),
+    GuardKind("DIMENSION_DYNAMIC_MARKING_GUARD", _TENSOR),
     GuardKind(
         "SHAPE_ENV",
         _SHAPE,
@@ -300,7 +286,6 @@ KINDS: tuple[GuardKind, ...] = (
             r"^(?=.*?(?:\.size\(\)|\.stride\(\)|\.storage_offset\(\)|\bEq\(|\bNe\(|\b[su]\d+\b))(?=.*?(?:[<>]|==|!=))"
         ),
         hint="dynamic_shape",
-        about="size guard `{what}`",
     ),
     # Two sources that were one object (`feats[1] is feats[2]`), or that now are: an `is` between two
     # objects, never a constant (`x is None` is EQUALS_MATCH's).
@@ -312,7 +297,6 @@ KINDS: tuple[GuardKind, ...] = (
             r"(?!None$|True$|False$|Ellipsis$|NotImplemented$)(?P<other>(?:[LG]\['[^']*'\]|[A-Za-z_]\w*)(?:\.\w+|\[[^\]]*\])*)$"
         ),
         hint="aliasing",
-        about="{who}: one object, or two",
     ),
     GuardKind(
         "EQUALS_MATCH",
@@ -321,13 +305,12 @@ KINDS: tuple[GuardKind, ...] = (
         failure=_p(rf"^(?P<src>[^=!<>]+?) (?:{EQUALITY_OPS}) (?P<val>.+)$"),
         pins=True,
         hint="value",
-        about=_VALUE_OF,
     ),
-    GuardKind("CONSTANT_MATCH", _VALUE, pins=True, hint="value", about=_VALUE_OF),
+    GuardKind("CONSTANT_MATCH", _VALUE, pins=True, hint="value"),
     # torch >= 2.6 lists `x == True`, `x == False`, `x is None` under kinds of their own.
-    GuardKind("TRUE_MATCH", _VALUE, pins=True, hint="value", about=_VALUE_OF),
-    GuardKind("FALSE_MATCH", _VALUE, pins=True, hint="value", about=_VALUE_OF),
-    GuardKind("NONE_MATCH", _VALUE, pins=True, hint="value", about=_VALUE_OF),
+    GuardKind("TRUE_MATCH", _VALUE, pins=True, hint="value"),
+    GuardKind("FALSE_MATCH", _VALUE, pins=True, hint="value"),
+    GuardKind("NONE_MATCH", _VALUE, pins=True, hint="value"),
     # A guard torch builds from a lambda or a shape expression, and the flat lines nothing above matches.
     GuardKind("LAMBDA_GUARD", _OTHER),
 )

@@ -12,9 +12,7 @@ from dataclasses import dataclass, field
 from guarddiag.guardkinds import SHAPE_FORM_NAMES, category
 from guarddiag.ids import FunctionKey, process_of
 
-SCHEMA = "guarddiag.run/1"
-
-
+SCHEMA = "guarddiag.run/2"
 
 @dataclass(frozen=True)
 class Guard:
@@ -40,22 +38,86 @@ class DictKeys:
     ordered: bool = True
 
 
-# The subject of a cause the log does not show (a recompile without its reasons, a record without causes).
-UNKNOWN_SUBJECT = "unknown"
+# What a Source's ``role`` can be: the compiled frame itself (no object), a name of its own code
+# (``argument``, ``closure``, ``local``), a global of its module, a global of a module torch imported for
+# the frame (``module_global``, ``module``), torch's own internals, a value a graph break left on the stack,
+# and an expression whose root is no name.
+SOURCE_ROLES = ("frame", "argument", "closure", "local", "global", "module_global", "module", "torch", "stack", "expression")
+
+
+@dataclass(frozen=True)
+class Source:
+    """The object a guard concerns, as facts: its ``root`` name, the ``role`` of that name
+    (:data:`SOURCE_ROLES`), the attribute or index ``path`` below it (``.layer_idx``, ``[0]``), and where
+    the root is no plain name: the ``module`` of an imported global, the user's expression a stack slot
+    ``held`` (``""``: not known) and the ``line`` of the graph break that left it."""
+
+    root: str = ""
+    role: str = "frame"
+    path: str = ""
+    module: str = ""
+    held: str = ""
+    line: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in SOURCE_ROLES:
+            raise ValueError(f"source role {self.role!r} is not one of {', '.join(SOURCE_ROLES)}"[:200])
+
+
+@dataclass(frozen=True)
+class Inferred:
+    """A cause read from two guard listings rather than from torch's failure text: the guard's expression in
+    the entry (``before``) and in the call (``after``), and the kind the listing gave it (``""``: another key
+    list of a dict, whatever its kind)."""
+
+    before: str
+    after: str
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class CauseIdentity:
+    """What makes two causes the same cause, whatever their words: the guard kind, the guarded object, the
+    property checked and the dim (reports, divergence and hints group by it)."""
+
+    kind: str
+    category: str
+    guarded: Source | None
+    aliased: tuple[str, ...]
+    checked: str
+    dim: int | None
+    condition: str
+    known: bool
+    reset: bool
 
 
 @dataclass(frozen=True)
 class Cause:
-    """Why a cache entry rejected the call: one failing guard, classified.
+    """Why a cache entry rejected the call: one failing guard, classified, as facts.
 
     ``category`` is a :class:`~guarddiag.guardkinds.Category` or its value; it is kept as the plain
-    value (what records store), and anything else is a ValueError."""
+    value (what records store), and anything else is a ValueError. ``kind``: the row of
+    :mod:`guarddiag.guardkinds` that read it (``""``: no row). ``source``: torch's name of the object;
+    ``guarded``: the same object as facts (None: the guard names none). ``text``: torch's own failure text
+    (``""`` where torch gave none). ``known``: False where the log does not show why (no reason, no listing
+    to compare); ``reset``: compiled again after torch's cache was reset; ``inferred``: read from two guard
+    listings. render/words.py says all of it in words."""
 
     category: str
     source: str
     guard: str
     text: str
-    subject: str
+    kind: str = ""
+    guarded: Source | None = None
+    # Objects a guard found aliased (category aliasing), by their readable names, in torch's order.
+    aliased: tuple[str, ...] = ()
+    # The property the guard checks: a tensor's ``size``/``dtype``..., a piece of global state (``grad mode``).
+    checked: str = ""
+    # The tensor dim the guard checks (one tensor's dims change independently: each is its own cause).
+    dim: int | None = None
+    known: bool = True
+    reset: bool = False
+    inferred: Inferred | None = None
     cache_entry: str | None = None
     # The user's line behind the guard: ``model.py:21 in forward`` and its code (the innermost frame of the
     # user's code in torch's stack of the guard, else torch's ``#`` comment when that line is the user's);
@@ -80,6 +142,13 @@ class Cause:
         object.__setattr__(self, "category", category(self.category).value)
         if self.shape and self.shape not in SHAPE_FORM_NAMES:
             raise ValueError(f"shape {self.shape!r} is not one of {', '.join(SHAPE_FORM_NAMES)}"[:200])
+
+    @property
+    def key(self) -> CauseIdentity:
+        """The cause's identity: equal for the same guard kind on the same object, property and dim."""
+        return CauseIdentity(
+            self.kind, self.category, self.guarded, self.aliased, self.checked, self.dim, self.condition, self.known, self.reset
+        )
 
 
 @dataclass(frozen=True)

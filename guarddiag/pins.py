@@ -299,10 +299,10 @@ def decisive(
 
 def _distinct(causes: Iterable[Cause]) -> tuple[Cause, ...]:
     """One cause per object: a dict's keys changed at two indexes are one change of its keys."""
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, object]] = set()
     out = []
     for c in causes:
-        key = (c.category, as_source(c.source) if c.source else c.subject)
+        key = (c.category, as_source(c.source) if c.source else c.key)
         if key not in seen:
             seen.add(key)
             out.append(c)

@@ -1,7 +1,10 @@
 """Run records on disk: versioned JSON, written atomically (temp file + ``os.replace``).
 
 Schema versions (``schema`` key):
-  guarddiag.run/1 -- first version (docs/record-schema.md).
+  guarddiag.run/1 -- first version (docs/record-schema.md); a cause held its words (``subject``).
+  guarddiag.run/2 -- a cause holds facts instead: its guard ``kind``, the ``guarded`` object (root, role,
+                     path), ``aliased``, ``checked``, ``dim``, ``known``, ``reset``, ``inferred``; ``text`` is
+                     torch's own. run/1 records still read (guarddiag/record1.py converts their causes).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from guarddiag.model import (
     FailedCompile,
     FunctionSummary,
     GraphBreak,
+    Inferred,
     Job,
     JobProcess,
     JobRecord,
@@ -43,13 +47,15 @@ from guarddiag.model import (
     Refusal,
     Resume,
     Run,
+    Source,
     StackSlot,
     StanceUse,
     Unobserved,
 )
 from guarddiag.render.escape import json_text
 
-KNOWN_SCHEMAS = (SCHEMA,)
+RUN1 = "guarddiag.run/1"
+KNOWN_SCHEMAS = (RUN1, SCHEMA)
 
 
 def run_to_dict(run: Run) -> dict[str, object]:
@@ -151,6 +157,10 @@ def run_from_dict(data: dict, origin: str = "record") -> Run:
             "upgrade guarddiag or re-create the record"
         )
     try:
+        if schema == RUN1:
+            from guarddiag.record1 import run2_causes  # only an old record needs the converter
+
+            data = run2_causes(data)
         return _run(data)
     except (AttributeError, KeyError, OverflowError, RecursionError, TypeError, ValueError) as exc:
         raise _not_a_record(origin, exc) from None
@@ -360,7 +370,7 @@ def _limit_hit(raw: object, where: str) -> LimitHit:
     hit = _typed(LimitHit, values, where)
     if hit.outcome not in LIMIT_OUTCOMES:
         raise ValueError(f"{where}.outcome: expected one of {', '.join(LIMIT_OUTCOMES)}, got {hit.outcome!r}"[:200])
-    return replace(hit, cause=None if cause is None else _cause(cause, f"{where}.cause"))
+    return replace(hit, cause=None if cause is None else cause_from_dict(cause, f"{where}.cause"))
 
 
 def _refusal(raw: object, where: str) -> Refusal:
@@ -371,7 +381,7 @@ def _refusal(raw: object, where: str) -> Refusal:
     _stance(refusal.stance, f"{where}.stance")
     if refusal.calls < 1 or refusal.entries < 0:
         raise ValueError(f"{where}: expected calls >= 1 and entries >= 0, got {refusal.calls} and {refusal.entries}")
-    return replace(refusal, cause=None if cause is None else _cause(cause, f"{where}.cause"))
+    return replace(refusal, cause=None if cause is None else cause_from_dict(cause, f"{where}.cause"))
 
 
 def _stance_use(raw: object, where: str) -> StanceUse:
@@ -415,19 +425,37 @@ def _typed(cls: type[_T], raw: object, where: str) -> _T:
     return cls(**values)
 
 
-# A cause's fields written only when set: most causes are no size guard and no dict's keys.
-_CAUSE_OPTIONAL = ("shape", "condition", "keys")
+# A cause's fields written only when set: most causes are no size guard, no dict's keys, no aliasing, read
+# from torch's text (not inferred), known and no cache reset.
+_CAUSE_OPTIONAL = ("shape", "condition", "keys", "aliased", "checked", "dim", "reset", "inferred")
+# A source's fields written only when set: most are a name of the frame's code with a path.
+_SOURCE_OPTIONAL = ("path", "module", "held", "line")
 
 
 def _cause_dict(c: Cause) -> dict:
-    return {k: v for k, v in asdict(c).items() if k not in _CAUSE_OPTIONAL or v}
+    values = {k: v for k, v in asdict(c).items() if k not in _CAUSE_OPTIONAL or v or v == 0 and v is not False}
+    if c.guarded is not None:
+        values["guarded"] = {k: v for k, v in asdict(c.guarded).items() if k not in _SOURCE_OPTIONAL or v or v == 0}
+    return values
 
 
-def _cause(raw: object, where: str) -> Cause:
-    """A cause from its JSON form; ``keys`` (a dict's keys before and after, each a list of keys or null) typed."""
+def cause_from_dict(raw: object, where: str = "cause") -> Cause:
+    """A cause from its JSON form: ``keys`` (a dict's keys before and after, each a list of keys or null), the
+    ``guarded`` source, ``aliased`` names and ``inferred`` expressions typed."""
     values = dict(_object(raw, where))
     keys = values.pop("keys", None)
-    cause = _typed(Cause, values, where)
+    guarded = values.pop("guarded", None)
+    inferred = values.pop("inferred", None)
+    aliased = _strings(values.pop("aliased", []), f"{where}.aliased")
+    for flag in ("known", "reset"):
+        if not isinstance(values.get(flag, False), bool):
+            raise TypeError(f"{where}.{flag}: expected true or false, got {values[flag]!r}"[:200])
+    cause = replace(
+        _typed(Cause, values, where),
+        guarded=None if guarded is None else _typed(Source, guarded, f"{where}.guarded"),
+        aliased=aliased,
+        inferred=None if inferred is None else _typed(Inferred, inferred, f"{where}.inferred"),
+    )
     return cause if keys is None else replace(cause, keys=_dict_keys(keys, f"{where}.keys"))
 
 
@@ -453,14 +481,14 @@ def _error(data: dict) -> dict:
 
 
 def _event_from_dict(e: dict, where: str) -> RecompileEvent:
-    causes = tuple(_cause(c, f"{where}.causes[{i}]") for i, c in enumerate(_list(e["causes"], f"{where}.causes")))
+    causes = tuple(cause_from_dict(c, f"{where}.causes[{i}]") for i, c in enumerate(_list(e["causes"], f"{where}.causes")))
     if not causes:
         # Every event the parser makes has a cause (unknown, at worst); an empty list is a hand edit.
         raise ValueError(f"{where}: recompile event {e['compile_id']!r} has no causes")
     logged = e["logged"]
     if not isinstance(logged, bool):
         raise TypeError(f"{where}.logged: expected true or false, got {logged!r}"[:200])
-    also = tuple(_cause(c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
+    also = tuple(cause_from_dict(c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
     return RecompileEvent(str(_str(e["compile_id"], f"{where}.compile_id")), logged, causes, also)
 
 

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 from guarddiag.compare import CompareReport, FlipOutcome
 from guarddiag.diff import CauseKey, cause_key
 from guarddiag.ids import FunctionKey
-from guarddiag.model import FunctionSummary, Guard, Run
+from guarddiag.model import Cause, CauseIdentity, FunctionSummary, Guard, Run
+from guarddiag.render.words import cause_subject
 from guarddiag.shell import quote
 from guarddiag.store import write_atomic
 
@@ -119,7 +120,7 @@ MAX_BYTES = 16 * 1024 * 1024
 def verdicts_of(report: CompareReport, now: str) -> tuple[Verdict, ...]:
     """Every measurement of a compare: each cause of its baseline, each single-flip configuration."""
     return tuple(
-        Verdict(c.target.function_key, c.target.key, c.target.subject, o, now)
+        Verdict(c.target.function_key, c.target.key, cause_subject(c.target.cause), o, now)
         for c in report.causes
         for o in c.outcomes
     )
@@ -320,23 +321,27 @@ def _status(outcomes: Iterable[FlipOutcome]) -> str:
     return VERIFIED if any(o.works for o in measured) else NO_EFFECT
 
 
-def cause_keys(f: FunctionSummary) -> dict[tuple[str, str], list[CauseKey]]:
-    """The cause keys behind each (category, subject) of a function's recompiles (how reports group them), its
+def cause_keys(f: FunctionSummary) -> dict[CauseIdentity, list[CauseKey]]:
+    """The diff keys behind each cause (by its identity: how reports group them) of a function's recompiles, its
     limit hits and the calls a compiler stance refused it (what compare measured for them is advice too)."""
-    keys: dict[tuple[str, str], list[CauseKey]] = {}
-    causes = [e.causes[0] for e in f.recompile_events if e.causes]
-    causes += [x.cause for x in (*f.limit_hits, *f.refusals) if x.cause is not None]
-    for c in causes:
-        found = keys.setdefault((c.category, c.subject), [])
+    keys: dict[CauseIdentity, list[CauseKey]] = {}
+    for c in _advised_causes(f):
+        found = keys.setdefault(c.key, [])
         if cause_key(c) not in found:
             found.append(cause_key(c))
     return keys
 
 
+def _advised_causes(f: FunctionSummary) -> list[Cause]:
+    """The decisive cause of each recompile of a function, then the causes of its limit hits and refusals."""
+    causes = [e.causes[0] for e in f.recompile_events if e.causes]
+    return causes + [x.cause for x in (*f.limit_hits, *f.refusals) if x.cause is not None]
+
+
 def hint_check(
-    hint: FixHint, causes: Iterable[tuple[str, str]], f: FunctionSummary, verdicts: Verdicts, run: Run | None
+    hint: FixHint, causes: Iterable[CauseIdentity], f: FunctionSummary, verdicts: Verdicts, run: Run | None
 ) -> HintCheck | None:
-    """Where a config hint for these causes (category, subject) of ``f`` stands (None: a code change). Its
+    """Where a config hint for these causes (by identity) of ``f`` stands (None: a code change). Its
     flips are those of its own lines (``explain.hints.hint_configs``): a compare's measurement of exactly
     that flip verifies it; a hint of several settings is verified by the compare that runs them together,
     which its command is. A hint without lines names its flag (:data:`HINT_FLAGS`): any value of it counts."""
@@ -389,7 +394,7 @@ def hinted_flips(run: Run, listings: Listings | None) -> dict[tuple[FunctionKey,
         for h in hints:
             configs = [c for lines in (h.lines, *(choice.lines for choice in h.choices)) if len(c := hint_configs(lines)) == 1]
             for cause in h.causes:
-                for k in keys.get(cause, []):
+                for k in keys.get(cause.key, []):
                     found[(f.key, k)] = tuple(dict.fromkeys((*found.get((f.key, k), ()), *(c[0] for c in configs))))
     return found
 
@@ -413,7 +418,8 @@ def hinted_combinations(run: Run, listings: Listings | None) -> tuple[tuple[tupl
 def check_hints(hints: tuple[FixHint, ...], f: FunctionSummary, verdicts: Verdicts, run: Run | None) -> tuple[FixHint, ...]:
     """Each config hint with where it stands for this script (``FixHint.verification``); others as they are."""
     return tuple(
-        dataclasses.replace(h, verification=check) if (check := hint_check(h, h.causes, f, verdicts, run)) else h for h in hints
+        dataclasses.replace(h, verification=check) if (check := hint_check(h, (c.key for c in h.causes), f, verdicts, run)) else h
+        for h in hints
     )
 
 
@@ -422,12 +428,12 @@ def check_hints(hints: tuple[FixHint, ...], f: FunctionSummary, verdicts: Verdic
 
 @dataclass(frozen=True)
 class CauseAdvice:
-    """What a run report says under one cause group of a function (category, subject): the fix hint for
+    """What a run report says under one cause group of a function (a cause's identity): the fix hint for
     it (None: none applies), where a config hint stands, and the flips a compare of this script measured
     removing some of it (or keeping it compiled)."""
 
-    category: str
-    subject: str
+    # The group's first cause: its identity (Cause.key) is the group's.
+    cause: Cause
     hint: FixHint | None
     check: HintCheck | None
     found: tuple[FlipOutcome, ...] = ()
@@ -468,13 +474,16 @@ def run_advice(run: Run, verdicts: Verdicts, listings: Listings | None = None) -
         if not keys:
             continue
         advice = []
-        for (category, subject), cause_keys_ in keys.items():
-            hint = next((h for h in hints if (category, subject) in h.causes), None)
-            check = hint_check(hint, [(category, subject)], f, verdicts, run) if hint else None
+        first: dict[CauseIdentity, Cause] = {}
+        for c in _advised_causes(f):
+            first.setdefault(c.key, c)
+        for identity, cause_keys_ in keys.items():
+            hint = next((h for h in hints if identity in (c.key for c in h.causes)), None)
+            check = hint_check(hint, [identity], f, verdicts, run) if hint else None
             found = tuple(
                 v.outcome for k in cause_keys_ for v in verdicts.for_cause(f.key, k) if v.outcome.works and not _is_hint_flip(v, check)
             )
-            advice.append(CauseAdvice(category, subject, hint, check, found))
+            advice.append(CauseAdvice(first[identity], hint, check, found))
         functions.append(FunctionAdvice(f.key, tuple(advice)))
     return RunAdvice(tuple(functions), bool(verdicts.verdicts), verdicts.ignored, compare_command(run), verdicts.schema)
 

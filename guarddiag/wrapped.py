@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from guarddiag.logparse.guards import location_of
-from guarddiag.model import Cause, CompiledFor, FunctionSummary, Guard
+from guarddiag.model import Cause, CompiledFor, FunctionSummary, Guard, Source
 from guarddiag.places import users_file
 from guarddiag.sourceinfo import compiled_parameters, resolve_shortened
 
@@ -131,23 +131,25 @@ def wrapped_parameters(f: FunctionSummary, known_files: Iterable[str]) -> tuple[
     return CompiledFor(name, file, "function"), dict(enumerate(params)), frozenset(entries)
 
 
-_SUBJECT = re.compile(r"`args\[(?P<i>\d+)\](?P<rest>[^`]*)`(?: on (?:argument|local) `args`)?")
+_INDEX = re.compile(r"^\[(\d+)\]")
 
 
-def renamed_subject(subject: str, params: Mapping[int, str]) -> str:
-    """A cause's or hint's words with ``args[i]`` named by the parameter: ``value of `args[2]` on argument `args```
-    -> ``value of argument `lr```."""
+def renamed_source(src: Source | None, params: Mapping[int, str]) -> Source | None:
+    """``args[2]`` (torch's ``inner``'s ``args``, an argument or a local) as the wrapped function's argument ``lr``;
+    ``args[0].w`` as ``p.w``; any other source as it is."""
+    if src is None or src.root != "args" or src.role not in ("argument", "local"):
+        return src
+    m = _INDEX.match(src.path)
+    if m is None or int(m[1]) not in params:
+        return src
+    return replace(src, root=params[int(m[1])], role="argument", path=src.path[m.end() :])
+
+
+def renamed_cause(c: Cause, params: Mapping[int, str]) -> Cause:
+    """A cause with ``args[i]`` named by the wrapped function's parameter (its object and the objects it found aliased)."""
     if not params:
-        return subject
-
-    def name(m: re.Match[str]) -> str:
-        i = int(m["i"])
-        if i not in params:
-            return m.group(0)
-        rest = m["rest"]
-        return f"`{params[i]}{rest}` on argument `{params[i]}`" if rest else f"argument `{params[i]}`"
-
-    return _SUBJECT.sub(name, subject)
+        return c
+    return replace(c, guarded=renamed_source(c.guarded, params), aliased=tuple(renamed_name(n, params) for n in c.aliased))
 
 
 def renamed_name(name: str, params: Mapping[int, str]) -> str:
@@ -170,7 +172,7 @@ def _named(f: FunctionSummary, files: tuple[str, ...]) -> FunctionSummary:
         return f
 
     def cause(c: Cause, entry: str | None) -> Cause:
-        return replace(c, subject=renamed_subject(c.subject, params)) if entry in located else c
+        return renamed_cause(c, params) if entry in located else c
 
     events = tuple(
         replace(e, causes=tuple(cause(c, c.cache_entry) for c in e.causes), also=tuple(cause(c, e.causes[0].cache_entry) for c in e.also))

@@ -103,3 +103,11 @@ def process_gone(pid: int, within: float = 10) -> bool:
     with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGKILL)
     return False
+
+
+def recorded_subject(cause: dict) -> str:
+    """What a recorded cause (a record's JSON object) is about, in the words reports use."""
+    from guarddiag.render.words import cause_subject
+    from guarddiag.store import cause_from_dict
+
+    return cause_subject(cause_from_dict(cause))

@@ -9,7 +9,6 @@ what to fix. :mod:`guarddiag.render.explain_words` writes every sentence.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
 from guarddiag.explain.arguments import named_arguments
@@ -31,7 +30,7 @@ from guarddiag.guardkinds import FLAT_FALLBACK as SHAPE_GUARD_KIND
 from guarddiag.ids import compile_id
 from guarddiag.logparse.events import Event, GuardListing, SizeGuardAdded, SymbolCreated
 from guarddiag.logparse.guards import location_of
-from guarddiag.model import FunctionSummary, Guard
+from guarddiag.model import CauseIdentity, FunctionSummary, Guard
 from guarddiag.pipeline import LogReader
 from guarddiag.render.words import function_label
 from guarddiag.sourceinfo import local_roles
@@ -169,7 +168,10 @@ def _explain_function(
         entries.append(CacheEntry(compile_id(f.frame_ids[0], number), objects, ambient))
     named = named_arguments(f, entries, files)
     entries = [named.entry(e) for e in entries]
-    causes = Counter((e.causes[0].category, named.subject(e.causes[0])) for e in f.recompile_events)
+    causes: dict[CauseIdentity, CauseCount] = {}
+    for e in f.recompile_events:
+        c = named.cause(e.causes[0])
+        causes[c.key] = CauseCount(causes[c.key].cause if c.key in causes else c, causes[c.key].count + 1 if c.key in causes else 1)
     hints = tuple(named.hint(h) for h in (checks(hints, f) if checks is not None else hints))
     keep = matters(f, entries)
     if not full:
@@ -185,7 +187,7 @@ def _explain_function(
         f.compiles,
         f.recompiles,
         tuple(entries),
-        tuple(CauseCount(category, subject, n) for (category, subject), n in causes.most_common()),
+        tuple(sorted(causes.values(), key=lambda c: -c.count)),
         hints,
         len(f.failed_compiles),
         keep,

@@ -28,7 +28,7 @@ from guarddiag.explain.model import (
 )
 from guarddiag.model import Cause, FunctionSummary
 from guarddiag.sourceinfo import ARGUMENT
-from guarddiag.wrapped import renamed_name, renamed_subject, wrapped_parameters
+from guarddiag.wrapped import renamed_cause, renamed_name, wrapped_parameters
 
 _ARG = re.compile(r"^L\['args'\]\[(?P<i>\d+)\]")
 
@@ -47,15 +47,15 @@ class NamedArguments:
             return e
         return dataclasses.replace(e, objects=tuple(renamed(o, self.params) for o in e.objects))
 
-    def subject(self, c: Cause) -> str:
-        """A cause's subject, named when its entry was compiled for that function."""
-        return renamed_subject(c.subject, self.params) if c.cache_entry in self.entries else c.subject
+    def cause(self, c: Cause) -> Cause:
+        """A cause with its object named, when its entry was compiled for that function."""
+        return renamed_cause(c, self.params) if c.cache_entry in self.entries else c
 
     def hint(self, h: FixHint) -> FixHint:
         """A hint, named when every entry was compiled for that function (a hint can stand for several causes)."""
         if not self.every:
             return h
-        causes = tuple((c, renamed_subject(s, self.params)) for c, s in h.causes)
+        causes = tuple(renamed_cause(c, self.params) for c in h.causes)
         return dataclasses.replace(h, subject=renamed_name(h.subject, self.params), causes=causes)
 
 

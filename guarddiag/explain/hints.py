@@ -24,8 +24,8 @@ from guarddiag.explain import facts as F
 from guarddiag.explain.model import Choice, CodeLine, FixHint
 from guarddiag.flags import flag_name
 from guarddiag.guardexpr import as_source, readable_source, size_terms
-from guarddiag.guardkinds import KINDS, failure_kind
-from guarddiag.model import Cause, DynamicDims, FunctionSummary, GraphBreak, Guard, StackSlot
+from guarddiag.guardkinds import KINDS, UNKNOWN_KIND, failure_kind, kind
+from guarddiag.model import Cause, CauseIdentity, DynamicDims, FunctionSummary, GraphBreak, Guard, StackSlot
 from guarddiag.sourceinfo import NN_MODULE, FunctionSource, Statement, class_kind, function_at, local_roles
 from guarddiag.wrapped import frame_package
 
@@ -231,11 +231,11 @@ def fix_hints(
     ``listings``: the function's guard listings by compile number; ``graph_breaks``: every graph break of the
     run (a resume function's value is read on a line its parent function broke the graph at)."""
     listings = listings or {}
-    seen: dict[str, tuple[Cause, int, str]] = {}
+    seen: dict[CauseIdentity, tuple[Cause, int, str]] = {}
     for event in f.recompile_events:
         c = event.causes[0]
         # One per cause group, as run's report groups them: two dims of one tensor are two causes, each with its hint.
-        key = f"{c.category}:{readable_source(c.source)}:{c.subject}"
+        key = c.key
         seen[key] = (seen[key][0], seen[key][1] + 1, seen[key][2]) if key in seen else (c, 1, event.compile_id)
     breaks = tuple(graph_breaks)
     hints: dict[tuple[object, ...], FixHint] = {}
@@ -246,7 +246,7 @@ def fix_hints(
         found = _written(found)
         key = (found.hint, found.subject, found.literal, found.lines, found.choices, found.unknown)
         same = hints.get(key)
-        causes = ((cause.category, cause.subject),) if same is None else (*same.causes, (cause.category, cause.subject))
+        causes = (cause,) if same is None else (*same.causes, cause)
         hints[key] = FixHint(
             causes,
             count + (same.count if same else 0),
@@ -340,14 +340,16 @@ def hint_configs(lines: tuple[CodeLine, ...]) -> tuple[tuple[str, str], ...]:
 
 
 def _family(c: Cause) -> tuple[str, str, Mapping[str, str]]:
-    """The hint family, kind and failure-text groups of a cause: from the row torch's text matches, else (an
-    inferred cause, a pasted text) from the first row of its category that has a family."""
+    """The hint family (its kind's ``hint``), kind and failure-text groups of a cause; a cause of no kind of its
+    category (a kind the table lacks), or one read from two listings, takes the first row of its category with a family."""
+    row = kind(c.kind)
+    if c.inferred is not None or row is UNKNOWN_KIND or row.category.value != c.category:
+        row = next((k for k in KINDS if k.category.value == c.category and k.hint), UNKNOWN_KIND)
+        return row.hint, "", {}
+    # The sizes before and after (``expected 32, actual 1``) are in torch's text: a rule tells a size of 0 or 1 by them.
     found = failure_kind(as_source(c.text)) or failure_kind(c.text)
-    if found is not None and found[0].category.value == c.category:
-        row, m = found
-        return row.hint, row.name, {k: v for k, v in m.groupdict().items() if v is not None}
-    row = next((k for k in KINDS if k.category.value == c.category and k.hint), None)
-    return (row.hint, "", {}) if row is not None else ("", "", {})
+    groups = found[1].groupdict() if found is not None and found[0] is row else {}
+    return row.hint, row.name, {k: v for k, v in groups.items() if v is not None}
 
 
 def _facts(
@@ -779,13 +781,13 @@ def _content(x: CauseFacts) -> Answer | None:
 
 
 def _aliasing(x: CauseFacts) -> Answer | None:
-    return Answer("one_tensor_twice", x.cause.subject.partition(":")[0])
+    return Answer("one_tensor_twice", " and ".join(f"`{n}`" for n in x.cause.aliased) or "tensor inputs")
 
 
 def _ambient(x: CauseFacts) -> Answer | None:
     """Grad mode, autocast...: one entry per setting is expected, unless the function is at its recompile
     limit, where those entries take the place of others (every other cause's entries count twice)."""
-    return Answer("ambient_at_limit" if x.limit_hit else "ambient_state", x.cause.subject)
+    return Answer("ambient_at_limit" if x.limit_hit else "ambient_state", x.cause.checked)
 
 
 # Each hint family (guardkinds.GuardKind.hint) and its rules, tried in order. A new fact is one more rule.

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from guarddiag.model import Cause
+
 if TYPE_CHECKING:
     from guarddiag.verdicts import HintCheck
 
@@ -175,10 +177,9 @@ class CacheEntry:
 
 @dataclass(frozen=True)
 class CauseCount:
-    """A cause that really recompiled the function (category and subject as :class:`guarddiag.model.Cause` has them)."""
+    """A cause that really recompiled the function: the first of its recompiles' causes with its identity, and how many."""
 
-    category: str
-    subject: str
+    cause: Cause
     count: int
 
 
@@ -229,7 +230,8 @@ class FixHint:
     verifies a config hint on the script (``guarddiag compare``).
     """
 
-    causes: tuple[tuple[str, str], ...]
+    # The causes it answers: the first of each identity (Cause.key).
+    causes: tuple[Cause, ...]
     count: int
     hint: str
     subject: str

@@ -33,7 +33,7 @@ from guarddiag.render.diff import diffs_to_dict, markdown_sections, render_diffs
 from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.flips import cause_lines, cause_title
 from guarddiag.render.formats import render_as
-from guarddiag.render.words import function_label, script_outcome
+from guarddiag.render.words import cause_subject, function_label, pattern_words, script_outcome
 
 COMPARE_SCHEMA = "guarddiag.compare/1"
 _HEADERS = ["configuration", "config in force", "recompiles", "script"]
@@ -92,8 +92,8 @@ def _cause_to_dict(c: CauseResult) -> dict[str, object]:
         "function": _place(t.function) | {"process": t.function.rank},
         "category": t.category,
         "source": t.key[1],
-        "pattern": t.key[2],
-        "subject": t.subject,
+        "pattern": pattern_words(t.key[2]),
+        "subject": cause_subject(t.cause),
         "recompiles": t.recompiles,
         "limit_hits": t.limit_hits,
         "refused_calls": t.refused,

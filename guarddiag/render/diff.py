@@ -16,7 +16,7 @@ from tabulate import tabulate
 from guarddiag.diff import CauseDelta, FunctionDelta, RunDiff
 from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.formats import render_as
-from guarddiag.render.words import function_label, script_outcome
+from guarddiag.render.words import cause_subject, function_label, pattern_words, script_outcome
 
 DIFF_SCHEMA = "guarddiag.diff/1"
 # Which side of a cause each report line shows, in the order they are shown.
@@ -69,12 +69,17 @@ def _function_to_dict(f: FunctionDelta) -> dict[str, object]:
     }
 
 
+def _subject(c: CauseDelta) -> str:
+    """What one kind of cause is about; recompiles the counts imply but no event records, said as such."""
+    return cause_subject(c.cause) if c.cause is not None else "recompiles with no recorded event"
+
+
 def _cause_to_dict(c: CauseDelta) -> dict[str, object]:
     return {
         "category": c.category,
         "source": c.source,
-        "pattern": c.pattern,
-        "subject": c.subject,
+        "pattern": pattern_words(c.pattern),
+        "subject": _subject(c),
         "before": c.before,
         "after": c.after,
         "removed": c.removed,
@@ -145,8 +150,8 @@ def _table(diffs: Sequence[RunDiff]) -> str:
                 for side in _SIDES:
                     n = getattr(c, side)
                     if n:
-                        out.append(f"  {side} {n}x {c.category}: {c.subject}")
-                out.append(f"      guard: {c.pattern[:160]}")
+                        out.append(f"  {side} {n}x {c.category}: {_subject(c)}")
+                out.append(f"      guard: {pattern_words(c.pattern)[:160]}")
             out.append("")
         out += [f"- {line}" for line in verdict(d)]
     return "\n".join(out)
@@ -217,7 +222,7 @@ def _describe(f: FunctionDelta, side: str) -> str:
     for c in f.causes:
         n = getattr(c, side)
         if n:
-            what = f"{c.category} on {c.source}" if c.source else f"{c.category}: {c.subject}"
+            what = f"{c.category} on {c.source}" if c.source else f"{c.category}: {_subject(c)}"
             counts[what] = counts.get(what, 0) + n
     if len(counts) == 1:
         return next(iter(counts))

@@ -10,7 +10,7 @@ from guarddiag.divergence import Divergence, RankBehaviour, job_ranks, rank_dive
 from guarddiag.ids import job_rank
 from guarddiag.model import FunctionSummary, Run, report_order
 from guarddiag.render.summary import function_detail_lines
-from guarddiag.render.words import function_label
+from guarddiag.render.words import function_label, rank_cause_words
 
 UNNAMED = "the log does not name every frame compiled there; capture it with TORCH_LOGS=dynamo,guards,recompiles or use `guarddiag run`"
 UNCOUNTED = (
@@ -42,7 +42,7 @@ def behaviour_phrase(b: RankBehaviour) -> str:
     """``2 compiles, 1 recompile (size of tensor argument `x` at dim 0)``; ``never compiled it``."""
     if not b.compiles:
         return "never compiled it"
-    causes = "; ".join(b.causes) or "causes not in the log"
+    causes = _causes(b) or "causes not in the log"
     recompiles = f"{_times(b.recompiles, 'recompile')} ({causes})" if b.recompiles else "no recompiles"
     return f"{_times(b.compiles, 'compile')}, {recompiles}" + (_LIMIT if b.limit_hit else "")
 
@@ -56,7 +56,7 @@ def divergence_sentence(d: Divergence) -> str:
     for g in d.unusual:
         if plain and g.recompiles and g.compiles == usual.compiles + g.recompiles:
             limit = _LIMIT if g.limit_hit else ""
-            parts.append(f"{rank_list(g.ranks)} recompiled it {_times(g.recompiles, 'time')} ({'; '.join(g.causes)}){limit}")
+            parts.append(f"{rank_list(g.ranks)} recompiled it {_times(g.recompiles, 'time')} ({_causes(g)}){limit}")
         elif not g.compiles:
             parts.append(f"{rank_list(g.ranks)} never compiled it")
         else:
@@ -174,3 +174,8 @@ def _label(functions: list[FunctionSummary]) -> str:
     ranks = sorted(r for f in functions if (r := job_rank(f.rank)) is not None)
     label = rank_list(tuple(rank for _, rank in ranks))
     return f"{function_label(functions[0], process=False)} [{job[0] + '/' if job[0] else ''}{label}]"
+
+
+def _causes(b: RankBehaviour) -> str:
+    """The causes some ranks recompiled on, in words, ``; ``-joined."""
+    return "; ".join(rank_cause_words(c.cause, c.also) for c in b.causes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from guarddiag.explain.model import Choice, CodeLine, FixHint
+from guarddiag.render.words import cause_subject
 
 
 def hint_text(h: FixHint) -> str:
@@ -23,7 +24,7 @@ def choice_text(c: Choice, subject: str, literal: str = "") -> str:
 
 def hint_cause(h: FixHint) -> str:
     """The causes a hint is for: ``value: self.layer_idx; value: self.depth``."""
-    return "; ".join(f"{category}: {subject}" for category, subject in h.causes)
+    return "; ".join(f"{c.category}: {cause_subject(c)}" for c in h.causes)
 
 
 def unknown_text(h: FixHint) -> str:

@@ -33,6 +33,7 @@ from guarddiag.explain.model import (
 from guarddiag.render.explain_hints import choice_text, hint_cause, hint_text, line_where, unknown_text
 from guarddiag.render.explain_rows import ObjectWords, folded_words
 from guarddiag.render.flips import check_sentence
+from guarddiag.render.words import cause_subject
 from guarddiag.verdicts import NO_EFFECT
 
 NOT_LISTED = (
@@ -115,7 +116,7 @@ def _function(f: FunctionExplanation, said: dict[int, ObjectWords]) -> FunctionW
             differs = _differences(first.objects, words.objects) + _ambient_changes(first.ambient, words.ambient)
             words = EntryWords(words.compile_id, words.objects, words.ambient, differs, words.folded)
         entries.append(words)
-    causes = tuple(f"{c.count}x {c.category}: {c.subject}" for c in f.causes)
+    causes = tuple(f"{c.count}x {c.cause.category}: {cause_subject(c.cause)}" for c in f.causes)
     hints = tuple(hint_words(h, f.name) for h in f.hints)
     return FunctionWords(f.label, f.name, f.file, f.line, f.compiles, f.recompiles, tuple(entries), causes, hints, f.no_code)
 

@@ -12,7 +12,7 @@ from guarddiag.child._bootstrap import CONFIG_MODULES
 from guarddiag.compare import CauseResult, FlipOutcome
 from guarddiag.flips import KEEPS_COMPILED, Skipped
 from guarddiag.render.explain_hints import hint_text
-from guarddiag.render.words import function_label, seconds
+from guarddiag.render.words import cause_subject, function_label, seconds
 from guarddiag.verdicts import NO_EFFECT, VERIFIED, CauseAdvice, HintCheck, RunAdvice
 
 # What applying a flip costs, by the cost id of guarddiag.flips.FLIPS.
@@ -145,7 +145,7 @@ def cause_title(c: CauseResult) -> str:
     counts = [f"{t.recompiles}x" if t.recompiles else "", _hits(t.limit_hits) if t.limit_hits else ""]
     refused = f" ({t.refused} call{'s' if t.refused != 1 else ''} a stance refused)" if t.refused else ""
     shown = ", ".join(n for n in counts if n)
-    return f"{function_label(t.function)}: {shown + ' ' if shown else ''}{t.category}: {t.subject}{refused}"
+    return f"{function_label(t.function)}: {shown + ' ' if shown else ''}{t.category}: {cause_subject(t.cause)}{refused}"
 
 
 def cause_lines(c: CauseResult, max_flips: int) -> list[str]:
@@ -247,8 +247,8 @@ def advice_to_dict(advice: RunAdvice) -> dict[str, object]:
                 "function": f.function._asdict(),
                 "causes": [
                     {
-                        "category": a.category,
-                        "subject": a.subject,
+                        "category": a.cause.category,
+                        "subject": cause_subject(a.cause),
                         "hint": None if a.hint is None else {"hint": a.hint.hint, "kind": a.hint.kind, "text": hint_text(a.hint)},
                         "verification": None if a.check is None else {
                             "status": a.check.status,

@@ -64,7 +64,7 @@ def render(run: Run, advice: RunAdvice | None = None) -> str:
             advised = advice.of(f) if advice is not None else None
             for g in cause_groups(f):
                 out.append(f"- {g.count}x **{markdown_text(g.category)}**: {markdown_text(cause_group_words(g))}")
-                out += [_advice_item(line) for line in group_advice_lines(advised, g.category, g.subject)]
+                out += [_advice_item(line) for line in group_advice_lines(advised, g.cause.key)]
             out += [f"- {markdown_text(failed_sentence(c))}" for c in f.failed_compiles]
             out += [f"- {markdown_text(limit_sentence(hit))}" for hit in f.limit_hits]
             out += [f"- {markdown_text(line)}" for line in graph_break_lines(f)]

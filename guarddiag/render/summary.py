@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 
 from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
-from guarddiag.model import Cause, DictKeys, FunctionSummary, LateHook, Run, uncounted, uncounted_stances
+from guarddiag.model import Cause, CauseIdentity, DictKeys, FunctionSummary, LateHook, Run, uncounted, uncounted_stances
 from guarddiag.places import location_file
 from guarddiag.render.words import (
     capture_gap,
+    cause_subject,
+    cause_text,
     cause_words,
     compile_time_sentence,
     failed_sentence,
@@ -200,33 +202,33 @@ def function_detail_lines(f: FunctionSummary, run: Run | None = None, advice: Fu
         if g.also:
             shown = "; ".join(g.also[:4]) + (f"; and {len(g.also) - 4} more" if len(g.also) > 4 else "")
             out.append(f"      also changed since that cache entry: {shown}")
-        out += [f"      {line}" for line in group_advice_lines(advice, g.category, g.subject)]
+        out += [f"      {line}" for line in group_advice_lines(advice, g.cause.key)]
     if f.dynamic_dims and f.recompiles:
         out.append(f"  {dynamic_dims_sentence(f)}")
     out += [f"  {failed_sentence(c)}" for c in f.failed_compiles]
     out += [f"  {limit_sentence(hit)}" for hit in f.limit_hits]
     # A limit hit whose last reason is no cause group of the recompiles has its advice under the hits; the
     # cause of calls a stance refused that is neither, under those calls.
-    grouped = {(g.category, g.subject) for g in cause_groups(f)}
-    hits = {(h.cause.category, h.cause.subject) for h in f.limit_hits if h.cause is not None} - grouped
+    grouped = {g.cause.key for g in cause_groups(f)}
+    hits = {h.cause.key for h in f.limit_hits if h.cause is not None} - grouped
     for a in advice.causes if advice is not None else ():
-        if (a.category, a.subject) in hits:
-            out += [f"      {line}" for line in group_advice_lines(advice, a.category, a.subject)]
+        if a.cause.key in hits:
+            out += [f"      {line}" for line in group_advice_lines(advice, a.cause.key)]
     out += [f"  {line}" for line in graph_break_lines(f)]
     for r in refusal_groups(f):
         out.append(f"  {refusal_group_line(r)}")
         out.append(f"      e.g. {r.example[:160]}")
         if r.where:
             out.append(f"      at {r.where[:160]}")
-        if (r.category, r.subject) not in grouped | hits:
-            out += [f"      {line}" for line in group_advice_lines(advice, r.category, r.subject)]
+        if r.cause is not None and r.cause.key not in grouped | hits:
+            out += [f"      {line}" for line in group_advice_lines(advice, r.cause.key)]
     out += [f"  {line}" for line in budget_lines(run, f)] if run is not None else []
     return out
 
 
-def group_advice_lines(advice: FunctionAdvice | None, category: str, subject: str) -> list[str]:
-    """The fix hint of one cause group and where it stands (render/flips.advice_lines), when advised."""
-    found = next((a for a in advice.causes if (a.category, a.subject) == (category, subject)), None) if advice else None
+def group_advice_lines(advice: FunctionAdvice | None, identity: CauseIdentity) -> list[str]:
+    """The fix hint of one cause group (by its causes' identity) and where it stands (render/flips.advice_lines), when advised."""
+    found = next((a for a in advice.causes if a.cause.key == identity), None) if advice else None
     if found is None:
         return []
     from guarddiag.render.flips import advice_lines  # only a run's report advises: parse and the watch start without it
@@ -296,8 +298,8 @@ def wants_details(f: FunctionSummary) -> bool:
 
 @dataclass(frozen=True)
 class CauseGroup:
-    """Recompiles of one function that share a category and subject (a symbolic-size guard's subject is its
-    condition: each distinct one is its own group)."""
+    """Recompiles of one function whose decisive causes are one cause (Cause.key; a symbolic-size guard's
+    condition is part of it: each distinct one is its own group), with its category and subject in words."""
 
     category: str
     subject: str
@@ -311,29 +313,29 @@ class CauseGroup:
     # Where the user's line is not in the log: the innermost line torch names, torch's or a library's.
     inner: str = ""
     # The first recompile's decisive cause (its shape form and condition), and each distinct change of a dict's keys.
-    cause: Cause = Cause("other", "", "", "", "")
+    cause: Cause = Cause("other", "", "", "")
     keys: tuple[DictKeys, ...] = ()
 
 
 def cause_groups(f: FunctionSummary) -> list[CauseGroup]:
     """Group a function's recompiles by the decisive cause (against the entry that would otherwise have
     matched: build.py puts it first), with what else changed against that entry."""
-    counts: dict[tuple[str, str], list] = {}
+    counts: dict[CauseIdentity, list] = {}
     for event in f.recompile_events:
         cause = event.causes[0]
         where = _line(cause.location, cause.code)
         inner = _line(cause.inner_location, cause.inner_code)
-        entry = counts.setdefault((cause.category, cause.subject), [0, 0, cause.text.split(" # ")[0], {}, where, inner, cause, {}])
+        entry = counts.setdefault(cause.key, [0, 0, cause_text(cause).split(" # ")[0], {}, where, inner, cause, {}])
         # The user's line when any recompile of the group shows it (torch 2.4 comments a later one in Dynamo's code).
         entry[4] = entry[4] or where
         entry[0] += 1
         entry[1] += 0 if event.logged else 1
-        entry[3].update(dict.fromkeys(f"{c.category}: {c.subject}" for c in event.also))
+        entry[3].update(dict.fromkeys(f"{c.category}: {cause_subject(c)}" for c in event.also))
         if cause.keys is not None:
             entry[7][cause.keys] = None
     groups = [
-        CauseGroup(cat, subj, n, unlogged, ex, tuple(also), where, inner, first, tuple(keys))
-        for (cat, subj), (n, unlogged, ex, also, where, inner, first, keys) in counts.items()
+        CauseGroup(first.category, cause_subject(first), n, unlogged, ex, tuple(also), where, inner, first, tuple(keys))
+        for n, unlogged, ex, also, where, inner, first, keys in counts.values()
     ]
     return sorted(groups, key=lambda g: -g.count)
 
@@ -372,18 +374,22 @@ class RefusalGroup:
     calls: int
     example: str
     where: str = ""
+    cause: Cause | None = None
 
 
 def refusal_groups(f: FunctionSummary) -> list[RefusalGroup]:
     """A function's refused calls grouped by stance and cause, the most calls first."""
-    groups: dict[tuple[str, str, str], list] = {}
+    groups: dict[tuple[str, CauseIdentity | None], list] = {}
     for r in f.refusals:
         c = r.cause
-        key = (r.stance, c.category, c.subject) if c is not None else (r.stance, "", "")
         where = _line(c.location, c.code) if c is not None else ""
-        entry = groups.setdefault(key, [0, c.text.split(" # ")[0] if c is not None else "", where])
+        example = cause_text(c).split(" # ")[0] if c is not None else ""
+        entry = groups.setdefault((r.stance, c.key if c is not None else None), [0, example, where, c])
         entry[0] += r.calls
-    found = [RefusalGroup(stance, cat, subj, n, ex, where) for (stance, cat, subj), (n, ex, where) in groups.items()]
+    found = [
+        RefusalGroup(stance, c.category if c else "", cause_subject(c) if c else "", n, ex, where, c)
+        for (stance, _), (n, ex, where, c) in groups.items()
+    ]
     return sorted(found, key=lambda g: -g.calls)
 
 

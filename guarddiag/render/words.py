@@ -1,8 +1,10 @@
-"""Phrases every report shares: how a function is named, how a script ended, a limit hit, a failed
-compile, a log that lost lines. The data layer holds the facts; these are the only words for them."""
+"""Phrases every report shares: what a cause is about and what torch said of it, how a function is named,
+how a script ended, a limit hit, a failed compile, a log that lost lines. The data layer holds the facts;
+these are the only words for them."""
 
 from __future__ import annotations
 
+from guarddiag.diff import RESET_PATTERN
 from guarddiag.guardexpr import readable_source
 from guarddiag.limits import LimitBudget
 from guarddiag.model import (
@@ -14,6 +16,7 @@ from guarddiag.model import (
     LimitHit,
     Resume,
     Run,
+    Source,
     StanceUse,
     Unobserved,
     compile_gaps,
@@ -162,12 +165,130 @@ _SHAPE_FORMS = {
 }
 
 
+# The subject of a cause the log does not show (a recompile without its reasons, a record without causes).
+UNKNOWN_SUBJECT = "unknown"
+_RESET_SUBJECT = "compile cache reset"
+_UNKNOWN_TEXT = (
+    "the log does not show why (torch did not log it, or its reason lines are not in the log), and no guard listing "
+    "of the previous compile was in the log to compare"
+)
+_RESET_TEXT = (
+    "compiled again from scratch: torch._dynamo.reset() dropped its compiled code (or another code object "
+    "with the same name and first line was compiled)"
+)
+# What a cause of each guard kind (guardkinds.KINDS) is about: ``{who}`` the object, ``{what}`` the property
+# checked. A kind not here is its object alone.
+_CONTENT = "content of {who}"
+_VALUE_OF = "value of {who}"
+_MARKING = "dynamic-dimension marking of {who}"
+_ABOUT = {
+    "TENSOR_MATCH": "{what} of tensor {who}",
+    "ID_MATCH": "{who}: a different object",
+    "NOT_NONE_MATCH": "{who}: a different object",
+    "TYPE_MATCH": "{who}: another type",
+    "DICT_VERSION": _CONTENT,
+    "DICT_KEYS": "keys of {who}",
+    "DICT_KEYS_MATCH": _CONTENT,
+    "DICT_CONTAINS": _CONTENT,
+    "LENGTH_CHECK": "length of {who}",
+    "DICT_LENGTH": _CONTENT,
+    "SEQUENCE_LENGTH": _CONTENT,
+    "TUPLE_ITERATOR_LEN": _CONTENT,
+    "BACKEND_MATCH": "the compiler backend",
+    "NO_TENSOR_ALIASING": "{who}: one tensor passed more than once",
+    "DYNAMIC_INDICES": _MARKING,
+    "NO_HASATTR": _MARKING,
+    "DIMENSION_DYNAMIC_MARKING_GUARD": _MARKING,
+    "SHAPE_ENV": "size guard `{what}`",
+    "OBJECT_ALIASING": "{who}: one object, or two",
+    "EQUALS_MATCH": _VALUE_OF,
+    "CONSTANT_MATCH": _VALUE_OF,
+    "TRUE_MATCH": _VALUE_OF,
+    "FALSE_MATCH": _VALUE_OF,
+    "NONE_MATCH": _VALUE_OF,
+}
+# A role of a name (Source.role) as a report says it before the name.
+_ROLES = {"closure": "closure variable"}
+
+
+def source_words(src: Source) -> str:
+    """The object a guard concerns, in plain words: ```m.layer_idx` on argument `m```."""
+    if src.role == "frame":
+        return "the compiled frame"
+    if src.role == "torch":
+        return f"torch internals (`{src.root}`)"
+    if src.role == "module":
+        return f"module `{src.root}`"
+    if src.role == "module_global":
+        where = "the script" if src.module == "__main__" else f"module `{src.module}`"
+        return f"global `{src.root}` of {where}"
+    if src.role == "expression":
+        return f"`{src.root}`"
+    if src.role == "stack":
+        if src.held:
+            return f"`{src.held}{src.path}`"
+        at = f" at line {src.line}" if src.line is not None else ""
+        return f"`{src.root}{src.path}` (a value the graph break{at} left on the stack)"
+    where = _ROLES.get(src.role, src.role)
+    return f"`{src.root}{src.path}` on {where} `{src.root}`" if src.path else f"{where} `{src.root}`"
+
+
+def cause_subject(c: Cause) -> str:
+    """What a cause is about, in words: ``value of argument `n```, ``size of tensor argument `x` at dim 0``."""
+    if not c.known:
+        return UNKNOWN_SUBJECT
+    if c.reset:
+        return _RESET_SUBJECT
+    if c.category == "global_state":
+        return c.checked
+    template = _ABOUT.get(c.kind, "{who}")
+    if c.category == "aliasing":
+        return template.format(who=" and ".join(f"`{n}`" for n in c.aliased) or "tensor inputs")
+    if c.guarded is None:
+        if not c.kind:
+            return "unclassified guard"
+        # A relation of sizes alone (``Eq(s0, 3)``) names no object.
+        return template.partition(" of {who}")[0] if "{who}" in template else template.format(who="", what=c.checked)
+    words = template.format(who=source_words(c.guarded), what=c.checked)
+    return words + (f" at dim {c.dim}" if c.dim is not None else "")
+
+
+def cause_text(c: Cause) -> str:
+    """What torch said of the cause: its failure text; for a cause read from two guard listings, what changed
+    in them; for a compile after a cache reset or a recompile the log shows no reason for, why not."""
+    if c.inferred is not None:
+        was, now = _short(c.inferred.before), _short(c.inferred.after)
+        if not c.inferred.kind:
+            return f"inferred: the keys of {readable_source(c.source)} changed from `{was}` to `{now}`"
+        return f"inferred: {c.inferred.kind} on {readable_source(c.source) or 'the frame'} changed from `{was}` to `{now}`"
+    if not c.known:
+        return _UNKNOWN_TEXT
+    if c.reset:
+        return _RESET_TEXT
+    return c.text
+
+
+def pattern_words(pattern: str) -> str:
+    """A cause key's guard pattern as reports show it: a compile after a cache reset has no guard, said in words."""
+    return "compiled again after a cache reset" if pattern == RESET_PATTERN else pattern
+
+
+def rank_cause_words(c: Cause, also: bool) -> str:
+    """A cause ranks recompiled on: ``size of tensor argument `x` at dim 0``, or ``also ...`` for what else
+    changed against the entry a recompile missed."""
+    return f"also {cause_subject(c)}" if also else cause_subject(c)
+
+
+def _short(expr: str, width: int = 80) -> str:
+    return expr if len(expr) <= width else expr[: width - 3] + "..."
+
+
 def cause_words(c: Cause) -> str:
     """What a cause is about: its subject, or for a symbolic-size guard its form and the condition the
     entry needs (``a branch on a size's remainder: the entry holds only while `x.size(1) % 8 == 0```)."""
     if c.shape:
         return f"{_SHAPE_FORMS.get(c.shape, c.shape)}: the entry holds only while `{c.condition}`"
-    return c.subject
+    return cause_subject(c)
 
 
 def keys_sentence(keys: DictKeys) -> str:

@@ -129,7 +129,7 @@ def test_thresholds_without_a_baseline_and_run_records(workdir):
     assert run_guarddiag("check", str(record), "--max-recompiles", "100", cwd=workdir).returncode == 0
     missing = run_guarddiag("check", str(record), cwd=workdir)
     assert missing.returncode == 2 and "no baseline" in missing.stderr
-    assert json.loads(record.read_text())["schema"] == "guarddiag.run/1"
+    assert json.loads(record.read_text())["schema"] == "guarddiag.run/2"
 
 
 def test_broken_baseline_is_one_clear_line(project):

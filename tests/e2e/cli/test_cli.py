@@ -244,7 +244,7 @@ def test_run_in_every_format(workdir, fmt):
     assert proc.returncode == 0, proc.stderr
     # The script's own output comes first (it ran in the foreground); the report is the rest.
     report = proc.stdout.split("\n", 1)[1] if proc.stdout.startswith("argv") else proc.stdout
-    out = assert_document(report, fmt, None if fmt in ("table", "markdown") else "guarddiag.run/1")
+    out = assert_document(report, fmt, None if fmt in ("table", "markdown") else "guarddiag.run/2")
     if fmt in ("json", "yaml"):
         assert out["totals"]["recompiles"] == 1
     else:

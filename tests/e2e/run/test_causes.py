@@ -40,7 +40,7 @@ def test_the_smoothing_decides_six_recompiles_as_torch_counts_them(tmp_path: Pat
     held = _torch_compiles(SMOOTHING, tmp_path, {"GUARDDIAG_FIXTURE_HOLD": "label_smoothing"})
     # With the smoothing held, what is left is what the other causes cost.
     assert held - 1 == len(decisive) - len(smoothing) == 1
-    assert [c["subject"] for c in decisive if c not in smoothing] == ["grad mode"]
+    assert [(c["kind"], c["checked"]) for c in decisive if c not in smoothing] == [("GLOBAL_STATE", "grad mode")]
     (hit,) = f["limit_hits"]
     assert "grad_mode" in hit["last_reason"] and hit["cause"]["source"].endswith("keywords['label_smoothing']")
     assert "6x value: value of `loss_fn.keywords['label_smoothing']`" in proc.stdout

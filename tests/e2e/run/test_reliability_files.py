@@ -49,7 +49,7 @@ def test_out_through_a_symlink_writes_its_target_and_keeps_the_link(workdir):
     proc = run_guarddiag("parse", str(LOG), "--out", str(link))
     assert proc.returncode == 0, proc.stderr
     assert link.is_symlink() and os.readlink(link) == os.path.join("records", "run.json")
-    assert json.loads(target.read_text())["schema"] == "guarddiag.run/1"
+    assert json.loads(target.read_text())["schema"] == "guarddiag.run/2"
     assert sorted(p.name for p in (workdir / "records").iterdir()) == ["run.json"]  # no temp file left
 
 
@@ -114,7 +114,7 @@ def test_new_files_get_the_umask_mode_and_replaced_files_keep_theirs(workdir):
     )
     assert proc.returncode == 0, proc.stderr
     assert stat.S_IMODE(committed.stat().st_mode) == 0o664
-    assert json.loads(committed.read_text())["schema"] == "guarddiag.run/1"
+    assert json.loads(committed.read_text())["schema"] == "guarddiag.run/2"
 
 
 def test_an_updated_baseline_keeps_its_mode(workdir):

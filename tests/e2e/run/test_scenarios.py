@@ -56,7 +56,7 @@ def test_scenario_counts_match_torch(name, workdir):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     run = json.loads(record.read_text())
-    assert run["schema"] == "guarddiag.run/1"
+    assert run["schema"] == "guarddiag.run/2"
     assert run["exit_code"] == 0
     assert run["parse"]["unrecognized"] == 0, run["parse"]["unrecognized_samples"]
 

@@ -136,10 +136,10 @@ def test_every_row_of_the_table_names_a_cost_and_an_effect_the_words_know():
 def test_torchs_hint_is_what_tells_an_nn_module_int_from_another():
     from guarddiag.model import Cause
 
-    plain = Cause("value", "cfg.top_k", "cfg.top_k == 3", "cfg.top_k == 3", "value of `cfg.top_k`")
+    plain = Cause("value", "cfg.top_k", "cfg.top_k == 3", "cfg.top_k == 3", "EQUALS_MATCH")
     assert "nn_module" not in cause_facts(plain)
     assert "nn_module" in cause_facts(replace(plain, torch_hint="nn_module_int"))
-    sub = Cause("value", "L['m']._modules['attn'].heads", "L['m']._modules['attn'].heads == 4", "", "")
+    sub = Cause("value", "L['m']._modules['attn'].heads", "L['m']._modules['attn'].heads == 4", "")
     assert "nn_module" in cause_facts(sub)  # an attribute of a submodule: its owner is an nn.Module
 
 

@@ -15,7 +15,7 @@ from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines
 from guarddiag.render import FORMATS
 from guarddiag.render.diff import DIFF_SCHEMA, incomplete, render_diffs, verdict
-from guarddiag.render.words import function_label
+from guarddiag.render.words import cause_subject, cause_text, function_label
 from tests.conftest import LOGS, ROOT, in_checkout
 
 
@@ -95,7 +95,7 @@ def test_equal_values_collapse_into_one_cause():
     f = _only(diff_runs(_log("torch-2.13.0/module_int_attribute.log"), _log("torch-2.13.0/module_int_attribute.log")))
     (cause,) = f.causes
     assert (cause.category, cause.source, cause.pattern, cause.before) == ("value", "self.layer_idx", "self.layer_idx == <v>", 5)
-    assert cause.subject == "value of `self.layer_idx` on argument `self`"
+    assert cause.cause is not None and cause_subject(cause.cause) == "value of `self.layer_idx` on argument `self`"
 
 
 @pytest.mark.parametrize(
@@ -107,8 +107,8 @@ def test_runs_that_differ_only_in_object_ids_diff_to_no_change(name: str):
     moved = re.sub(r"\d{12,}", lambda m: str(int(m.group()) + 7_340_032), text)
     assert moved != text
     a, b = _run(text), _run(moved)
-    texts = {c.text for f in a.functions for e in f.recompile_events for c in e.causes}
-    assert texts.isdisjoint(c.text for f in b.functions for e in f.recompile_events for c in e.causes)
+    texts = {cause_text(c) for f in a.functions for e in f.recompile_events for c in e.causes}
+    assert texts.isdisjoint(cause_text(c) for f in b.functions for e in f.recompile_events for c in e.causes)
     d = diff_runs(a, b)
     assert (d.removed, d.added) == (0, 0)
     assert d.recompiles_before == d.recompiles_after > 0

@@ -15,6 +15,7 @@ from guarddiag.explain import Explanation, read_guard, user_name
 from guarddiag.model import Guard
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.explain_words import ExplanationWords, FunctionWords, ObjectWords, explanation_words
+from guarddiag.render.words import cause_subject
 from guarddiag.store import save_run
 from tests.conftest import LOGS, ROOT, in_checkout
 
@@ -295,7 +296,7 @@ def test_the_model_carries_facts_and_the_renderer_the_words():
     (hint,) = f.hints
     assert (hint.hint, hint.subject, hint.kind, hint.count) == ("allow_unspec_int_on_nn_module", "self.layer_idx", "fix", 5)
     # The cause as guarddiag.model.Cause has it (its subject is that module's to say).
-    assert [(c.category, c.count) for c in f.causes] == [("value", 5)] and "self.layer_idx" in f.causes[0].subject
+    assert [(c.cause.category, c.count) for c in f.causes] == [("value", 5)] and "self.layer_idx" in cause_subject(f.causes[0].cause)
 
 
 def test_a_builtin_class_the_code_uses_is_no_true_false_value():

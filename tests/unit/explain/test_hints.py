@@ -18,6 +18,7 @@ from guarddiag.explain.model import WHERE, FixHint
 from guarddiag.guardkinds import KINDS
 from guarddiag.render.explain_hints import _CHOICES, _HINTS, _UNKNOWN, _WHERE, hint_text
 from guarddiag.render.explain_words import explanation_data, explanation_words
+from guarddiag.render.words import cause_subject
 from guarddiag.sourceinfo import DATACLASS, NN_MODULE, PLAIN_OBJECT, class_kind, function_at
 from tests.conftest import LOGS, ROOT, in_checkout
 
@@ -275,7 +276,7 @@ def test_a_compare_command_for_a_key_holding_a_workflow_marker_is_the_command_me
 def test_two_dims_of_one_tensor_that_changed_in_turn_each_get_their_hint():
     # tests/fixtures/causes/two_dims.py: a padded length, then a short last batch, on the same tensors.
     hints = _hints("two_dims", "classify")
-    assert sorted(s for h in hints for _, s in h.causes) == [
+    assert sorted(cause_subject(c) for h in hints for c in h.causes) == [
         "size of tensor argument `ids` at dim 0",
         "size of tensor argument `ids` at dim 1",
     ]
@@ -305,6 +306,6 @@ def test_a_float_automatic_dynamic_took_is_said_to_have_recompiled_once_not_to_b
 @pytest.mark.parametrize(("log", "function"), [("dict_key_names", "blend"), ("dict_keys_order", "weighted")])
 def test_a_dicts_keys_that_changed_get_the_keys_hint_in_their_order_also_where_torch_checked_the_length(log: str, function: str):
     # dict_keys_order: torch's first failing guard is `len(weights) != 2` where a key went; the cause says the keys.
-    (h,) = [h for h in _hints(log, function) if h.causes[0][0] == "container"]
+    (h,) = [h for h in _hints(log, function) if h.causes[0].category == "container"]
     assert (h.hint, h.subject) == ("stable_keys", "weights")
     assert "in the same order" in hint_text(h)

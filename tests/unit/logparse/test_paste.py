@@ -11,6 +11,7 @@ from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import PasteReader, split_messages, strip_prefix
 from guarddiag.pipeline import parse_logs, read_log
 from guarddiag.render.table import render
+from guarddiag.render.words import cause_subject
 from guarddiag.store import run_to_dict
 from tests.conftest import FIXTURES, LOGS
 
@@ -272,7 +273,7 @@ def test_a_pasted_reason_that_goes_on_below_its_colon_names_the_aliased_sources(
     (f,) = parse_log(str(PASTED / "035-vllm-spyre-same-frame.txt")).functions
     (cause,) = f.recompile_events[0].causes
     assert cause.category == "aliasing" and cause.cache_entry == "1/0"
-    assert cause.subject == (
+    assert cause_subject(cause) == (
         "`self.input_layernorm.weight.data.to.__self__` and `self.post_attention_layernorm.weight.data.to.__self__`: "
         "one tensor passed more than once"
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from guarddiag.causes import cause_from_changed_guard, classify_failure, subject
+from guarddiag.causes import cause_from_changed_guard, classify_failure, guarded_source
 from guarddiag.guardexpr import normalize_guard, readable_source
 from guarddiag.model import Guard
+from guarddiag.render.words import cause_subject, source_words
 from tests.conftest import LOGS
 
 
@@ -53,7 +54,7 @@ from tests.conftest import LOGS
 )
 def test_classify_failure(text, category, source, about):
     cause = classify_failure(text, "0/0")
-    assert (cause.category, cause.source, cause.subject) == (category, source, about)
+    assert (cause.category, cause.source, cause_subject(cause)) == (category, source, about)
     assert cause.cache_entry == "0/0"
 
 
@@ -72,9 +73,9 @@ def test_guard_normalization_drops_ids_and_sizes():
 def test_readable_sources_and_subjects():
     assert readable_source("L['m']._modules['lin']._parameters['weight']") == "m.lin.weight"
     assert readable_source("___odict_getitem(L['self']._modules, 'lin')") == "self.lin"
-    assert subject("L['x']") == "local `x`"
-    assert subject("G['FLAG']") == "global `FLAG`"
-    assert subject("L['m'].layer_idx") == "`m.layer_idx` on local `m`"
+    assert source_words(guarded_source("L['x']")) == "local `x`"
+    assert source_words(guarded_source("G['FLAG']")) == "global `FLAG`"
+    assert source_words(guarded_source("L['m'].layer_idx")) == "`m.layer_idx` on local `m`"
 
 
 def test_changed_id_match_is_identity():
@@ -82,13 +83,13 @@ def test_changed_id_match_is_identity():
     after = Guard("ID_MATCH", "L['self']", "___check_obj_id(L['self'], 1402)")
     cause = cause_from_changed_guard(before, after)
     assert cause.category == "identity"
-    assert "a different object" in cause.subject
+    assert "a different object" in cause_subject(cause)
 
 
 def test_changed_global_state_names_the_key():
     before = Guard("GLOBAL_STATE", "", '___check_global_state() against {"grad_mode":true,"num_threads":2}')
     after = Guard("GLOBAL_STATE", "", '___check_global_state() against {"grad_mode":false,"num_threads":2}')
-    assert cause_from_changed_guard(before, after).subject == "grad mode"
+    assert cause_subject(cause_from_changed_guard(before, after)) == "grad mode"
 
 
 def test_run_table_prints_exactly_as_tabulate_would():
@@ -110,7 +111,7 @@ def test_a_reason_continued_on_the_next_lines_is_read_whole():
     """torch prints `Duplicate tensors found:` with the aliased sources on the lines below (a vLLM paste)."""
     text = 'Duplicate tensors found:\n  ["self.a.weight",\n   "self.b.weight"]'
     cause = classify_failure(text)
-    assert (cause.category, cause.subject) == ("aliasing", "`self.a.weight` and `self.b.weight`: one tensor passed more than once")
+    assert (cause.category, cause_subject(cause)) == ("aliasing", "`self.a.weight` and `self.b.weight`: one tensor passed more than once")
 
 
 def test_the_pasted_vllm_aliasing_reason_is_aliasing():

@@ -8,6 +8,7 @@ from guarddiag.logparse.events import RecompileAnnounced
 from guarddiag.logparse.parser import LogParser
 from guarddiag.pipeline import parse_log
 from guarddiag.render.summary import function_detail_lines
+from guarddiag.render.words import cause_subject
 from guarddiag.store import run_from_dict, run_to_dict
 from tests.conftest import LOGS
 
@@ -28,7 +29,7 @@ def test_the_cause_is_the_one_against_the_entry_that_would_have_matched():
     assert [(c.cache_entry, c.category) for c in first.causes] == [("0/0", "global_state")]
     # Against 0/0 only `temperature` changed; against 0/1 grad mode and `temperature` did.
     assert [(c.cache_entry, c.category) for c in second.causes] == [("0/0", "value"), ("0/1", "global_state")]
-    assert "self.temperature" in second.causes[0].subject and second.also == ()
+    assert "self.temperature" in cause_subject(second.causes[0]) and second.also == ()
     lines = function_detail_lines(f)
     assert any("1x value: value of `self.temperature`" in line for line in lines), lines
     # The user's line behind the guard, as torch printed it after `#`.
@@ -42,7 +43,7 @@ def test_the_cause_is_the_one_against_the_entry_that_would_have_matched():
 def test_what_else_changed_against_that_entry_is_said():
     (f,) = parse_log(str(EVAL)).functions
     (event,) = f.recompile_events
-    assert event.causes[0].subject == "grad mode"
+    assert cause_subject(event.causes[0]) == "grad mode"
     assert sorted(c.source for c in event.also) == [
         "L['self']._modules['body']._modules['1'].training",
         "L['self']._modules['body']._modules['3'].training",
@@ -59,7 +60,7 @@ def test_each_dim_is_its_own_cause_and_the_dynamic_dims_are_listed():
 
     run = parse_log(str(LOGS / "torch-2.13.0" / "tensor_shape.log"))
     (f,) = run.functions
-    assert f.recompile_events[0].causes[0].subject == "size of tensor local `x` at dim 0"
+    assert cause_subject(f.recompile_events[0].causes[0]) == "size of tensor local `x` at dim 0"
     assert f.dynamic_dims == (DynamicDims("L['x']", (0,)), DynamicDims("L['y']", (0,)))
     assert dynamic_dims_sentence(f).startswith("dynamic after the run: `x` dim 0, `y` dim 0 (")
     assert run_from_dict(run_to_dict(run)).functions[0].dynamic_dims == f.dynamic_dims
@@ -77,12 +78,12 @@ def test_what_changed_in_a_tensor_is_named_not_metadata():
     text = in_checkout((LOGS / "torch-2.13.0" / "tensor_fields.log").read_text(encoding="utf-8"))
     (f,) = build_from_lines(text.splitlines())[0]
     first, _, third = f.recompile_events
-    assert first.causes[0].subject == "value of argument `t`"
-    assert [c.subject for c in first.also] == ["requires_grad of tensor argument `x`"]
-    assert third.causes[0].subject == "dtype of tensor argument `x`"
+    assert cause_subject(first.causes[0]) == "value of argument `t`"
+    assert [cause_subject(c) for c in first.also] == ["requires_grad of tensor argument `x`"]
+    assert cause_subject(third.causes[0]) == "dtype of tensor argument `x`"
     # Parameters are a model's thousands of checks: their expressions are not kept, their change is named
     # without its field.
-    assert sorted(c.subject for c in third.also) == [
+    assert sorted(cause_subject(c) for c in third.also) == [
         "metadata of tensor `self.net.bias` on argument `self`",
         "metadata of tensor `self.net.weight` on argument `self`",
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from guarddiag.pipeline import build_from_lines
+from guarddiag.render.words import cause_subject
 from guarddiag.sourceinfo import local_roles
 from tests.conftest import LOGS, SCENARIOS, in_checkout
 
@@ -26,11 +27,11 @@ def test_closure_subject_in_a_real_log():
     log = in_checkout((LOGS / "torch-2.13.0" / "closure_variable.log").read_text())
     functions, _ = build_from_lines(log.splitlines())
     (f,) = functions
-    assert {e.causes[0].subject for e in f.recompile_events} == {"value of closure variable `reduction`"}
+    assert {cause_subject(e.causes[0]) for e in f.recompile_events} == {"value of closure variable `reduction`"}
 
 
 def test_without_source_the_subject_says_local():
     log = (LOGS / "torch-2.13.0" / "closure_variable.log").read_text()
     functions, _ = build_from_lines(log.splitlines(), roles=lambda *_: {})
     (f,) = functions
-    assert {e.causes[0].subject for e in f.recompile_events} == {"value of local `reduction`"}
+    assert {cause_subject(e.causes[0]) for e in f.recompile_events} == {"value of local `reduction`"}

@@ -21,6 +21,7 @@ from guarddiag.model import Run, StanceUse
 from guarddiag.pipeline import parse_log
 from guarddiag.render import markdown, table
 from guarddiag.render.gate import check_to_dict, render_text
+from guarddiag.render.words import cause_subject
 from guarddiag.runlogs import read_run_logs
 from guarddiag.store import run_from_dict, run_to_dict
 from tests.conftest import FIXTURES, ROOT, in_checkout
@@ -69,13 +70,13 @@ def test_the_cause_is_classified_like_a_recompiles(tmp_path: Path):
     scale = next(f for f in run.functions if f.name == "scale")
     (refusal,) = scale.refusals
     assert refusal.cause is not None
-    assert (refusal.stance, refusal.calls, refusal.cause.category, refusal.cause.subject) == (
+    assert (refusal.stance, refusal.calls, refusal.cause.category, cause_subject(refusal.cause)) == (
         "eager_on_recompile", 8, "value", "value of argument `k`",
     )
     assert refusal.cause.location.endswith("serve.py:40 in scale") and refusal.cause.code == "return x * k"
     module = next(f for f in run.functions if f.name == "inner")
     # torch's `inner` lives in the recording's venv, not here: its `args` is named a local.
-    assert {(r.cause.category, r.cause.subject) for r in module.refusals if r.cause} == {
+    assert {(r.cause.category, cause_subject(r.cause)) for r in module.refusals if r.cause} == {
         ("tensor", "size of tensor `args[0]` on local `args` at dim 0")
     }
 

@@ -163,7 +163,7 @@ def _poison(value: str):
             f["file"] = f"/src/{value}/{os.path.basename(f['file'])}" if f["file"] else f["file"]
             for e in f["recompile_events"]:
                 for c in (*e["causes"], *e["also"]):
-                    c["subject"] = f"value of `{value}`"
+                    _poison_facts(c, value)
                     c["text"] = f"{value} == 1"
                     c["location"] = f"{value}.py:3 in {value}" if c["location"] else c["location"]
                     c["code"] = value if c["code"] else c["code"]
@@ -177,7 +177,7 @@ def _poison(value: str):
             for h in f["limit_hits"]:
                 h["last_reason"] = value
                 if h["cause"]:
-                    h["cause"]["subject"] = f"value of `{value}`"
+                    _poison_facts(h["cause"], value)
             for c in f["failed_compiles"]:
                 c["reason"] = f"Unsupported: {value}"
             for g in f["graph_breaks"]:
@@ -185,13 +185,19 @@ def _poison(value: str):
             for r in f.get("refusals", []):
                 r["reasons"] = [f"0/{i}: {value}" for i, _ in enumerate(r["reasons"])]
                 if r["cause"]:
-                    r["cause"]["subject"] = f"value of `{value}`"
+                    _poison_facts(r["cause"], value)
                     r["cause"]["text"] = value
         for p in data.get("job", {}).get("processes", []):
             p["host"] = value
             p["logs"] = [f"/ci/{value}/{os.path.basename(log)}" for log in p["logs"]]
 
     return apply
+
+
+def _poison_facts(cause: dict, value: str) -> None:
+    """A cause about ``value``: the object it guards, the property it checks, the objects it found aliased."""
+    cause.update(guarded={"root": value, "role": "global", "path": f".{value}"}, checked=value, aliased=[value], known=True, reset=False)
+    cause.pop("inferred", None)
 
 
 def _benign(value: str) -> str:

@@ -47,7 +47,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_parse_in_every_format(fmt: str):
-    out = assert_document(_cli("parse", str(SHAPE), "-f", fmt), fmt, None if fmt in ("table", "markdown") else "guarddiag.run/1")
+    out = assert_document(_cli("parse", str(SHAPE), "-f", fmt), fmt, None if fmt in ("table", "markdown") else "guarddiag.run/2")
     if fmt in ("json", "yaml"):
         assert out["totals"]["recompiles"] == 2
     else:
