@@ -82,6 +82,16 @@ def truth_counts(truth: dict) -> dict[tuple[str, int], int]:
     return {(f["co_name"], f["co_firstlineno"]): f["compiles"] for f in truth["functions"]}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _shared_corpus_runs(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The folder where each corpus script's run is made once for the session (tests/corpus_runs.py): under
+    pytest-xdist, beside the workers' own temporary folders, so that every worker finds it."""
+    from tests import corpus_runs
+
+    base = tmp_path_factory.getbasetemp()
+    corpus_runs.SHARED = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "corpus-runs"
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     return tmp_path

@@ -23,6 +23,7 @@ import pytest
 
 from tests.apply_hints import apply_lines
 from tests.conftest import ROOT, run_guarddiag, torch_truth
+from tests.corpus_runs import corpus_run
 
 CORPUS = ROOT / "tests" / "corpus"
 ORACLE = ROOT / "tests" / "oracle"
@@ -66,18 +67,16 @@ def _env(backend: str, truth: Path) -> dict[str, str]:
 
 
 def _hint(script: str, function: str, hint: str, backend: str, workdir: Path) -> tuple[dict, dict]:
-    """guarddiag's hint of that id for the function, and torch's account of the run it came from."""
+    """guarddiag's hint of that id for the function, and torch's account of the run it came from (the corpus
+    script's run, shared with tests/e2e/run/test_corpus.py)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    truth = workdir / "truth.json"
-    proc = run_guarddiag("run", str(CORPUS / script), "--out", str(workdir / "run.json"), cwd=workdir, env=_env(backend, truth))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    log = json.loads((workdir / "run.json").read_text())["log_path"]
-    explained = run_guarddiag("explain", log, "--format", "json", cwd=workdir)
+    run = corpus_run(script, backend=backend)
+    explained = run_guarddiag("explain", run.record["log_path"], "--format", "json", cwd=workdir)
     assert explained.returncode == 0, explained.stderr[-3000:]
     hints = [h for f in json.loads(explained.stdout)["functions"] if f["name"] == function for h in f["hints"]]
     found = [h for h in hints if h["id"] == hint]
     assert found, f"{script}: no {hint} hint for {function}: {[h['id'] for h in hints]}"
-    return found[0], json.loads(truth.read_text())
+    return found[0], run.truth
 
 
 def _run_copy(text: str, backend: str, workdir: Path, name: str) -> dict:

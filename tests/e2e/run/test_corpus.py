@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, recorded_subject, run_guarddiag, truth_counts
+from tests.corpus_runs import corpus_run
 
 CORPUS = ROOT / "tests" / "corpus"
 SCRIPTS = sorted(p.name for p in CORPUS.glob("*.py"))
@@ -20,23 +21,6 @@ pytestmark = pytest.mark.torch
 def _needs(script: str) -> None:
     if script.startswith("hf_") and importlib.util.find_spec("transformers") is None:
         pytest.skip("transformers is not installed here: `make test-transformers` installs the pinned version and runs this")
-
-
-def corpus_run(script: str, workdir: Path, fix: bool = False, backend: str = "eager") -> tuple[dict, dict, str]:
-    """``guarddiag run`` of a corpus script: its run record, torch's account and the command's output. A script
-    written for inductor (``torch.compile`` without a backend) runs on ``backend``: eager in ``make test``,
-    inductor in ``make test-inductor`` (``_truth`` reads GUARDDIAG_CORPUS_BACKEND)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    env = {
-        "PYTHONPATH": str(ROOT / "tests" / "oracle"),
-        "GUARDDIAG_ORACLE_TRUTH": str(workdir / "truth.json"),
-        "CORPUS_FIX": "1" if fix else "0",
-        "GUARDDIAG_CORPUS_BACKEND": "" if backend == "inductor" else backend,
-    }
-    proc = run_guarddiag("run", str(CORPUS / script), "--out", str(workdir / "run.json"), cwd=workdir, env=env)
-    output = f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-3000:]}"
-    assert proc.returncode == 0, output
-    return json.loads((workdir / "run.json").read_text()), json.loads((workdir / "truth.json").read_text()), proc.stdout
 
 
 def _counts_by_torch(truth: dict) -> dict[tuple[str, int], int]:
@@ -58,7 +42,7 @@ BACKENDS = [(s, "eager") for s in SCRIPTS] + [pytest.param(s, "inductor", marks=
 @pytest.mark.parametrize(("script", "backend"), BACKENDS)
 def test_counts_equal_torch(script: str, backend: str, tmp_path: Path):
     _needs(script)
-    run, truth, _ = corpus_run(script, tmp_path, backend=backend)
+    run, truth, _ = corpus_run(script, backend=backend)
     assert _counts_by_guarddiag(run) == _counts_by_torch(truth)
     assert run["totals"]["compiles"] == truth["totals"]["compiles"]
 
@@ -69,8 +53,8 @@ FIXED = [s for s in SCRIPTS if "CORPUS_FIX=1" in (CORPUS / s).read_text(encoding
 @pytest.mark.parametrize("script", FIXED)
 def test_the_fix_removes_the_recompile(script: str, tmp_path: Path):
     _needs(script)
-    before, _, _ = corpus_run(script, tmp_path / "before")
-    after, truth, _ = corpus_run(script, tmp_path / "after", fix=True)
+    before, _, _ = corpus_run(script)
+    after, truth, _ = corpus_run(script, fix=True)
     assert before["totals"]["recompiles"] > 0
     assert after["totals"]["recompiles"] < before["totals"]["recompiles"], after["functions"]
     assert _counts_by_guarddiag(after) == _counts_by_torch(truth)
@@ -108,7 +92,7 @@ REPORT_LINES = {
 
 @pytest.mark.parametrize("script", sorted(FIRST_CAUSES))
 def test_the_first_cause_is_the_one_the_fix_removes(script: str, tmp_path: Path):
-    run, _, out = corpus_run(script, tmp_path)
+    run, _, out = corpus_run(script)
     lines = out.splitlines()
     for expected in REPORT_LINES[script]:
         assert any(line.startswith(expected) for line in lines), (expected, out)
@@ -122,7 +106,7 @@ def test_the_first_cause_is_the_one_the_fix_removes(script: str, tmp_path: Path)
 
 
 def test_eval_under_no_grad_names_the_training_flags_too(tmp_path: Path):
-    run, _, out = corpus_run("train_eval.py", tmp_path)
+    run, _, out = corpus_run("train_eval.py")
     (f,) = run["functions"]
     (event,) = f["recompile_events"]
     assert recorded_subject(event["causes"][0]) == "grad mode"
@@ -138,7 +122,7 @@ def test_a_partial_loss_recompiles_on_its_smoothing_not_on_grad_mode(backend: st
     """partial_loss.py (#25): torch's first reason is grad mode for every call (train and eval alternate, the newest
     entry is the other mode's) and so is its limit warning's last reason; 6 of the 7 recompiles come from the
     smoothing (held constant, torch recompiles once: tests/e2e/run/test_causes.py measures it on the eager twin)."""
-    run, truth, out = corpus_run("partial_loss.py", tmp_path, backend=backend)
+    run, truth, out = corpus_run("partial_loss.py", backend=backend)
     (f,) = run["functions"]
     decisive = [recorded_subject(e["causes"][0]) for e in f["recompile_events"]]
     smoothing = "value of `loss_fn.keywords['label_smoothing']` on argument `loss_fn`"
@@ -164,7 +148,7 @@ CAUSE_NAMES = {"optim_step.py": "  1x value: value of argument `lr`"}
 @pytest.mark.parametrize("script", sorted(NAMES))
 def test_the_name_shown_is_the_users(script: str, tmp_path: Path):
     _needs(script)
-    _, _, out = corpus_run(script, tmp_path)
+    _, _, out = corpus_run(script)
     assert any(line.startswith(NAMES[script]) for line in out.splitlines()), out
     assert " via " not in out and "external_utils" not in out, out
     if script in CAUSE_NAMES:
@@ -188,7 +172,7 @@ def _explain_both(log_path: str, cwd: Path) -> tuple[str, dict, dict]:
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_explain_fits_on_a_screen_and_full_lists_what_it_folds(script: str, tmp_path: Path):
     _needs(script)
-    run, _, _ = corpus_run(script, tmp_path)
+    run, _, _ = corpus_run(script)
     text, short, full = _explain_both(run["log_path"], tmp_path)
     assert len(text.strip().splitlines()) <= EXPLAIN_LINES, text
     for f, g in zip(short["functions"], full["functions"], strict=True):
@@ -204,7 +188,7 @@ def test_explain_fits_on_a_screen_and_full_lists_what_it_folds(script: str, tmp_
 
 @pytest.mark.parametrize("script", sorted(FIRST_CAUSES))
 def test_explain_never_folds_the_object_a_recompile_is_about(script: str, tmp_path: Path):
-    run, _, _ = corpus_run(script, tmp_path)
+    run, _, _ = corpus_run(script)
     (f,) = [f for f in _explain(run["log_path"], tmp_path)["functions"] if f["recompiles"]]
     category, subject, _ = FIRST_CAUSES[script]
     name = subject.split("`")[1]
@@ -214,7 +198,7 @@ def test_explain_never_folds_the_object_a_recompile_is_about(script: str, tmp_pa
 
 def test_explain_names_the_no_grad_functions_argument_as_its_parameter(tmp_path: Path):
     """sgd_momentum(params, bufs, lr) under @torch.no_grad() runs in torch's `inner(*args)`: args[2] is `lr`."""
-    run, _, _ = corpus_run("optim_step.py", tmp_path)
+    run, _, _ = corpus_run("optim_step.py")
     text, short, _ = _explain_both(run["log_path"], tmp_path)
     assert "argument `lr`: value 0.05" in text and "`args[2]`" not in text
     assert "sgd_momentum (corpus/optim_step.py): 2 cache entries" in text
