@@ -18,6 +18,7 @@ from guarddiag.errors import InputError
 from guarddiag.gate import GateResult, evaluate
 from guarddiag.model import Run
 from guarddiag.render.gate import finding_message, render_annotations, render_check, render_junit, render_markdown
+from guarddiag.report import run_reports
 from guarddiag.store import write_atomic
 
 
@@ -79,7 +80,7 @@ def run_check(
         raise InputError(f"{path}: no baseline; create one with `guarddiag baseline` or give a threshold such as --max-recompiles 0")
     else:
         base = None
-    result = evaluate(runs, base, settings, budgets)
+    result = evaluate(run_reports(runs), base, settings, budgets)
     text = render_check(result, fmt)
     # The verdict is the point of `check`: an output that cannot be written is a warning, never a new exit code.
     summary = env.get("GITHUB_STEP_SUMMARY")

@@ -25,10 +25,11 @@ from guarddiag.commands.output import message
 from guarddiag.errors import InputError
 from guarddiag.model import Run
 from guarddiag.render import child as words
+from guarddiag.report import RunReport
 
 
-def run_script(request: RunRequest) -> Run:
-    """Check the request, run it, and return its run record (also saved in the run folder)."""
+def run_script(request: RunRequest) -> RunReport:
+    """Check the request, run it, and return its report value (its record also saved in the run folder)."""
     check_request(request)
     return built(execute(request))
 
@@ -40,7 +41,7 @@ def run_scripts(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[Ru
     shared = shared_rendezvous(requests)
     if min(jobs, len(requests)) > 1 and shared:
         message(words.taking_turns(shared))
-    return execute_many(requests, jobs, built, on_done)
+    return execute_many(requests, jobs, lambda child: built(child).run, on_done)
 
 
 def check_script(script: Path) -> None:
@@ -87,8 +88,8 @@ def _precheck_flags(python: str, request: RunRequest) -> None:
         raise InputError(words.refused_flag(str(exc), request.label)) from None
 
 
-def built(child: ChildRun) -> Run:
-    """The run record of a child that ran the script; an error naming why when nothing of it ran."""
+def built(child: ChildRun) -> RunReport:
+    """The report value of a child that ran the script; an error naming why when nothing of it ran."""
     if child.status == UNSTARTABLE:
         raise InputError(words.unstartable(child.request.python, child.start_error))
     if child.status == REFUSED:
