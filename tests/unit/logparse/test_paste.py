@@ -107,7 +107,7 @@ def test_a_bare_paste_reports_what_it_shows_and_says_so(tmp_path):
     (f,) = run.functions
     assert (f.name, f.file, f.line, f.recompiles) == ("forward", "/content/model.py", 12, 1)
     assert [c.cache_entry for c in f.recompile_events[0].causes] == ["0/1", "0/0"]
-    text = render(run)
+    text = render(run_report(run))
     assert text.splitlines()[0] == (
         "read as a paste: 1 messages recognised (1 recompiles, 0 recompile-limit hits in 1 functions); "
         "counts cover only what was pasted"
