@@ -31,9 +31,9 @@ class Finding:
     ``function`` is the compiled function it is about (None for the script itself, and for ``gone``:
     a baseline entry, named by ``name``, ``file`` and ``line``, that did not compile). ``report`` is the
     report value of the run of a ``script_failed`` (its gaps and uncounted processes say why);
-    ``allowed`` and ``baseline`` the numbers a regression or improvement
-    was measured against (``baseline`` None: not in it), for a ``refused`` the calls a compiler stance
-    refused to recompile; ``categories`` what a ``new_cause`` adds.
+    ``allowed`` and ``baseline`` the numbers a regression or improvement was measured against
+    (``baseline`` None: not in it), for a ``refused`` the calls a compiler stance refused to recompile;
+    ``categories`` what a ``new_cause`` adds.
     A ``rank_divergence`` is about the function as the first rank that did not behave as most did
     compiled it, ``divergence`` the whole comparison; it fails only under ``fail_on_rank_divergence``
     (``gating`` False: shown, not failing)."""

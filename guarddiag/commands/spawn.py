@@ -23,7 +23,6 @@ from guarddiag.child.runner import (
 )
 from guarddiag.commands.output import message
 from guarddiag.errors import InputError
-from guarddiag.model import Run
 from guarddiag.render import child as words
 from guarddiag.report import RunReport
 
@@ -34,14 +33,17 @@ def run_script(request: RunRequest) -> RunReport:
     return built(execute(request))
 
 
-def run_scripts(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, Run], None] | None = None) -> list[Run]:
-    """Check every request, then run them ``jobs`` at a time (child/runner.execute_many); runs in request order."""
+def run_scripts(
+    requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, RunReport], None] | None = None
+) -> list[RunReport]:
+    """Check every request, then run them ``jobs`` at a time (child/runner.execute_many); each run's report
+    value, in request order."""
     for request in requests:
         check_request(request)
     shared = shared_rendezvous(requests)
     if min(jobs, len(requests)) > 1 and shared:
         message(words.taking_turns(shared))
-    return execute_many(requests, jobs, lambda child: built(child).run, on_done)
+    return execute_many(requests, jobs, built, on_done)
 
 
 def check_script(script: Path) -> None:
