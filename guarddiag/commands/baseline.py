@@ -84,18 +84,18 @@ def collect_runs(
     """Run the scripts (in parallel) and read the records, each as its report value (a run's built once,
     with its folder's record); keyed by script path relative to the root."""
     specs = _specs(items, settings, flags)
-    runs: dict[str, RunReport] = {}
+    reports: dict[str, RunReport] = {}
     budgets: dict[str, int | None] = {}
     requests = []
     def claim(key: str, what: str) -> str:
-        if key in runs or key in budgets:
+        if key in reports or key in budgets:
             raise InputError(f"{what}: a second run of `{key}`; give each script (with its arguments) once")
         return key
 
     for spec in specs:
         if isinstance(spec, Path):
             run = load_run(spec)
-            runs[claim(run_key(run.script or str(spec), run.argv, settings.root, run.module), str(spec))] = run_report(run)
+            reports[claim(run_key(run.script or str(spec), run.argv, settings.root, run.module), str(spec))] = run_report(run)
             continue
         if spec.module:
             path, key = None, claim(run_key(None, spec.args, settings.root, spec.module), f"-m {spec.module}")
@@ -119,9 +119,9 @@ def collect_runs(
             message(f"  {request.label}: {run.status}, {run.recompiles} recompiles ({run.duration_s:.1f}s)")
 
     results = run_scripts([r for _, r in requests], settings.jobs or os.cpu_count() or 1, report)
-    for (key, _), run in zip(requests, results, strict=True):
-        runs[key] = run
-    return runs, budgets
+    for (key, _), done in zip(requests, results, strict=True):
+        reports[key] = done
+    return reports, budgets
 
 
 def record_baseline(runs: dict[str, Run], settings: Settings, out: Path, anew: bool = False) -> baseline_io.Baseline:
