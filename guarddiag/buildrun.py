@@ -22,12 +22,14 @@ from guarddiag.errors import InputError
 from guarddiag.model import Job, LateHook, Run, Unobserved
 from guarddiag.render.child import unreadable_log, unsaved_record
 from guarddiag.render.escape import one_line
+from guarddiag.report import RunReport, run_report, save_report
 from guarddiag.runlogs import read_run_logs
-from guarddiag.store import late_hook_from_dict, save_run, write_failure
+from guarddiag.store import late_hook_from_dict, write_failure
 
 
-def build_run(child: ChildRun) -> Run:
-    """The run record of a child that ran the script (any status of proctree.wait), also saved in its folder."""
+def build_run(child: ChildRun) -> RunReport:
+    """The run of a child that ran the script (any status of proctree.wait) as its report value, its
+    record also saved in its folder (from that value: the command that reports it computes nothing again)."""
     request, run_dir, meta = child.request, child.folder, child.meta
     try:
         logs = read_run_logs(run_dir, child.log_path, child.ledger_path)
@@ -57,11 +59,12 @@ def build_run(child: ChildRun) -> Run:
         job=Job("run", logs.processes) if logs.processes else None,
         stances=logs.stances,
     )
+    report = run_report(run)
     try:
-        save_run(run, run_dir / "run.json")
+        save_report(report, run_dir / "run.json")
     except OSError as exc:
         _unsaved(run_dir / "run.json", exc)
-    return run
+    return report
 
 
 # Why run records could not be written, said once per command (a full disk fails every run of a compare).

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from guarddiag.diff import CauseKey, RunDiff, cause_key, diff_runs
 from guarddiag.diff import cause_counts as diff_cause_counts
+from guarddiag.divergence import Divergence, DivergenceChange, divergence_change, rank_divergence
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, Flag, free_text, parse_value
 from guarddiag.flips import KEEPS_COMPILED, Candidate, FlipPlan, Target, flip_effect, plan_flips
@@ -290,7 +291,9 @@ class CauseResult:
 class CompareReport:
     """Everything ``compare`` reports: the plan, every configuration's runs, each one diffed against the
     baseline, and (one interpreter) what each flip did to each cause of the baseline (built once; every
-    format and ``--out`` render this). ``flips``: the plan of ``compare`` without ``--flag`` (None with it)."""
+    format and ``--out`` render this). ``flips``: the plan of ``compare`` without ``--flag`` (None with it).
+    ``divergence``: each configuration's rank divergence (of its first run, as ``results``), and
+    ``divergence_changes`` what each did to the baseline's (None for the baseline itself)."""
 
     torch_version: str
     plan: ComparePlan
@@ -300,6 +303,8 @@ class CompareReport:
     causes: tuple[CauseResult, ...] = ()
     # Runs at a time: the flips shared the cores with each other (compile times are each run's own).
     parallel: int = 1
+    divergence: tuple[tuple[Divergence, ...], ...] = ()
+    divergence_changes: tuple[DivergenceChange | None, ...] = ()
 
 
 def flip_variants(flips: FlipPlan, python: str) -> tuple[Variant, ...]:
@@ -320,7 +325,10 @@ def build_report(
         if base.variant.flags == () and all(r.variant.python == base.variant.python for r in results):
             targets = flips.targets if flips is not None else cause_targets(catalog, base.run)
             causes = tuple(_cause_result(t, base, results[1:], flips) for t in targets)
-    return CompareReport(catalog.torch_version, plan, tuple(results), diffs, flips, causes, parallel)
+    # Each configuration's rank divergence, computed once: the JSON lists it, the notes say its change.
+    divergence = tuple(rank_divergence(r.run) for r in results)
+    changes = tuple(None if i == 0 else divergence_change(divergence[0], found) for i, found in enumerate(divergence))
+    return CompareReport(catalog.torch_version, plan, tuple(results), diffs, flips, causes, parallel, divergence, changes)
 
 
 def cause_targets(catalog: Catalog, baseline: Run) -> tuple[Target, ...]:

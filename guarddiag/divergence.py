@@ -17,6 +17,7 @@ what it compiled is not known), nor a rank below the job's WORLD_SIZE that no pr
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from guarddiag.ids import job_rank
@@ -51,9 +52,10 @@ class JobRanks:
         return len(self.compared) + len(self.uncounted) + sum(last - first + 1 for first, last in self.missing)
 
 
-def job_ranks(run: Run) -> dict[str, JobRanks]:
+def job_ranks(run: Run, gaps: tuple[tuple[str, int, int], ...] | None = None) -> dict[str, JobRanks]:
     """Per job label, its ranks: from the functions each rank compiled and from the job's processes
-    (a rank that compiled nothing is listed there, with torch's own count of its compiles)."""
+    (a rank that compiled nothing is listed there, with torch's own count of its compiles). ``gaps``:
+    the run's :func:`~guarddiag.model.compile_gaps` where the caller has them (report.run_report)."""
     compiled: dict[str, set[int]] = {}
     for f in run.functions:
         where = job_rank(f.rank)
@@ -61,7 +63,7 @@ def job_ranks(run: Run) -> dict[str, JobRanks]:
             compiled.setdefault(where[0], set()).add(where[1])
     quiet: dict[str, dict[int, bool]] = {}
     lost: dict[str, set[int]] = {}
-    gaps = {process for process, _, _ in compile_gaps(run)}
+    lossy = {process for process, _, _ in (compile_gaps(run) if gaps is None else gaps)}
     sizes: dict[str, set[int]] = {}
     for p in run.job.processes if run.job is not None else ():
         where = job_rank(p.process)
@@ -70,7 +72,7 @@ def job_ranks(run: Run) -> dict[str, JobRanks]:
         job, rank = where
         if p.world_size:
             sizes.setdefault(job, set()).add(p.world_size)
-        if p.process in gaps:
+        if p.process in lossy:
             # Its log lost lines: a function it shows no frame of may still have compiled there.
             lost.setdefault(job, set()).add(rank)
         elif rank not in compiled.get(job, set()):
@@ -187,14 +189,18 @@ def _behaviour(f: FunctionSummary | None) -> tuple[int, int, _Seen, bool]:
     return (f.compiles, f.recompiles, tuple(_rank_causes(f)), f.limit_hit)
 
 
-def rank_divergence(run: Run) -> tuple[Divergence, ...]:
+def rank_divergence(
+    run: Run, jobs: Mapping[str, JobRanks] | None = None, unnamed: Mapping[str, tuple[int, ...]] | None = None
+) -> tuple[Divergence, ...]:
     """The functions of ``run`` whose compiles, recompiles, causes or limit hits differ between the
     ranks of a job (empty when the run has fewer than two ranks in any job), in file and line order;
     also a function that recompiled on some ranks while others cannot be known (``unknown``).
-    Frames the log never named are not compared (``unknown`` says where they leave a gap)."""
-    jobs = job_ranks(run)
+    Frames the log never named are not compared (``unknown`` says where they leave a gap). ``jobs`` and
+    ``unnamed``: the run's :func:`job_ranks` and :func:`unnamed_ranks` where the caller has them
+    (report.run_report)."""
+    jobs = job_ranks(run) if jobs is None else jobs
     functions: dict[tuple[str, str, str, int | None], dict[int, FunctionSummary]] = {}
-    unnamed = {(job, rank) for job, ranks in unnamed_ranks(run).items() for rank in ranks}
+    nameless = {(job, rank) for job, ranks in (unnamed_ranks(run) if unnamed is None else unnamed).items() for rank in ranks}
     for f in run.functions:
         where = job_rank(f.rank)
         if where is not None and f.name:
@@ -204,7 +210,7 @@ def rank_divergence(run: Run) -> tuple[Divergence, ...]:
         ranks = tuple(sorted((*jobs[job].compared, *jobs[job].uncounted)))
         if len(ranks) < 2:
             continue
-        unknown = tuple(r for r in ranks if r not in per_rank and (job, r) in unnamed)
+        unknown = tuple(r for r in ranks if r not in per_rank and (job, r) in nameless)
         lost = jobs[job].lost
         uncounted = tuple(r for r in jobs[job].uncounted if r not in per_rank or r in lost)
         seen = {rank: _behaviour(per_rank.get(rank)) for rank in ranks if rank not in unknown and rank not in uncounted}
@@ -265,11 +271,12 @@ class DivergenceChange:
         return bool(self.removed or self.added or self.left)
 
 
-def divergence_change(baseline: Run, variant: Run) -> DivergenceChange:
-    """The rank divergence of ``variant`` against ``baseline``'s, function by function (job, name, file, line)."""
+def divergence_change(baseline: tuple[Divergence, ...], variant: tuple[Divergence, ...]) -> DivergenceChange:
+    """The rank divergence of a variant run against the baseline run's (each its :func:`rank_divergence`),
+    function by function (job, name, file, line)."""
 
-    def keyed(run: Run) -> dict[tuple[str, str, str, int | None], FunctionSummary]:
-        return {(d.job, d.function.name, d.function.file, d.function.line): d.function for d in rank_divergence(run)}
+    def keyed(found: tuple[Divergence, ...]) -> dict[tuple[str, str, str, int | None], FunctionSummary]:
+        return {(d.job, d.function.name, d.function.file, d.function.line): d.function for d in found}
 
     before, after = keyed(baseline), keyed(variant)
     return DivergenceChange(
@@ -304,11 +311,13 @@ def divergence_to_dict(d: Divergence) -> dict[str, object]:
     }
 
 
-def divergence_dict(run: Run) -> list[dict[str, object]]:
-    """The JSON form (a run record's ``rank_divergence``): one entry per job of two ranks or more, its
-    ranks compared (those that compiled anything or, as torch counted, nothing), those not compared
-    (:class:`JobRanks`), those with frames the log never named, and its diverging functions."""
-    found, unnamed = rank_divergence(run), unnamed_ranks(run)
+def divergence_dict(
+    jobs: Mapping[str, JobRanks], found: tuple[Divergence, ...], unnamed: Mapping[str, tuple[int, ...]]
+) -> list[dict[str, object]]:
+    """The JSON form (a run record's ``rank_divergence``) of a run's comparison (report.RunReport: its
+    ``jobs``, ``divergence`` and ``unnamed``): one entry per job of two ranks or more, its ranks compared
+    (those that compiled anything or, as torch counted, nothing), those not compared (:class:`JobRanks`),
+    those with frames the log never named, and its diverging functions."""
     return [
         {
             "job": job,
@@ -321,6 +330,6 @@ def divergence_dict(run: Run) -> list[dict[str, object]]:
             "unnamed_ranks": list(unnamed.get(job, ())),
             "functions": [divergence_to_dict(d) for d in found if d.job == job],
         }
-        for job, ranks in job_ranks(run).items()
+        for job, ranks in jobs.items()
         if ranks.size > 1
     ]

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relative_file
 from guarddiag.config import Settings
-from guarddiag.divergence import Divergence, rank_divergence
+from guarddiag.divergence import Divergence
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
-from guarddiag.model import FunctionSummary, Run, compile_gaps, report_order, uncounted, uncounted_stances
+from guarddiag.model import FunctionSummary, report_order
+from guarddiag.report import RunReport
 
 FAILING = frozenset({"regression", "limit_hit", "refused", "new_cause", "script_failed", "rank_divergence"})
 
@@ -28,10 +29,11 @@ class Finding:
     """One thing the gate has to say about a script or a function, as facts (render.gate words them).
 
     ``function`` is the compiled function it is about (None for the script itself, and for ``gone``:
-    a baseline entry, named by ``name``, ``file`` and ``line``, that did not compile). ``run`` is the
-    run of a ``script_failed``; ``allowed`` and ``baseline`` the numbers a regression or improvement
-    was measured against (``baseline`` None: not in it), for a ``refused`` the calls a compiler stance
-    refused to recompile; ``categories`` what a ``new_cause`` adds.
+    a baseline entry, named by ``name``, ``file`` and ``line``, that did not compile). ``report`` is the
+    report value of the run of a ``script_failed`` (its gaps and uncounted processes say why);
+    ``allowed`` and ``baseline`` the numbers a regression or improvement was measured against
+    (``baseline`` None: not in it), for a ``refused`` the calls a compiler stance refused to recompile;
+    ``categories`` what a ``new_cause`` adds.
     A ``rank_divergence`` is about the function as the first rank that did not behave as most did
     compiled it, ``divergence`` the whole comparison; it fails only under ``fail_on_rank_divergence``
     (``gating`` False: shown, not failing)."""
@@ -42,7 +44,7 @@ class Finding:
     line: int | None
     function: FunctionSummary | None = None
     name: str = ""
-    run: Run | None = None
+    report: RunReport | None = None
     allowed: int | None = None
     baseline: int | None = None
     categories: tuple[str, ...] = ()
@@ -87,9 +89,11 @@ _MOVED = frozenset({"regression", "improvement", "limit_hit", "refused", "new_ca
 
 @dataclass(frozen=True)
 class GateResult:
-    """Everything ``check`` reports; ``exit_code`` is what the command exits with. ``settings_file`` is
-    the settings file in force ("" when none was found); ``torch`` is set when the report shows a count
-    that moved against a baseline recorded with another (or an unknown) torch."""
+    """The report value of ``check``: everything it reports (each checked function against its budget,
+    limit hits, new causes, rank divergence: each run's, from its report value), computed once; every
+    renderer (render/gate.py) and ``exit_code``, what the command exits with, take it. ``settings_file``
+    is the settings file in force ("" when none was found); ``torch`` is set when the report shows a
+    count that moved against a baseline recorded with another (or an unknown) torch."""
 
     rows: tuple[Row, ...]
     findings: tuple[Finding, ...]
@@ -151,19 +155,21 @@ def _allowed(base: BaselineFunction | None, script: BaselineScript | None, spec_
 
 
 def evaluate(
-    runs: dict[str, Run],
+    reports: dict[str, RunReport],
     baseline: Baseline | None,
     settings: Settings,
     budgets: dict[str, int | None] | None = None,
 ) -> GateResult:
-    """Check each script's run against the baseline and thresholds (``budgets``: per-script max from config)."""
+    """Check each script's run (its report value: report.run_reports) against the baseline and thresholds
+    (``budgets``: per-script max from config)."""
     rows: list[Row] = []
     findings: list[Finding] = []
-    for path, run in runs.items():
+    for path, report in reports.items():
+        run = report.run
         # Counts too low (a log lost lines, a worker compiled unobserved) are not compared: a
         # regression there would pass silently.
-        if run.status != "ok" or compile_gaps(run) or uncounted(run) or uncounted_stances(run):
-            findings.append(Finding("script_failed", path, path, None, run=run))
+        if run.status != "ok" or not report.counted:
+            findings.append(Finding("script_failed", path, path, None, report=report))
             continue
         script = baseline.script(path) if baseline else None
         if baseline is not None and script is None:
@@ -214,24 +220,24 @@ def evaluate(
         for b in script.functions if script else ():
             if b.key not in seen:
                 findings.append(Finding("gone", path, b.file, b.line, name=b.name))
-        findings += _divergences(path, run, settings)
-    return GateResult(tuple(rows), tuple(findings), settings.source, _torch_change(runs, baseline, findings))
+        findings += _divergences(path, report, settings)
+    return GateResult(tuple(rows), tuple(findings), settings.source, _torch_change(reports, baseline, findings))
 
 
-def _torch_change(runs: dict[str, Run], baseline: Baseline | None, findings: list[Finding]) -> TorchChange | None:
+def _torch_change(reports: dict[str, RunReport], baseline: Baseline | None, findings: list[Finding]) -> TorchChange | None:
     """The baseline's torch and the runs' when a count moved against the baseline and the two are not the same."""
     if baseline is None or not any(f.kind in _MOVED and f.function is not None for f in findings):
         return None
-    now = sorted({r.torch_version for r in runs.values() if r.torch_version})
+    now = sorted({r.run.torch_version for r in reports.values() if r.run.torch_version})
     change = TorchChange(baseline.torch_version, ", ".join(now) or None)
     return None if change.baseline is not None and change.baseline == change.now else change
 
 
-def _divergences(path: str, run: Run, settings: Settings) -> list[Finding]:
-    """The run's rank divergence, failing under ``fail_on_rank_divergence`` (shown either way); each
-    finding points at the function as the first rank that did not behave as most did compiled it."""
+def _divergences(path: str, report: RunReport, settings: Settings) -> list[Finding]:
+    """The run's rank divergence (its report's), failing under ``fail_on_rank_divergence`` (shown either
+    way); each finding points at the function as the first rank that did not behave as most did compiled it."""
     found = []
-    for d in rank_divergence(run):
+    for d in report.divergence:
         odd = {r for g in d.unusual for r in g.ranks}
         function = next((f for rank, f in d.per_rank if rank in odd), d.function)
         found.append(

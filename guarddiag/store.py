@@ -19,7 +19,6 @@ from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import TypeVar
 
-from guarddiag.divergence import divergence_dict
 from guarddiag.errors import InputError
 from guarddiag.filekinds import RUN_RECORD, wrong_file
 from guarddiag.model import (
@@ -58,8 +57,9 @@ RUN1 = "guarddiag.run/1"
 KNOWN_SCHEMAS = (RUN1, SCHEMA)
 
 
-def run_to_dict(run: Run) -> dict[str, object]:
-    """The JSON form of a run record (the documented contract)."""
+def run_to_dict(run: Run, rank_divergence: list[dict[str, object]]) -> dict[str, object]:
+    """The JSON form of a run record (the documented contract); ``rank_divergence``: the JSON of the
+    run's rank comparison, as its report value holds it (report.record_dict: the store computes none)."""
     return {
         "schema": run.schema,
         "source": run.source,
@@ -91,7 +91,7 @@ def run_to_dict(run: Run) -> dict[str, object]:
         },
         "functions": [_function_to_dict(f) for f in run.functions],
         # Derived from functions[] like totals (read back from them, not from here).
-        "rank_divergence": divergence_dict(run),
+        "rank_divergence": rank_divergence,
         "parse": {
             "lines": run.parse.lines,
             "torch_lines": run.parse.torch_lines,
@@ -557,14 +557,14 @@ def write_failure(exc: OSError) -> tuple[str, str | None]:
     return f"{code}: {text}, {room[0]}", room[1]
 
 
-def save_run(run: Run, path: Path) -> None:
-    """Write a run record as versioned JSON, atomically."""
+def save_record(record: dict[str, object], path: Path) -> None:
+    """Write a run record (:func:`run_to_dict`) as versioned JSON, atomically."""
     # `--out /dev/stdout` puts the record on stdout, a CI step may cat it: escaped as the json format's.
-    write_atomic(path, json_text(json.dumps(run_to_dict(run), indent=2)) + "\n")
+    write_atomic(path, json_text(json.dumps(record, indent=2)) + "\n")
 
 
 def load_run(path: Path) -> Run:
-    """Read a run record written by :func:`save_run`."""
+    """Read a run record written by :func:`save_record`."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -30,7 +30,7 @@ from guarddiag.render.escape import one_line
 KEEP_RUNS = 20
 # In every run folder guarddiag makes; flock'ed by the guarddiag process for as long as it runs.
 LOCK_NAME = "guarddiag.lock"
-# How a record written by any guarddiag begins (store.save_run: the schema key first, indent 2).
+# How a record written by any guarddiag begins (store.save_record: the schema key first, indent 2).
 _RECORD_HEAD = b'{\n  "schema": "guarddiag.run/'
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 # The locks of this process's run folders: open (so held) until it exits.

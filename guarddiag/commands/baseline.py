@@ -21,6 +21,7 @@ from guarddiag.errors import SCRIPT_FAILED, InputError
 from guarddiag.filekinds import is_run_record, wrong_file
 from guarddiag.model import Run
 from guarddiag.render.words import script_outcome
+from guarddiag.report import RunReport, run_report
 from guarddiag.store import load_run
 
 
@@ -29,7 +30,8 @@ def baseline_command(
 ) -> None:
     """Run or read everything named (else the configured scripts) and write the baseline anew."""
     config = command_settings({"python": python, "jobs": jobs, "timeout": timeout, "baseline": str(out) if out else None})
-    runs, _ = collect_runs(items, config, flag_options(flags, config.python), sys.stderr.isatty())
+    reports, _ = collect_runs(items, config, flag_options(flags, config.python), sys.stderr.isatty())
+    runs = {key: report.run for key, report in reports.items()}
     path = config.root / config.baseline
     recorded = record_baseline(runs, config, path, anew=True)
     n = sum(len(s.functions) for s in recorded.scripts)
@@ -78,21 +80,22 @@ def run_key(script: str | None, args: Sequence[str], root: Path, module: str | N
 
 def collect_runs(
     items: Sequence[str | Target], settings: Settings, flags: tuple[tuple[str, str], ...], progress: bool
-) -> tuple[dict[str, Run], dict[str, int | None]]:
-    """Run the scripts (in parallel) and read the records; keyed by script path relative to the root."""
+) -> tuple[dict[str, RunReport], dict[str, int | None]]:
+    """Run the scripts (in parallel) and read the records, each as its report value (a run's built once,
+    with its folder's record); keyed by script path relative to the root."""
     specs = _specs(items, settings, flags)
-    runs: dict[str, Run] = {}
+    reports: dict[str, RunReport] = {}
     budgets: dict[str, int | None] = {}
     requests = []
     def claim(key: str, what: str) -> str:
-        if key in runs or key in budgets:
+        if key in reports or key in budgets:
             raise InputError(f"{what}: a second run of `{key}`; give each script (with its arguments) once")
         return key
 
     for spec in specs:
         if isinstance(spec, Path):
             run = load_run(spec)
-            runs[claim(run_key(run.script or str(spec), run.argv, settings.root, run.module), str(spec))] = run
+            reports[claim(run_key(run.script or str(spec), run.argv, settings.root, run.module), str(spec))] = run_report(run)
             continue
         if spec.module:
             path, key = None, claim(run_key(None, spec.args, settings.root, spec.module), f"-m {spec.module}")
@@ -110,14 +113,15 @@ def collect_runs(
             )
         )
 
-    def report(request: RunRequest, run: Run) -> None:
+    def report(request: RunRequest, done: RunReport) -> None:
         if progress:
+            run = done.run
             message(f"  {request.label}: {run.status}, {run.recompiles} recompiles ({run.duration_s:.1f}s)")
 
     results = run_scripts([r for _, r in requests], settings.jobs or os.cpu_count() or 1, report)
-    for (key, _), run in zip(requests, results, strict=True):
-        runs[key] = run
-    return runs, budgets
+    for (key, _), done in zip(requests, results, strict=True):
+        reports[key] = done
+    return reports, budgets
 
 
 def record_baseline(runs: dict[str, Run], settings: Settings, out: Path, anew: bool = False) -> baseline_io.Baseline:

@@ -16,8 +16,8 @@ from guarddiag.commands.output import echo, echo_annotations
 from guarddiag.config import Settings
 from guarddiag.errors import InputError
 from guarddiag.gate import GateResult, evaluate
-from guarddiag.model import Run
 from guarddiag.render.gate import finding_message, render_annotations, render_check, render_junit, render_markdown
+from guarddiag.report import RunReport
 from guarddiag.store import write_atomic
 
 
@@ -29,14 +29,14 @@ def check_command(
     script failed). ``--update`` records the runs as the new baseline instead of gating."""
     check_format(fmt)
     config = command_settings(overrides)
-    runs, budgets = collect_runs(items, config, flag_options(flags, config.python), sys.stderr.isatty())
+    reports, budgets = collect_runs(items, config, flag_options(flags, config.python), sys.stderr.isatty())
     if update:
         path = config.root / config.baseline
-        record_baseline(runs, config, path)
+        record_baseline({key: report.run for key, report in reports.items()}, config, path)
         echo(f"updated {path}")
         prune_after_command()
         return 0
-    output = run_check(runs, config, budgets, baseline_given, junit, env, fmt)
+    output = run_check(reports, config, budgets, baseline_given, junit, env, fmt)
     if output.annotations:
         echo_annotations(output.annotations, err=fmt != "table")
     echo(output.text)
@@ -55,7 +55,7 @@ class CheckOutput:
 
 
 def run_check(
-    runs: dict[str, Run],
+    reports: dict[str, RunReport],
     settings: Settings,
     budgets: dict[str, int | None],
     baseline_given: bool,
@@ -63,7 +63,8 @@ def run_check(
     env: Mapping[str, str],
     fmt: str = "table",
 ) -> CheckOutput:
-    """Gate the runs; write the step summary, JUnit file and annotations the environment asks for.
+    """Gate the runs (each its report value, computed once: the gate and every renderer take it); write the
+    step summary, JUnit file and annotations the environment asks for.
 
     Annotations lead the table on stdout; with another format they go to stderr, so that stdout
     stays one JSON, YAML or Markdown document (the command writes them, apart from the escaped text)."""
@@ -79,7 +80,7 @@ def run_check(
         raise InputError(f"{path}: no baseline; create one with `guarddiag baseline` or give a threshold such as --max-recompiles 0")
     else:
         base = None
-    result = evaluate(runs, base, settings, budgets)
+    result = evaluate(reports, base, settings, budgets)
     text = render_check(result, fmt)
     # The verdict is the point of `check`: an output that cannot be written is a warning, never a new exit code.
     summary = env.get("GITHUB_STEP_SUMMARY")

@@ -30,6 +30,7 @@ from guarddiag.flips import MAX_FLIPS, FlipPlan, plan_flips
 from guarddiag.model import Run
 from guarddiag.render.compare import render_compare
 from guarddiag.render.words import script_outcome
+from guarddiag.report import RunReport
 from guarddiag.store import write_atomic, write_failure
 from guarddiag.verdicts import hinted_combinations, hinted_flips, keep_verdicts
 
@@ -139,15 +140,17 @@ def _run(target: Target, variants: list[Variant], options: CompareOptions) -> li
     total = len(requests)
     done = [0]
 
-    def report(request: RunRequest, run: Run) -> None:
+    def report(request: RunRequest, finished: RunReport) -> None:
         done[0] += 1
         if options.progress:
+            run = finished.run
             message(f"  [{done[0]}/{total}] {request.label}: {run.status} in {run.duration_s:.1f}s")
 
     jobs = options.jobs or os.cpu_count() or 1
     if options.progress:
         message(f"running {len(variants)} configurations x {repeat} of {target} ({jobs} at a time)")
-    runs = run_scripts(requests, jobs, report)
+    # compare's own report value (build_report) holds each configuration's divergence: the runs are enough here.
+    runs = [done.run for done in run_scripts(requests, jobs, report)]
     results = []
     for i, variant in enumerate(variants):
         group = tuple(runs[i * repeat : (i + 1) * repeat])

@@ -71,7 +71,7 @@ def _explain_path(
         request = RunRequest(
             script=target.script, args=target.args, module=target.module, python=python, capture_output=True, timeout=timeout
         )
-        run = run_script(request)
+        run = run_script(request).run
         log, process = _compiled_log(run)
         where = f" of {process} (the script's own process compiled nothing; the log of each process is beside it)" if process else ""
         notes = [f"torch log{where}: {log} (the script's output is beside it)"]

@@ -18,6 +18,7 @@ _LABELLED = re.compile(rf"({RECORD_LABEL})=(.+)")
 def merge_command(items: list[str], jobs: bool, fmt: str, out: Path | None) -> None:
     """Load ``[LABEL=]RECORD`` items, merge them (nodes of one job, or ``jobs``), print and save the report."""
     from guarddiag.merge import RankClash, merge_runs
+    from guarddiag.report import run_report
     from guarddiag.store import load_run
 
     check_format(fmt)
@@ -39,7 +40,7 @@ def merge_command(items: list[str], jobs: bool, fmt: str, out: Path | None) -> N
             f"{second}: {rank} is also in {first}; the nodes of one job have distinct global ranks: "
             "if these records come from different jobs (a CI matrix), merge them with --jobs"
         ) from None
-    finish(run, fmt, out, False)
+    finish(run_report(run), fmt, out, False)
 
 
 def _label(item: str) -> tuple[str, str]:

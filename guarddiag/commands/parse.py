@@ -11,6 +11,7 @@ from guarddiag.commands.run import finish
 def parse_command(logfiles: list[str], fmt: str, out: Path | None, strict: bool) -> None:
     """Read the logs (pieces of one log merge in order), print the report, save the record."""
     from guarddiag.pipeline import parse_logs
+    from guarddiag.report import run_report
 
     check_format(fmt)
-    finish(parse_logs(logfiles), fmt, out, strict)
+    finish(run_report(parse_logs(logfiles)), fmt, out, strict)

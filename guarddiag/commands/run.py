@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from guarddiag.errors import InputError, StrictParseError
 from guarddiag.model import Guard, Run
 
 if TYPE_CHECKING:
+    from guarddiag.report import RunReport
     from guarddiag.verdicts import RunAdvice
 
 
@@ -27,9 +29,10 @@ def run_command(
     request = RunRequest(
         script=target.script, args=target.args, python=python, flags=flag_options(flags, python), timeout=timeout, module=target.module
     )
-    result = run_script(request)
+    report = run_script(request)
+    result = report.run
     # A failed script is the bigger news: --strict's complaint about unknown lines waits for a clean run.
-    finish(result, fmt, out, strict and result.status == "ok", advise(result))
+    finish(replace(report, advice=advise(result)), fmt, out, strict and result.status == "ok")
     prune_after_command()
     if result.status != "ok":
         raise failed_script(target, result, "the report covers what ran before that")
@@ -58,19 +61,21 @@ def run_listings(run: Run) -> Mapping[str, Mapping[int, tuple[Guard, ...]]] | No
         return None
 
 
-def finish(run: Run, fmt: str, out: Path | None, strict: bool, advice: RunAdvice | None = None) -> None:
-    """Save the record (``--out``), print the report (with ``advice``: each cause's fix hint), then complain
-    under ``--strict`` about unknown lines."""
+def finish(report: RunReport, fmt: str, out: Path | None, strict: bool) -> None:
+    """Save the record (``--out``) and print the report (with its advice: each cause's fix hint), both from
+    the one report value, then complain under ``--strict`` about unknown lines."""
     from guarddiag.render import render
-    from guarddiag.store import save_run, write_failure
+    from guarddiag.report import save_report
+    from guarddiag.store import write_failure
 
+    run = report.run
     if out is not None:
         try:
-            save_run(run, out)
+            save_report(report, out)
         except OSError as exc:
             why, fix = write_failure(exc)
             raise InputError(f"{out}: cannot write the run record ({why}); {fix or 'pick a writable path'}") from None
-    echo(render(run, fmt, advice))
+    echo(render(report, fmt))
     if strict and run.parse.unrecognized:
         raise StrictParseError(
             f"--strict: {run.parse.unrecognized} torch log lines were not understood, "

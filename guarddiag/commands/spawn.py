@@ -23,18 +23,21 @@ from guarddiag.child.runner import (
 )
 from guarddiag.commands.output import message
 from guarddiag.errors import InputError
-from guarddiag.model import Run
 from guarddiag.render import child as words
+from guarddiag.report import RunReport
 
 
-def run_script(request: RunRequest) -> Run:
-    """Check the request, run it, and return its run record (also saved in the run folder)."""
+def run_script(request: RunRequest) -> RunReport:
+    """Check the request, run it, and return its report value (its record also saved in the run folder)."""
     check_request(request)
     return built(execute(request))
 
 
-def run_scripts(requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, Run], None] | None = None) -> list[Run]:
-    """Check every request, then run them ``jobs`` at a time (child/runner.execute_many); runs in request order."""
+def run_scripts(
+    requests: Sequence[RunRequest], jobs: int, on_done: Callable[[RunRequest, RunReport], None] | None = None
+) -> list[RunReport]:
+    """Check every request, then run them ``jobs`` at a time (child/runner.execute_many); each run's report
+    value, in request order."""
     for request in requests:
         check_request(request)
     shared = shared_rendezvous(requests)
@@ -87,8 +90,8 @@ def _precheck_flags(python: str, request: RunRequest) -> None:
         raise InputError(words.refused_flag(str(exc), request.label)) from None
 
 
-def built(child: ChildRun) -> Run:
-    """The run record of a child that ran the script; an error naming why when nothing of it ran."""
+def built(child: ChildRun) -> RunReport:
+    """The report value of a child that ran the script; an error naming why when nothing of it ran."""
     if child.status == UNSTARTABLE:
         raise InputError(words.unstartable(child.request.python, child.start_error))
     if child.status == REFUSED:

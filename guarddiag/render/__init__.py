@@ -1,5 +1,5 @@
 """Renderers: the only place that writes English. One module per report, each in every format of
-:data:`FORMATS`, no I/O: the run report (``render(run)`` here: table.py, markdown.py, summary.py),
+:data:`FORMATS`, no I/O: the run report (``render(report)`` here, of a report.RunReport: table.py, markdown.py, summary.py),
 diff.py (``diff``), compare.py (``compare``), gate.py (``check``), flags.py, explain.py; words.py
 holds the phrases they share.
 
@@ -13,33 +13,33 @@ from typing import TYPE_CHECKING
 from guarddiag.render.formats import FORMATS, render_as
 
 if TYPE_CHECKING:  # the model is imported by the commands that make a run, not by `guarddiag version`
-    from guarddiag.model import Run
-    from guarddiag.verdicts import RunAdvice
+    from guarddiag.report import RunReport
 
 __all__ = ["FORMATS", "render"]
 
 
-def render(run: Run, fmt: str, advice: RunAdvice | None = None) -> str:
-    """The run in one of :data:`FORMATS`; with ``advice`` (``guarddiag run``), each cause group's fix hint
-    and where it stands for the script (the JSON report adds it as ``advice``)."""
+def render(report: RunReport, fmt: str) -> str:
+    """The run's report value (report.RunReport) in one of :data:`FORMATS`; with its advice (``guarddiag
+    run``), each cause group's fix hint and where it stands for the script (the JSON report adds it as
+    ``advice``). JSON is the record ``--out`` writes, from the same value."""
 
     def to_dict() -> object:
-        from guarddiag.store import run_to_dict
+        from guarddiag.report import record_dict
 
-        if advice is None:
-            return run_to_dict(run)
+        if report.advice is None:
+            return record_dict(report)
         from guarddiag.render.flips import advice_to_dict
 
-        return run_to_dict(run) | {"advice": advice_to_dict(advice)}
+        return record_dict(report) | {"advice": advice_to_dict(report.advice)}
 
     def markdown() -> str:
         from guarddiag.render import markdown
 
-        return markdown.render(run, advice)
+        return markdown.render(report)
 
     def table() -> str:
         from guarddiag.render import table
 
-        return table.render(run, advice)
+        return table.render(report)
 
     return render_as(fmt, to_dict, markdown, table)

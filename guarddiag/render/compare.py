@@ -26,7 +26,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from guarddiag.compare import CauseResult, CompareReport, NoOp, OutputChange, Unstable, VariantResult
-from guarddiag.divergence import DivergenceChange, divergence_change, rank_divergence
+from guarddiag.divergence import DivergenceChange
 from guarddiag.flips import FlipPlan
 from guarddiag.model import FunctionSummary
 from guarddiag.render.diff import diffs_to_dict, markdown_sections, render_diffs
@@ -65,9 +65,9 @@ def compare_to_dict(report: CompareReport) -> dict[str, object]:
                 "folders": list(r.folders),
                 "stdout_change": None if r.stdout_change is None else asdict(r.stdout_change),
                 "stdout_varies": None if r.stdout_varies is None else asdict(r.stdout_varies),
-                "rank_divergence": [_place(d.function) for d in rank_divergence(r.run)],
+                "rank_divergence": [_place(d.function) for d in found],
             }
-            for r in report.results
+            for r, found in zip(report.results, report.divergence, strict=True)
         ],
         "diffs": diffs_to_dict(report.diffs)["diffs"],
         "parallel": report.parallel,
@@ -139,16 +139,20 @@ def _rows(report: CompareReport) -> list[list[object]]:
     ]
 
 
-def _result_notes(r: VariantResult, baseline: VariantResult) -> list[str]:
+def _result_notes(r: VariantResult, change: DivergenceChange | None) -> list[str]:
     """What to keep in mind about one configuration's counts: noise between repeats, a run that stopped,
-    output that differs from the baseline's, what it did to the ranks' divergence."""
+    output that differs from the baseline's, what it did to the ranks' divergence (``change``, the report's)."""
     notes = [f"{r.variant.label}: {unstable_sentence(u)}; not attributed to a flag" for u in r.unstable]
     outcomes = dict.fromkeys(script_outcome(run) for run in r.runs if run.status != "ok")
     notes += [f"{r.variant.label}: {o}; its counts cover what ran before that" for o in outcomes]
     notes += [f"{r.variant.label}: {stdout_sentence(r.stdout_change)}"] if r.stdout_change else []
     notes += [f"{r.variant.label}: {varies_sentence(r.stdout_varies)}"] if r.stdout_varies else []
-    change = divergence_change(baseline.run, r.run) if r is not baseline else None
     return notes + ([f"{r.variant.label}: {divergence_change_sentence(change)}"] if change else [])
+
+
+def _notes(report: CompareReport) -> list[str]:
+    """Each configuration's notes (:func:`_result_notes`), in the order of its results."""
+    return [note for r, change in zip(report.results, report.divergence_changes, strict=True) for note in _result_notes(r, change)]
 
 
 def divergence_change_sentence(change: DivergenceChange) -> str:
@@ -219,7 +223,7 @@ def _table(report: CompareReport) -> str:
     out += [f"note: {no_op_sentence(n)}" for n in report.plan.no_ops]
     if report.results:
         out += ["", tabulate(_rows(report), headers=_HEADERS)]
-        out += [f"note: {note}" for r in report.results for note in _result_notes(r, report.results[0])]
+        out += [f"note: {note}" for note in _notes(report)]
         if report.flips is not None:
             for c in report.causes:
                 out += ["", cause_title(c), *(f"  {line}" for line in cause_lines(c, report.flips.max_flips))]
@@ -234,7 +238,7 @@ def _markdown(report: CompareReport) -> str:
     out = ["## guarddiag compare", "", markdown_text(f"torch {report.torch_version}")]
     out += [markdown_text(line) for line in plan_lines(report)]
     notes = [no_op_sentence(n) for n in report.plan.no_ops]
-    notes += [note for r in report.results for note in _result_notes(r, report.results[0])]
+    notes += _notes(report)
     out += ["", *(f"- note: {markdown_text(n)}" for n in notes)] if notes else []
     if report.results:
         rows = [[markdown_code(label, table=True), markdown_text(config, table=True), *rest] for label, config, *rest in _rows(report)]

@@ -5,12 +5,16 @@ ranks that compiled a function alike, shown once for all of them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from guarddiag.divergence import Divergence, RankBehaviour, job_ranks, rank_divergence, unnamed_ranks
+from guarddiag.divergence import Divergence, RankBehaviour
 from guarddiag.ids import job_rank
 from guarddiag.model import FunctionSummary, Run, report_order
 from guarddiag.render.summary import function_detail_lines
 from guarddiag.render.words import function_label, rank_cause_words
+
+if TYPE_CHECKING:
+    from guarddiag.report import RunReport
 
 UNNAMED = "the log does not name every frame compiled there; capture it with TORCH_LOGS=dynamo,guards,recompiles or use `guarddiag run`"
 UNCOUNTED = (
@@ -86,18 +90,19 @@ def divergence_label(d: Divergence) -> str:
     return (f"[{d.job}] " if d.job else "") + function_label(d.function, process=False)
 
 
-def headline_lines(run: Run) -> list[str]:
+def headline_lines(report: RunReport) -> list[str]:
     """The section's lines for the terminal and markdown reports (no indent, no bullets): a headline,
     then one line per diverging function, then the ranks no comparison took in; nothing for a run
-    with fewer than two ranks."""
-    jobs = {job: ranks for job, ranks in job_ranks(run).items() if ranks.size > 1}
+    with fewer than two ranks. All from the report's comparison (report.RunReport)."""
+    run = report.run
+    jobs = {job: ranks for job, ranks in report.jobs.items() if ranks.size > 1}
     if not jobs:
         return []
     # With fewer than two ranks compared in every job, no function is compared: none is listed.
     comparable = any(len(r.compared) > 1 for r in jobs.values())
-    found = rank_divergence(run) if comparable else ()
+    found = report.divergence if comparable else ()
     seen = "; ".join(f"{rank_list(r.compared)}{_job(job)}" for job, r in jobs.items() if r.compared)
-    unnamed = "; ".join(f"{rank_list(ranks)}{_job(job)}" for job, ranks in unnamed_ranks(run).items() if job in jobs)
+    unnamed = "; ".join(f"{rank_list(ranks)}{_job(job)}" for job, ranks in report.unnamed.items() if job in jobs)
     # Frames the log never named are compared nowhere: a "none" would say more than is known.
     advice = "" if any(d.unknown for d in found) else f" ({UNNAMED})"
     gap = [f"not compared: frames the log does not name on {unnamed}{advice}"] if unnamed else []

@@ -19,7 +19,6 @@ from tabulate import tabulate
 
 from guarddiag.divergence import divergence_to_dict
 from guarddiag.gate import Finding, GateResult, TorchChange
-from guarddiag.model import Run, uncounted, uncounted_stances
 from guarddiag.render import escape
 from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
@@ -34,6 +33,7 @@ from guarddiag.render.words import (
     uncounted_stance_sentence,
     unobserved_sentence,
 )
+from guarddiag.report import RunReport
 
 CHECK_SCHEMA = "guarddiag.check/1"
 _HEADERS = ["script", "function", "baseline", "now", "allowed", "limit hits", "status"]
@@ -108,9 +108,10 @@ def torch_line(change: TorchChange) -> str:
 def finding_message(f: Finding) -> str:
     """The finding in one line: ``forward (model.py:30): 7 recompiles, 2 over the 5 allowed (baseline 5)``."""
     if f.kind == "script_failed":
-        assert f.run is not None, "a script_failed finding carries its run"
-        why = script_outcome(f.run) if f.run.status != "ok" else capture_gap(f.run) or _too_low(f.run)
-        log = f"; {logs_at(f.run)}" if f.run.log_path else ""
+        assert f.report is not None, "a script_failed finding carries its run's report"
+        run = f.report.run
+        why = script_outcome(run) if run.status != "ok" else capture_gap(run, f.report.gaps) or _too_low(f.report)
+        log = f"; {logs_at(run)}" if run.log_path else ""
         return f"{f.script}: {why}; not compared with the baseline{log}"
     if f.function is None:
         if f.kind == "gone" and f.name:
@@ -142,10 +143,10 @@ def finding_message(f: Finding) -> str:
     raise ValueError(f"unknown finding kind {f.kind!r}")
 
 
-def _too_low(run: Run) -> str:
+def _too_low(report: RunReport) -> str:
     """Why a run that finished has counts too low to compare: a process not observed, a stance not counted."""
-    missed = uncounted(run)
-    return unobserved_sentence(missed[0]) if missed else uncounted_stance_sentence(uncounted_stances(run)[0], run.torch_version)
+    missed = report.uncounted
+    return unobserved_sentence(missed[0]) if missed else uncounted_stance_sentence(report.uncounted_stances[0], report.run.torch_version)
 
 
 def finding_details(f: Finding) -> list[str]:
@@ -229,7 +230,7 @@ def _finding_to_dict(f: Finding) -> dict[str, object]:
         "allowed": f.allowed,
         "baseline": f.baseline,
         "categories": list(f.categories),
-        "status": f.run.status if f.run is not None else None,
+        "status": f.report.run.status if f.report is not None else None,
         "divergence": divergence_to_dict(f.divergence) if f.divergence is not None else None,
         "message": finding_message(f),
         "details": finding_details(f),

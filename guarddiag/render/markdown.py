@@ -31,17 +31,18 @@ from guarddiag.render.summary import (
 from guarddiag.render.words import run_compile_time_sentence, seconds
 
 if TYPE_CHECKING:
-    from guarddiag.verdicts import RunAdvice
+    from guarddiag.report import RunReport
 
 _NOTE_FORMATS = {"outcome": "**{}**; counts cover what ran before that", "warning": "> **warning**: {}", "note": "> note: {}"}
 
 
-def render(run: Run, advice: RunAdvice | None = None) -> str:
-    """The run as GitHub-flavoured Markdown: names in code spans, every sentence escaped (render.escape);
-    with ``advice``, each cause group's fix hint and where it stands."""
-    run, advice = visible_values((run, advice))
-    out = ["## guarddiag", "", markdown_text(headline(run)), ""]
-    notes = [_NOTE_FORMATS[kind].format(markdown_text(text)) for kind, text in run_notes(run)]
+def render(report: RunReport) -> str:
+    """One run's report value as GitHub-flavoured Markdown: names in code spans, every sentence escaped
+    (render.escape); with its advice, each cause group's fix hint and where it stands."""
+    report = visible_values(report)
+    run, advice = report.run, report.advice
+    out = ["## guarddiag", "", markdown_text(headline(report)), ""]
+    notes = [_NOTE_FORMATS[kind].format(markdown_text(text)) for kind, text in run_notes(report)]
     notes += [_NOTE_FORMATS["note"].format(markdown_text(text)) for text in advice_notes(advice)]
     notes += [_NOTE_FORMATS["note"].format(markdown_text(text)) for text in job_notes(run)]
     out += [*notes, ""] if notes else []
@@ -70,10 +71,10 @@ def render(run: Run, advice: RunAdvice | None = None) -> str:
             out += [f"- {markdown_text(line)}" for line in graph_break_lines(f)]
             out += [f"- {markdown_text(refusal_group_line(r))}" for r in refusal_groups(f)]
             out += [f"- {markdown_text(line)}" for line in (near_limit_lines(run, f) if s.folded else budget_lines(run, f))]
-    divergence = [markdown_text(line) for line in headline_lines(run)]
+    divergence = [markdown_text(line) for line in headline_lines(report)]
     if divergence:
         out += ["", "### Rank divergence", "", divergence[0], *(["", *(f"- {line}" for line in divergence[1:])] if divergence[1:] else [])]
-    note = parse_note(run)
+    note = parse_note(report)
     if note:
         out += ["", f"> {markdown_text(note)}"]
     return "\n".join(out) + "\n"

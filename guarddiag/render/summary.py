@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
-from guarddiag.model import Cause, CauseIdentity, DictKeys, FunctionSummary, LateHook, Run, uncounted, uncounted_stances
+from guarddiag.model import Cause, CauseIdentity, DictKeys, FunctionSummary, LateHook, Run
 from guarddiag.places import location_file
 from guarddiag.render.words import (
     capture_gap,
@@ -32,6 +32,7 @@ from guarddiag.render.words import (
 )
 
 if TYPE_CHECKING:
+    from guarddiag.report import RunReport
     from guarddiag.verdicts import FunctionAdvice, RunAdvice
 
 __all__ = [
@@ -60,8 +61,9 @@ __all__ = [
 ]
 
 
-def headline(run: Run) -> str:
+def headline(report: RunReport) -> str:
     """One line: totals and where they came from (for a paste, only what it shows)."""
+    run = report.run
     if run.parse.paste_messages is not None:
         return (
             f"read as a paste: {run.parse.paste_messages} messages recognised ({run.recompiles} recompiles, "
@@ -76,17 +78,18 @@ def headline(run: Run) -> str:
     where += f" ({len(ranks)} ranks{f', {quiet} showing no compile' if quiet else ''})" if len(ranks) > 1 else ""
     # Only a run whose script used a stance that refuses to recompile counts the calls it refused.
     refused = f", {run.refused_calls} calls refused by a compiler stance" if run.stances else ""
-    refused += " (not all countable: see the warning)" if uncounted_stances(run) else ""
+    refused += " (not all countable: see the warning)" if report.uncounted_stances else ""
     return (
         f"{len(run.functions)} compiled functions{where}, {run.compiles} compiles, {run.recompiles} recompiles, "
         f"{run.limit_hits} recompile-limit hits{refused}, {run.graph_breaks} graph breaks ({torch})"
     )
 
 
-def run_notes(run: Run) -> list[tuple[str, str]]:
+def run_notes(report: RunReport) -> list[tuple[str, str]]:
     """What a report says under its headline, most important first, as (kind, text): how a failed
     script ended ("outcome"), a log that lost lines or hooks a compiled module did not run ("warning"),
     what torch said about the flags ("note")."""
+    run = report.run
     notes = []
     if run.source == "run" and run.status != "ok":
         notes.append(("outcome", script_outcome(run)))
@@ -96,15 +99,15 @@ def run_notes(run: Run) -> list[tuple[str, str]]:
             "the script removed its run folder; guarddiag re-created it from the torch log it held open "
             "(the torch version and the script's exception were written there and are not known)",
         ))
-    gap = capture_gap(run)
+    gap = capture_gap(run, report.gaps)
     if gap:
         notes.append(("warning", gap))
     for u in run.unobserved:
         if u.reason == "guarddiag":
             notes.append(("note", "the script ran guarddiag itself: that run's compiles are in its own record, not in this one"))
-        elif u in uncounted(run):  # one that never loaded torch compiled nothing: the record names it
+        elif u in report.uncounted:  # one that never loaded torch compiled nothing: the record names it
             notes.append(("warning", unobserved_sentence(u)))
-    notes += [("warning", uncounted_stance_sentence(u, run.torch_version)) for u in uncounted_stances(run)]
+    notes += [("warning", uncounted_stance_sentence(u, run.torch_version)) for u in report.uncounted_stances]
     if run.source == "parse" and run.stances:
         notes.append(("note", parsed_stance_sentence()))
     notes += [("warning", late_hook_sentence(run, h)) for h in run.late_hooks if _missed(h)]
@@ -148,8 +151,9 @@ def late_hook_sentence(run: Run, hook: LateHook) -> str:
     )
 
 
-def parse_note(run: Run) -> str | None:
+def parse_note(report: RunReport) -> str | None:
     """A note when the parser met lines or frames it could not place, else None."""
+    run = report.run
     notes = []
     if run.parse.unrecognized:
         notes.append(f"{run.parse.unrecognized} torch log lines not understood (see `parse` in --format json)")
@@ -162,7 +166,7 @@ def parse_note(run: Run) -> str | None:
         if run.source == "parse":
             notes.append("no torch log lines found: was the log captured with TORCH_LOGS=guards,recompiles,dynamo?")
         else:  # guarddiag set TORCH_LOGS itself: nothing compiled (before the script ended)
-            where = " in the processes guarddiag observed" if uncounted(run) else ""
+            where = " in the processes guarddiag observed" if report.uncounted else ""
             notes.append(f"torch logged nothing: nothing was compiled{where}" + (" before the script ended" if run.status != "ok" else ""))
     return "; ".join(notes) or None
 

@@ -22,15 +22,16 @@ from guarddiag.render.summary import (
 from guarddiag.render.words import run_compile_time_sentence
 
 if TYPE_CHECKING:
-    from guarddiag.verdicts import RunAdvice
+    from guarddiag.report import RunReport
 
 
-def render(run: Run, advice: RunAdvice | None = None) -> str:
-    """The terminal report of one run (every name in it shown visibly: render.escape); with ``advice``,
-    each cause group's fix hint and where it stands."""
-    run, advice = visible_values((run, advice))
-    out = [headline(run)]
-    out += [f"{text}; counts cover what ran before that" if kind == "outcome" else f"{kind}: {text}" for kind, text in run_notes(run)]
+def render(report: RunReport) -> str:
+    """The terminal report of one run's report value (every name in it shown visibly: render.escape); with
+    its advice, each cause group's fix hint and where it stands."""
+    report = visible_values(report)
+    run, advice = report.run, report.advice
+    out = [headline(report)]
+    out += [f"{text}; counts cover what ran before that" if kind == "outcome" else f"{kind}: {text}" for kind, text in run_notes(report)]
     out += [f"note: {note}" for note in advice_notes(advice)]
     out += [f"note: {text}" for text in job_notes(run)]
     total = run_compile_time_sentence(run)
@@ -54,10 +55,10 @@ def render(run: Run, advice: RunAdvice | None = None) -> str:
             out += function_detail_lines(f, advice=advised) + [f"  {line}" for line in near_limit_lines(run, f)]
         else:
             out += function_detail_lines(f, run, advised)
-    divergence = headline_lines(run)
+    divergence = headline_lines(report)
     if divergence:
         out += ["", divergence[0], *(f"  {line}" for line in divergence[1:])]
-    note = parse_note(run)
+    note = parse_note(report)
     if note:
         out += ["", f"note: {note}"]
     logs = log_line(run)

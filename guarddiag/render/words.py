@@ -19,7 +19,6 @@ from guarddiag.model import (
     Source,
     StanceUse,
     Unobserved,
-    compile_gaps,
 )
 from guarddiag.resume import resume_of, slot_index, slot_name
 from guarddiag.wrapped import torch_wrapper
@@ -112,10 +111,10 @@ def script_outcome(run: Run) -> str:
     return f"the script {_ENDED.get(run.status, run.status)} (exit status {run.exit_code})"
 
 
-def capture_gap(run: Run) -> str | None:
+def capture_gap(run: Run, gaps: tuple[tuple[str, int, int], ...]) -> str | None:
     """When torch compiled more in a process than its log shows (the script's own process, or a rank
-    or other process of its job): the log lost lines, and the counts there are too low."""
-    gaps = compile_gaps(run)
+    or other process of its job): the log lost lines, and the counts there are too low. ``gaps``: the
+    run's, as its report value holds them (report.RunReport)."""
     if not gaps:
         return None
     where = "; ".join(

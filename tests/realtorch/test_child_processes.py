@@ -31,7 +31,7 @@ def test_runs_that_meet_at_one_address_take_turns_and_others_do_not(tmp_path, ca
     def spans(*extra: str) -> list[list[float]]:
         outs = [tmp_path / f"span{i}{''.join(extra)}.json" for i in range(2)]
         requests = [RunRequest(script=script, args=(*extra, str(o)), python=sys.executable, workdir=tmp_path / "runs") for o in outs]
-        runs = run_scripts(requests, 2)
+        runs = [report.run for report in run_scripts(requests, 2)]
         assert [r.status for r in runs] == ["ok", "ok"]
         return sorted(json.loads(o.read_text()) for o in outs)
 

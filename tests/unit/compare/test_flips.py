@@ -18,6 +18,7 @@ from guarddiag.pipeline import build_from_lines
 from guarddiag.render import FORMATS
 from guarddiag.render.compare import render_compare
 from guarddiag.render.flips import advice_lines, apply_line, cause_lines, outcome_sentence
+from guarddiag.report import run_report
 from guarddiag.verdicts import NO_EFFECT, NOT_VERIFIED, VERIFIED, keep_verdicts, load_verdicts, run_advice
 from tests.conftest import FIXTURES, LOGS, ROOT, in_checkout
 
@@ -300,7 +301,7 @@ def test_a_hostile_script_name_in_a_hint_command_is_escaped_in_every_format(tmp_
 
     hostile = "evil\x1b]52;c;SGVsbG8=\x07\u202e\n::error::x.py"
     base = _run(LOGS / "torch-2.13.0" / "module_int_attribute.log", script=hostile)
-    text = render(base, fmt, run_advice(base, load_verdicts(base, tmp_path), _LISTINGS))
+    text = render(run_report(base, run_advice(base, load_verdicts(base, tmp_path), _LISTINGS)), fmt)
     assert "\x1b" not in text and "\u202e" not in text and "\n::error::" not in text
     assert "allow_unspec_int_on_nn_module=true" in text
 
@@ -452,7 +453,7 @@ def test_a_damaged_verdict_file_is_one_note_never_a_crash(tmp_path, damage):
     assert advice.functions[0].causes[0].check.status == NOT_VERIFIED
     assert "is not used (" in advice_note(advice)
     for fmt in FORMATS:
-        render(base, fmt, advice)
+        render(run_report(base, advice), fmt)
 
 
 def _recorded(name: str) -> Run:

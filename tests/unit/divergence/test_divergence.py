@@ -22,6 +22,7 @@ from guarddiag.pipeline import build_from_lines, parse_logs
 from guarddiag.render import render
 from guarddiag.render.gate import render_check, render_junit
 from guarddiag.render.words import cause_subject, rank_cause_words
+from guarddiag.report import run_report, run_reports
 from tests.conftest import FIXTURES, LOGS, in_checkout
 
 JOBS = LOGS / "torch-2.13.0" / "torchrun"
@@ -54,7 +55,7 @@ def test_ranks_that_compile_alike_do_not_diverge():
     run = _run("alike4")
     assert ranks_in(run) == {"": (0, 1, 2, 3)}
     assert rank_divergence(run) == ()
-    text = render(run, "table")
+    text = render(run_report(run), "table")
     assert "rank divergence: none (ranks 0, 1, 2, 3 compiled every function alike)" in text
     assert text.startswith("4 compiled functions in 4 processes (4 ranks), 4 compiles, 0 recompiles")
 
@@ -65,7 +66,7 @@ def test_one_rank_on_another_branch_is_named_with_its_cause():
     (odd,) = d.unusual
     assert (odd.ranks, odd.compiles, odd.recompiles) == ((2,), 2, 1)
     assert tuple(rank_cause_words(c.cause, c.also) for c in odd.causes) == ("value of `self.scaled` on argument `self`",)
-    text = render(_run("branch4"), "table")
+    text = render(run_report(_run("branch4")), "table")
     assert (
         "  forward (distributed/diverge_worker.py:27): rank 2 recompiled it 1 time "
         "(value of `self.scaled` on argument `self`); ranks 0, 1, 3 did not"
@@ -85,14 +86,14 @@ def test_a_rank_whose_frames_the_log_does_not_name_is_not_known_not_absent():
     (d,) = rank_divergence(run)
     assert d.unknown == (0,)
     assert [g.ranks for g in d.groups] == [(1,)]
-    text = render(run, "table")
+    text = render(run_report(run), "table")
     assert "rank 0: not known (the log does not name every frame compiled there" in text
     assert "never compiled" not in text and "did not" not in text
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "json", "yaml"])
 def test_every_format_has_the_section(fmt: str):
-    out = render(_run("branch4"), fmt)
+    out = render(run_report(_run("branch4")), fmt)
     if fmt in ("json", "yaml"):
         data = json.loads(out) if fmt == "json" else yaml.safe_load(out)
         (job,) = data["rank_divergence"]
@@ -107,8 +108,8 @@ def test_every_format_has_the_section(fmt: str):
 def test_a_single_process_run_has_no_section():
     run = _run("branch4")
     only = replace(run, functions=tuple(f for f in run.functions if f.rank == "rank2"))
-    assert "rank divergence" not in render(only, "table")
-    assert json.loads(render(only, "json"))["rank_divergence"] == []
+    assert "rank divergence" not in render(run_report(only), "table")
+    assert json.loads(render(run_report(only), "json"))["rank_divergence"] == []
 
 
 def test_rank_names():
@@ -119,13 +120,13 @@ def test_rank_names():
 
 def test_check_shows_divergence_and_fails_on_it_only_when_asked(tmp_path: Path):
     runs = {"train.py": _run("branch4")}
-    shown = evaluate(runs, None, Settings(root=tmp_path, max_recompiles=5))
+    shown = evaluate(run_reports(runs), None, Settings(root=tmp_path, max_recompiles=5))
     (finding,) = [f for f in shown.findings if f.kind == "rank_divergence"]
     assert not finding.failing and shown.exit_code == OK
     assert finding.function is not None and finding.function.rank == "rank2"
     assert "not failing: --fail-on-rank-divergence makes it fail" in render_check(shown, "table")
 
-    gated = evaluate(runs, None, Settings(root=tmp_path, max_recompiles=5, fail_on_rank_divergence=True))
+    gated = evaluate(run_reports(runs), None, Settings(root=tmp_path, max_recompiles=5, fail_on_rank_divergence=True))
     assert gated.exit_code == REGRESSION
     text = render_check(gated, "table")
     assert text.splitlines()[-1] == "FAILED: 1 rank divergence(s)"
@@ -138,25 +139,26 @@ def test_check_shows_divergence_and_fails_on_it_only_when_asked(tmp_path: Path):
 
 
 def test_alike_ranks_pass_the_gate(tmp_path: Path):
-    result = evaluate({"train.py": _run("alike4")}, None, Settings(root=tmp_path, max_recompiles=0, fail_on_rank_divergence=True))
+    settings = Settings(root=tmp_path, max_recompiles=0, fail_on_rank_divergence=True)
+    result = evaluate(run_reports({"train.py": _run("alike4")}), None, settings)
     assert result.exit_code == OK and not [f for f in result.findings if f.kind == "rank_divergence"]
 
 
 def test_ranks_that_compiled_a_function_alike_are_one_row_and_one_section():
-    table = render(_run("branch4"), "table").splitlines()
+    table = render(run_report(_run("branch4")), "table").splitlines()
     rows = [line for line in table if line.startswith("forward (")]
     assert [row.split("  ")[0] for row in rows] == [
         "forward (distributed/diverge_worker.py:27) [rank2]",
         "forward (distributed/diverge_worker.py:27) [ranks 0, 1, 3]",
         "forward (distributed/diverge_worker.py:27) [rank2]: 1 recompiles",
     ]
-    alike = render(_run("alike4"), "table").splitlines()
+    alike = render(run_report(_run("alike4")), "table").splitlines()
     assert [line.split() for line in alike if line.startswith("forward (")] == [
         ["forward", "(distributed/diverge_worker.py:27)", "[ranks", "0,", "1,", "2,", "3]", "1", "0"]
     ]
     # The record keeps every rank.
-    assert len(json.loads(render(_run("alike4"), "json"))["functions"]) == 4
-    assert "| `forward (distributed/diverge_worker.py:27) [ranks 0, 1, 3]` |" in render(_run("branch4"), "markdown")
+    assert len(json.loads(render(run_report(_run("alike4")), "json"))["functions"]) == 4
+    assert "| `forward (distributed/diverge_worker.py:27) [ranks 0, 1, 3]` |" in render(run_report(_run("branch4")), "markdown")
 
 
 def test_ranks_that_recompiled_alike_share_one_section():
@@ -168,7 +170,7 @@ def test_ranks_that_recompiled_alike_share_one_section():
     two = tuple(replace(f, recompile_events=odd, compiles=2) if f.rank in ("rank0", "rank3") else f for f in run.functions)
     shown = shown_functions(replace(run, functions=two))
     assert [s.label.rpartition(" [")[2] for s in shown] == ["ranks 0, 2, 3]", "rank1]"]
-    text = render(replace(run, functions=two), "table")
+    text = render(run_report(replace(run, functions=two)), "table")
     assert "forward (distributed/diverge_worker.py:27) [ranks 0, 2, 3]: 1 recompiles each" in text.splitlines()
 
 
@@ -214,13 +216,13 @@ def test_a_worker_tag_before_the_rank_prefix_is_read_and_nothing_unnamed_is_call
     run = parse_logs([str(VLLM)])
     assert run.parse.torch_lines == 6
     assert ranks_in(run) == {"": (0, 5, 7)}
-    text = render(run, "table")
+    text = render(run_report(run), "table")
     assert "rank divergence: not known (ranks 0, 5, 7: the log does not name every frame compiled there" in text
     assert "alike" not in text
-    (job,) = json.loads(render(run, "json"))["rank_divergence"]
+    (job,) = json.loads(render(run_report(run), "json"))["rank_divergence"]
     assert job["unnamed_ranks"] == [0, 5, 7] and job["functions"] == []
 
 
 def test_frames_no_comparison_took_in_are_said():
-    text = render(_run("shape2.unnamed"), "table").splitlines()
+    text = render(run_report(_run("shape2.unnamed")), "table").splitlines()
     assert "  not compared: frames the log does not name on rank 0" in text

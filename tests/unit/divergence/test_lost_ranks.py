@@ -8,7 +8,8 @@ import json
 from guarddiag.divergence import job_ranks, rank_divergence
 from guarddiag.model import FunctionSummary, Job, JobProcess, ParseStats, Run
 from guarddiag.render import render
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.report import record_dict, run_report
+from guarddiag.store import run_from_dict
 
 
 def _compiled(process: str, name: str, line: int) -> FunctionSummary:
@@ -34,11 +35,11 @@ def test_a_rank_whose_log_lost_some_lines_is_not_said_to_have_never_compiled_wha
     assert rank_divergence(run) == ()
     ranks = job_ranks(run)[""]
     assert (ranks.compared, ranks.uncounted, ranks.lost) == ((0,), (1,), (1,))
-    text = render(run, "table")
+    text = render(run_report(run), "table")
     assert "never compiled" not in text and "compiled differently" not in text
     assert "not compared: rank 1 (its log shows fewer compiles than torch counted there" in text
     assert "torch's own count is not known" not in text  # it is known: 2
-    (job,) = json.loads(render(run, "json"))["rank_divergence"]
+    (job,) = json.loads(render(run_report(run), "json"))["rank_divergence"]
     assert (job["ranks"], job["uncounted_ranks"], job["lost_ranks"]) == ([0], [1], [1])
 
 
@@ -47,7 +48,7 @@ def test_a_rank_whose_log_lost_every_line_is_said_to_have_lost_lines_not_to_have
     the words must not say it is not."""
     functions = (_compiled("rank0", "f", 7), _compiled("rank0", "g", 11))
     run = Run(functions, ParseStats(), source="run", job=Job("run", (_rank(0, 2), _rank(1, 2))))
-    text = render(run, "table")
+    text = render(run_report(run), "table")
     assert "torch's own count is not known" not in text
     assert "not compared: rank 1 (its log shows fewer compiles than torch counted there" in text
 
@@ -61,16 +62,16 @@ def test_a_lost_rank_recompiling_elsewhere_is_named_as_lost_in_the_function_sent
     run = Run(functions, ParseStats(), source="run", job=Job("run", processes))
     (d,) = rank_divergence(run)
     assert (d.uncounted, d.lost) == ((1,), (1,))
-    text = render(run, "table")
+    text = render(run_report(run), "table")
     assert "rank 1: not known (its log shows fewer compiles than torch counted there" in text
 
 
 def test_a_record_with_a_lost_rank_round_trips_and_renders_in_every_format():
     run = _partly_lost()
-    again = run_from_dict(json.loads(json.dumps(run_to_dict(run))))
+    again = run_from_dict(json.loads(json.dumps(record_dict(run_report(run)))))
     assert again.job == run.job
     for fmt in ("table", "json", "yaml", "markdown"):
-        assert render(again, fmt)
+        assert render(run_report(again), fmt)
 
 
 

@@ -16,7 +16,7 @@ from guarddiag.model import Guard
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.explain_words import ExplanationWords, FunctionWords, ObjectWords, explanation_words
 from guarddiag.render.words import cause_subject
-from guarddiag.store import save_run
+from guarddiag.report import run_report, save_report
 from tests.conftest import LOGS, ROOT, in_checkout
 
 VERSIONS = ("2.15.0", "2.13.0", "2.4.1", "2.1.2")
@@ -242,7 +242,7 @@ def test_run_record_is_explained_through_its_log(tmp_path: Path):
     from guarddiag.pipeline import parse_log
 
     run = parse_log(str(LOGS / "torch-2.13.0" / "dict_keys.log"))
-    save_run(run, tmp_path / "run.json")
+    save_report(run_report(run), tmp_path / "run.json")
     assert "adding, removing or reordering keys of `losses`" in explain_target(str(tmp_path / "run.json"), "table", False)
 
 

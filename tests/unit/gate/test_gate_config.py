@@ -14,6 +14,7 @@ from guarddiag.gate import evaluate
 from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines
 from guarddiag.render.gate import finding_details, finding_message, render_text
+from guarddiag.report import run_reports
 from tests.conftest import LOGS
 
 
@@ -68,13 +69,13 @@ def test_gate_regression_improvement_and_identity(tmp_path: Path):
     before = _run("torch-2.4.1/fresh_module_instance.inline1.log")  # 1 compile
     after = _run("torch-2.4.1/fresh_module_instance.log")  # 12 compiles
     base = baseline_io.from_runs({"m.py": before}, tmp_path)
-    result = evaluate({"m.py": after}, base, settings)
+    result = evaluate(run_reports({"m.py": after}), base, settings)
     assert result.exit_code == REGRESSION
     (finding,) = result.failures
     assert (finding.allowed, finding.baseline, finding.function.recompiles) == (0, 0, 11)
     assert "11 recompiles, 11 over the 0 allowed (baseline 0)" in finding_message(finding)
     assert finding_details(finding) == ["11x identity: local `self`: a different object"]
-    result = evaluate({"m.py": before}, baseline_io.from_runs({"m.py": after}, tmp_path), settings)
+    result = evaluate(run_reports({"m.py": before}), baseline_io.from_runs({"m.py": after}, tmp_path), settings)
     assert result.exit_code == OK and len(result.improvements) == 1
 
 
@@ -88,7 +89,7 @@ def test_gate_new_cause_limit_and_failed_script(tmp_path: Path):
             for s in base.scripts
         )
     )
-    result = evaluate({"s.py": shape}, trimmed, Settings(root=tmp_path, fail_on_new_cause=True))
+    result = evaluate(run_reports({"s.py": shape}), trimmed, Settings(root=tmp_path, fail_on_new_cause=True))
     (new,) = result.failures
     assert result.exit_code == REGRESSION and new.kind == "new_cause"
     kept = trimmed.scripts[0].functions[0].causes[0][0]
@@ -97,9 +98,10 @@ def test_gate_new_cause_limit_and_failed_script(tmp_path: Path):
     assert finding_details(new) and all(line.split(": ")[0].split(" ")[1] in new.categories for line in finding_details(new))
     assert finding_message(new).endswith(f"a cause the baseline did not have: {', '.join(new.categories)}")
     limit = _run("torch-2.13.0/recompile_limit.log")
-    assert evaluate({"r.py": limit}, None, Settings(root=tmp_path, fail_on_limit_hit=True)).exit_code == REGRESSION
-    assert evaluate({"r.py": limit}, None, Settings(root=tmp_path)).exit_code == OK
-    crashed = evaluate({"r.py": _run("torch-2.13.0/recompile_limit.log", "failed")}, None, Settings(root=tmp_path, max_recompiles=0))
+    assert evaluate(run_reports({"r.py": limit}), None, Settings(root=tmp_path, fail_on_limit_hit=True)).exit_code == REGRESSION
+    assert evaluate(run_reports({"r.py": limit}), None, Settings(root=tmp_path)).exit_code == OK
+    failed = run_reports({"r.py": _run("torch-2.13.0/recompile_limit.log", "failed")})
+    crashed = evaluate(failed, None, Settings(root=tmp_path, max_recompiles=0))
     assert crashed.exit_code == SCRIPT_FAILED and not any(f.kind == "regression" for f in crashed.findings)
     (failed,) = crashed.findings
     assert finding_message(failed) == "r.py: the script failed (exit status 1); not compared with the baseline"
@@ -125,7 +127,7 @@ def test_processes_are_kept_apart_and_update_keeps_other_scripts(tmp_path: Path)
 
     both = Run(functions=main.functions + tuple(in_process(f, "child1") for f in child.functions), parse=main.parse)
     base = baseline_io.from_runs({"m.py": both, "other.py": main}, tmp_path)
-    assert evaluate({"m.py": both}, base, Settings(root=tmp_path)).exit_code == OK  # no key collision
+    assert evaluate(run_reports({"m.py": both}), base, Settings(root=tmp_path)).exit_code == OK  # no key collision
     updated = baseline_io.from_runs({"m.py": main}, tmp_path, previous=base)
     assert [s.path for s in updated.scripts] == ["other.py", "m.py"]
 
@@ -139,9 +141,9 @@ def test_a_new_limit_hit_fails_against_the_baseline(tmp_path: Path):
             for s in base.scripts
         )
     )
-    result = evaluate({"r.py": limit}, no_hits, Settings(root=tmp_path))
+    result = evaluate(run_reports({"r.py": limit}), no_hits, Settings(root=tmp_path))
     assert result.exit_code == REGRESSION and result.failures[0].kind == "limit_hit"
-    assert evaluate({"r.py": limit}, base, Settings(root=tmp_path)).exit_code == OK
+    assert evaluate(run_reports({"r.py": limit}), base, Settings(root=tmp_path)).exit_code == OK
 
 
 def test_a_configured_script_named_on_the_command_line_keeps_its_settings(tmp_path: Path):
@@ -163,7 +165,8 @@ def test_a_second_function_of_the_same_name_and_file_is_new_not_the_baseline_one
     (forward,) = run.functions
     base = baseline_io.from_runs({"m.py": replace(run, functions=(replace(forward, recompile_events=(), compiles=1),))}, tmp_path)
     other = replace(forward, line=forward.line + 40)
-    result = evaluate({"m.py": replace(run, functions=(replace(forward, recompile_events=(), compiles=1), other))}, base, settings)
+    moved = replace(run, functions=(replace(forward, recompile_events=(), compiles=1), other))
+    result = evaluate(run_reports({"m.py": moved}), base, settings)
     assert result.exit_code == REGRESSION
     (finding,) = result.failures
     assert finding.line == forward.line + 40 and "5 recompiles, 5 over the 0 allowed (not in the baseline)" in finding_message(finding)
@@ -176,7 +179,7 @@ def test_a_function_that_moved_still_matches_its_entry(tmp_path: Path):
     (forward,) = run.functions
     base = baseline_io.from_runs({"m.py": run}, tmp_path)
     moved = replace(run, functions=(replace(forward, line=forward.line + 3),))
-    result = evaluate({"m.py": moved}, base, settings)
+    result = evaluate(run_reports({"m.py": moved}), base, settings)
     assert result.exit_code == OK and [r.before for r in result.rows] == [5]
 
 
@@ -187,7 +190,7 @@ def test_a_new_function_that_hits_the_limit_fails_by_default(tmp_path: Path):
     (f,) = limited.functions
     assert f.limit_hit
     empty = baseline_io.from_runs({"r.py": replace(limited, functions=())}, tmp_path)
-    result = evaluate({"r.py": limited}, empty, settings, budgets={"r.py": 100})
+    result = evaluate(run_reports({"r.py": limited}), empty, settings, budgets={"r.py": 100})
     assert result.exit_code == REGRESSION
     assert [x.kind for x in result.failures] == ["limit_hit"]
     assert "runs it without compiling from here on" in finding_message(result.failures[0])
@@ -196,7 +199,7 @@ def test_a_new_function_that_hits_the_limit_fails_by_default(tmp_path: Path):
     assert " -> 1" in render_text(result) and "limit hits" in render_text(result)
     # the same run against a baseline that recorded the hit passes
     recorded = baseline_io.from_runs({"r.py": limited}, tmp_path)
-    assert evaluate({"r.py": limited}, recorded, settings).exit_code == OK
+    assert evaluate(run_reports({"r.py": limited}), recorded, settings).exit_code == OK
 
 
 def test_junit_is_valid_xml_when_a_function_name_has_control_characters(tmp_path: Path):
@@ -208,7 +211,7 @@ def test_junit_is_valid_xml_when_a_function_name_has_control_characters(tmp_path
     run = _run("torch-2.13.0/module_int_attribute.log")
     (forward,) = run.functions
     odd = replace(run, functions=(replace(forward, name="for\x01ward\x1b[0m\x7f", file=forward.file + "\x00"),))
-    result = evaluate({"m\x02.py": odd}, None, Settings(root=tmp_path, max_recompiles=0))
+    result = evaluate(run_reports({"m\x02.py": odd}), None, Settings(root=tmp_path, max_recompiles=0))
     text = render_junit(result)
     root = ET.fromstring(text.encode())  # raises on invalid XML
     names = [case.get("name") for case in root.iter("testcase")]

@@ -13,6 +13,7 @@ from guarddiag.gate import evaluate
 from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines
 from guarddiag.render.gate import render_check
+from guarddiag.report import run_reports
 from tests.conftest import LOGS
 
 
@@ -32,7 +33,7 @@ def _run(log: str, torch: str | None) -> Run:
 def test_a_regression_against_another_or_an_unknown_torch_says_so(tmp_path: Path, recorded, now, says):
     before = _run("torch-2.4.1/fresh_module_instance.inline1.log", recorded)  # 1 compile
     after = _run("torch-2.4.1/fresh_module_instance.log", now)  # 12 compiles
-    result = evaluate({"m.py": after}, baseline_io.from_runs({"m.py": before}, tmp_path), Settings(root=tmp_path))
+    result = evaluate(run_reports({"m.py": after}), baseline_io.from_runs({"m.py": before}, tmp_path), Settings(root=tmp_path))
     assert says in render_check(result, "table") and says in render_check(result, "markdown")
     assert json.loads(render_check(result, "json"))["torch"] == {"baseline": recorded, "now": now}
 
@@ -40,7 +41,7 @@ def test_a_regression_against_another_or_an_unknown_torch_says_so(tmp_path: Path
 def test_a_torch_version_from_another_jobs_record_cannot_start_a_line(tmp_path: Path):
     before = _run("torch-2.4.1/fresh_module_instance.inline1.log", "2.12.0\n::error file=x::owned\u202e")
     after = _run("torch-2.4.1/fresh_module_instance.log", "2.13.0")
-    result = evaluate({"m.py": after}, baseline_io.from_runs({"m.py": before}, tmp_path), Settings(root=tmp_path))
+    result = evaluate(run_reports({"m.py": after}), baseline_io.from_runs({"m.py": before}, tmp_path), Settings(root=tmp_path))
     text = render_check(result, "table")
     assert "2.12.0\\n::error file=x::owned\\u202e" in text
     assert not any(line.startswith("::") for line in text.splitlines())
@@ -49,6 +50,6 @@ def test_a_torch_version_from_another_jobs_record_cannot_start_a_line(tmp_path: 
 def test_the_same_torch_says_nothing(tmp_path: Path):
     before = _run("torch-2.4.1/fresh_module_instance.inline1.log", "2.13.0")
     after = _run("torch-2.4.1/fresh_module_instance.log", "2.13.0")
-    result = evaluate({"m.py": after}, baseline_io.from_runs({"m.py": before}, tmp_path), Settings(root=tmp_path))
+    result = evaluate(run_reports({"m.py": after}), baseline_io.from_runs({"m.py": before}, tmp_path), Settings(root=tmp_path))
     assert result.torch is None and result.failures
     assert "note: torch" not in render_check(result, "table") and "which torch" not in render_check(result, "table")

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from guarddiag.guardkinds import DESCRIPTIONS
 from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines, parse_logs
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.report import record_dict, run_report
+from guarddiag.store import run_from_dict
 from tests.conftest import LOGS
 
 settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -55,7 +56,7 @@ def _sane(run: Run) -> None:
         for e in f.recompile_events:
             assert e.causes, e
             assert {c.category for c in e.causes} <= set(DESCRIPTIONS), e.causes
-    assert run_from_dict(json.loads(json.dumps(run_to_dict(run)))) == run
+    assert run_from_dict(json.loads(json.dumps(record_dict(run_report(run))))) == run
 
 
 @given(st.binary(max_size=4000))
@@ -113,7 +114,7 @@ def test_mangled_real_logs_never_raise(lines):
 
 
 def _comparable(run: Run) -> dict:
-    d = run_to_dict(run)
+    d = record_dict(run_report(run))
     for key in ("parse", "log_path"):
         d.pop(key)
     d.pop("job", None)  # the pieces say they were read as pieces of one log

@@ -30,6 +30,7 @@ from guarddiag.logparse.framing import frame
 from guarddiag.logparse.guards import TreeReader, flat_guard
 from guarddiag.model import Cause, Guard
 from guarddiag.render.words import cause_subject
+from guarddiag.report import record_dict, run_report
 from tests.conftest import LOGS
 
 PASTED = LOGS.parent / "pasted"
@@ -323,10 +324,10 @@ def test_categories_are_checked_and_stored_as_plain_strings():
 
 def test_a_record_with_an_unknown_category_is_refused():
     from guarddiag.errors import InputError
-    from guarddiag.store import run_from_dict, run_to_dict
+    from guarddiag.store import run_from_dict
     from tests.unit.diff.test_diff import _log
 
-    data = run_to_dict(_log("torch-2.13.0/module_int_attribute.log"))
+    data = record_dict(run_report(_log("torch-2.13.0/module_int_attribute.log")))
     data["functions"][0]["recompile_events"][0]["causes"][0]["category"] = "vaule"
     with pytest.raises(InputError, match="cause category 'vaule' is not one of identity"):
         run_from_dict(data, "run.json")

@@ -21,7 +21,8 @@ from guarddiag.model import Run
 from guarddiag.pipeline import parse_logs
 from guarddiag.render import render
 from guarddiag.render.formats import FORMATS
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.report import record_dict, run_report
+from guarddiag.store import run_from_dict
 from tests.conftest import LOGS
 
 TORCHRUN = LOGS / "torch-2.13.0" / "torchrun"
@@ -94,14 +95,14 @@ def test_an_interleaved_capture_counts_the_ranked_compiles_per_rank():
         assert got[rank]["forward"] == functions["forward"], rank
     # warm_up compiled before init_process_group: no rank on its lines, and the report says so.
     assert "warm_up" in got[""]
-    assert any("before init_process_group" in line for line in render(run, "table").splitlines())
+    assert any("before init_process_group" in line for line in render(run_report(run), "table").splitlines())
 
 
 def test_a_tee_capture_names_every_line_by_its_worker():
     """--tee's [default1]: prefix names the worker also before init_process_group: every count is per rank."""
     run = parse_logs([str(TORCHRUN / "tee.log")])
     assert counted(run) == truth("tee")
-    assert "before init_process_group" not in render(run, "table")
+    assert "before init_process_group" not in render(run_report(run), "table")
 
 
 def _unranked_worker(tmp_path: Path) -> Path:
@@ -117,7 +118,7 @@ def _unranked_worker(tmp_path: Path) -> Path:
 def test_a_worker_without_rank_is_named_by_its_local_rank_and_said_so(tmp_path: Path):
     run = parse_logs([str(_unranked_worker(tmp_path))])
     assert counted(run)["local1"] == truth("logdir")["rank1"]
-    text = render(run, "table")
+    text = render(run_report(run), "table")
     assert "rank not known for" in text and "reported as [local1]" in text
 
 
@@ -181,7 +182,7 @@ def test_a_merge_says_which_record_did_not_finish_and_which_torch_each_ran():
     (a, pa, run_a), (b, pb, run_b) = _nodes()
     run_a, run_b = replace(run_a, status="timeout", torch_version="2.13.0"), replace(run_b, torch_version="2.4.1")
     merged = merge_runs([(a, pa, run_a), (b, pb, run_b)], jobs=False)
-    text = render(merged, "table")
+    text = render(run_report(merged), "table")
     assert "node_a (node_a.json): its run did not finish cleanly (status timeout)" in text
     assert "different torch versions: node_a: 2.13.0, node_b: 2.4.1" in text
     assert merged.status == "timeout" and merged.torch_version is None
@@ -189,9 +190,9 @@ def test_a_merge_says_which_record_did_not_finish_and_which_torch_each_ran():
 
 def test_a_merged_record_round_trips_and_renders_in_every_format():
     merged = merge_runs(_nodes(), jobs=True)
-    assert run_from_dict(json.loads(json.dumps(run_to_dict(merged)))) == merged
+    assert run_from_dict(json.loads(json.dumps(record_dict(run_report(merged))))) == merged
     for fmt in FORMATS:
-        text = render(merged, fmt)
+        text = render(run_report(merged), fmt)
         assert "node_a/rank1" in text, fmt
 
 
@@ -202,7 +203,7 @@ def test_a_worker_folder_of_another_name_says_no_rank_is_known(tmp_path: Path):
     (folder / "stderr.log").write_text((WORKERS[0] / "stderr.log").read_text().replace("[rank0]:", ""))
     run = parse_logs([str(folder)])
     assert counted(run) == {"log1": truth("logdir")["rank0"]}
-    assert "reported as [log1]" in render(run, "table")
+    assert "reported as [log1]" in render(run_report(run), "table")
 
 
 def test_a_worker_whose_log_shows_no_compile_is_not_taken_for_a_rank_that_compiled_nothing(tmp_path: Path):
@@ -214,8 +215,8 @@ def test_a_worker_whose_log_shows_no_compile_is_not_taken_for_a_rank_that_compil
     next(copy.glob("*/attempt_0/1/stderr.log")).write_text("")
     run = parse_logs([str(copy)])
     assert run.job is not None and [p.process for p in run.job.processes] == ["rank0", "local1"]
-    assert json.loads(render(run, "json"))["rank_divergence"] == []
-    text = render(run, "table")
+    assert json.loads(render(run_report(run), "json"))["rank_divergence"] == []
+    text = render(run_report(run), "table")
     assert "never compiled" not in text and "alike" not in text and "reported as [local1]" in text
 
 
@@ -234,18 +235,18 @@ def _one_node(rank1_compiles: int | None) -> Run:
 
 def test_a_rank_known_to_have_compiled_nothing_is_compared_and_the_ranks_of_other_nodes_are_named():
     run = _one_node(0)
-    (job,) = json.loads(render(run, "json"))["rank_divergence"]
+    (job,) = json.loads(render(run_report(run), "json"))["rank_divergence"]
     assert (job["ranks"], job["silent_ranks"], job["missing_ranks"], job["world_size"]) == ([0, 1], [1], [[2, 3]], 4)
-    text = render(run, "table")
+    text = render(run_report(run), "table")
     assert "rank 1 never compiled it" in text
     assert "not in this run: ranks 2, 3 of the job's 4 (WORLD_SIZE)" in text
 
 
 def test_a_rank_whose_log_shows_no_compile_and_whose_count_is_not_known_is_not_compared():
     run = _one_node(None)
-    (job,) = json.loads(render(run, "json"))["rank_divergence"]
+    (job,) = json.loads(render(run_report(run), "json"))["rank_divergence"]
     assert (job["ranks"], job["silent_ranks"], job["uncounted_ranks"]) == ([0], [], [1])
-    text = render(run, "table")
+    text = render(run_report(run), "table")
     assert "never compiled" not in text and "alike" not in text
     assert "rank divergence: not compared (rank 0 in this run)" in text
     assert "not compared: rank 1 (the log shows no compile there and torch's own count is not known" in text
@@ -304,7 +305,7 @@ def test_a_world_size_of_a_billion_costs_what_the_ranks_present_do(tmp_path: Pat
 
     records = []
     for node in ("node_a", "node_b"):
-        record = run_to_dict(parse_logs([str(TORCHRUN / node)]))
+        record = record_dict(run_report(parse_logs([str(TORCHRUN / node)])))
         for process in record["job"]["processes"]:  # set in the file: only the bounded child reads it
             process["world_size"] = 10**9
         path = tmp_path / f"{node}.json"

@@ -12,7 +12,7 @@ from guarddiag.logparse.paste import PasteReader, split_messages, strip_prefix
 from guarddiag.pipeline import parse_logs, read_log
 from guarddiag.render.table import render
 from guarddiag.render.words import cause_subject
-from guarddiag.store import run_to_dict
+from guarddiag.report import record_dict, run_report
 from tests.conftest import FIXTURES, LOGS
 
 PASTED = FIXTURES / "pasted"
@@ -107,19 +107,19 @@ def test_a_bare_paste_reports_what_it_shows_and_says_so(tmp_path):
     (f,) = run.functions
     assert (f.name, f.file, f.line, f.recompiles) == ("forward", "/content/model.py", 12, 1)
     assert [c.cache_entry for c in f.recompile_events[0].causes] == ["0/1", "0/0"]
-    text = render(run)
+    text = render(run_report(run))
     assert text.splitlines()[0] == (
         "read as a paste: 1 messages recognised (1 recompiles, 0 recompile-limit hits in 1 functions); "
         "counts cover only what was pasted"
     )
-    assert run_to_dict(run)["parse"]["paste_messages"] == 1
+    assert record_dict(run_report(run))["parse"]["paste_messages"] == 1
 
 
 def test_a_framed_log_keeps_its_record_unchanged():
     log = LOGS / "torch-2.13.0" / "module_int_attribute.log"
     run = parse_logs([str(log)])
     assert run.parse.paste_messages is None
-    assert "paste_messages" not in run_to_dict(run)["parse"]
+    assert "paste_messages" not in record_dict(run_report(run))["parse"]
 
 
 def test_a_flattened_block_splits_into_its_messages():

@@ -12,6 +12,7 @@ import pytest
 
 from guarddiag.pipeline import parse_logs
 from guarddiag.render import render
+from guarddiag.report import run_report
 from tests.conftest import FIXTURES
 
 REAL = FIXTURES / "distributed" / "real"
@@ -20,7 +21,7 @@ REAL = FIXTURES / "distributed" / "real"
 def _record(name: str) -> tuple[dict[str, Any], str]:
     """The run record (as ``--format json`` writes it) and the table report of one fixture."""
     run = parse_logs([str(REAL / f"{name}.log")])
-    return json.loads(render(run, "json")), render(run, "table")
+    return json.loads(render(run_report(run), "json")), render(run_report(run), "table")
 
 
 def _rank(function: dict[str, Any]) -> str:

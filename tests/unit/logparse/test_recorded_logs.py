@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from guarddiag.pipeline import build_from_lines, parse_logs
-from guarddiag.store import run_to_dict
+from guarddiag.report import record_dict, run_report
 from tests.conftest import LOGS
 
 RECORDED = sorted(p for p in LOGS.glob("torch-*/*.log") if p.with_name(p.name[: -len(".log")] + ".truth.json").exists())
@@ -60,7 +60,7 @@ _SAVED = [
 
 
 def _record(path: Path) -> dict:
-    d = run_to_dict(parse_logs([str(path)]))
+    d = record_dict(run_report(parse_logs([str(path)])))
     d.pop("log_path")
     return d
 

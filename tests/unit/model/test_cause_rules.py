@@ -21,7 +21,8 @@ from guarddiag.model import Cause, DictKeys, FunctionSummary
 from guarddiag.pipeline import parse_log
 from guarddiag.render.summary import cause_group_line, cause_groups, function_detail_lines
 from guarddiag.render.words import cause_subject, keys_sentence, limit_sentence
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.report import record_dict, run_report
+from guarddiag.store import run_from_dict
 from tests.conftest import LOGS
 
 V213 = LOGS / "torch-2.13.0"
@@ -164,7 +165,7 @@ def test_each_size_guard_is_a_cause_with_its_form_condition_and_line(log: str):
         assert (shape.shape, shape.condition) == (form, condition), f.name
         assert shape.location.endswith(where) if where else shape.location == "", (f.name, shape.location)
     # The facts go into the record and come back.
-    again = run_from_dict(run_to_dict(run))
+    again = run_from_dict(record_dict(run_report(run)))
     assert [e.causes for f in again.functions for e in f.recompile_events] == [e.causes for f in run.functions for e in f.recompile_events]
 
 

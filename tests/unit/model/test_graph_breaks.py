@@ -12,6 +12,7 @@ from guarddiag.model import FunctionSummary, ParseStats, Run
 from guarddiag.pipeline import LogReader, parse_log
 from guarddiag.render import table
 from guarddiag.render.summary import graph_break_lines
+from guarddiag.report import run_report
 from tests.conftest import FIXTURES, LOGS
 
 BREAKS = FIXTURES / "graph_breaks"
@@ -62,7 +63,7 @@ def test_each_place_is_shown_with_its_compiles_and_torchs_reason():
     broken, _ = _broken("backward")
     (line,) = graph_break_lines(broken)
     assert line.startswith("graph break at graph_breaks/breaks.py:54 in 2 compiles: Unsupported Tensor.backward() call: ")
-    text = table.render(Run(functions=(broken,), parse=ParseStats()))
+    text = table.render(run_report(Run(functions=(broken,), parse=ParseStats())))
     assert f"  {line}" in text
 
 

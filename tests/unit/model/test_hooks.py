@@ -14,7 +14,8 @@ from guarddiag.model import LateHook, Run
 from guarddiag.pipeline import parse_logs
 from guarddiag.render import markdown, table
 from guarddiag.render.summary import run_notes
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.report import record_dict, run_report
+from guarddiag.store import run_from_dict
 from tests.conftest import LOGS
 
 LOG = LOGS / "torch-2.13.0" / "graph_break.log"
@@ -33,7 +34,7 @@ def _run(*hooks: LateHook, **changes: object) -> Run:
 
 def test_late_hooks_survive_the_json_round_trip():
     run = _run(SKIPPED, replace(SKIPPED, kind="full_backward_pre", path="", line=None, traced=2))
-    data = json.loads(json.dumps(run_to_dict(run)))
+    data = json.loads(json.dumps(record_dict(run_report(run))))
     assert data["late_hooks"][0] == {
         "kind": "forward", "module": "Linear", "path": "0", "compiled": "Sequential", "file": "/home/u/late_hook.py",
         "line": 19, "calls": 3, "grad_calls": 3, "ran": 0, "traced": 0,
@@ -42,7 +43,7 @@ def test_late_hooks_survive_the_json_round_trip():
 
 
 def test_a_record_written_before_late_hooks_loads_without_them():
-    data = run_to_dict(_run(SKIPPED))
+    data = record_dict(run_report(_run(SKIPPED)))
     del data["late_hooks"]
     assert run_from_dict(data).late_hooks == ()
 
@@ -52,7 +53,7 @@ def test_a_record_written_before_late_hooks_loads_without_them():
     [("kind", "backward", "late_hooks[0].kind: expected one of forward, forward_pre"), ("calls", "3", "late_hooks[0].calls")],
 )
 def test_a_hand_edited_late_hook_is_refused_naming_the_field(field: str, value: object, says: str):
-    data = run_to_dict(_run(SKIPPED))
+    data = record_dict(run_report(_run(SKIPPED)))
     data["late_hooks"][0][field] = value
     with pytest.raises(InputError, match=re.escape(f"not a valid guarddiag run record ({says}")):
         run_from_dict(data, "run.json")
@@ -60,9 +61,9 @@ def test_a_hand_edited_late_hook_is_refused_naming_the_field(field: str, value: 
 
 def test_a_skipped_hook_is_a_warning_in_the_table_and_the_markdown():
     run = _run(SKIPPED)
-    assert ("warning", WARNING) in run_notes(run)
-    assert table.render(run).splitlines()[1] == f"warning: {WARNING}"
-    assert f"> **warning**: {WARNING}" in markdown.render(run)
+    assert ("warning", WARNING) in run_notes(run_report(run))
+    assert table.render(run_report(run)).splitlines()[1] == f"warning: {WARNING}"
+    assert f"> **warning**: {WARNING}" in markdown.render(run_report(run))
 
 
 @pytest.mark.parametrize(
@@ -76,12 +77,12 @@ def test_a_skipped_hook_is_a_warning_in_the_table_and_the_markdown():
     ],
 )
 def test_a_hook_that_ran_or_had_no_call_to_run_in_is_not_reported(hook: LateHook):
-    assert not [text for kind, text in run_notes(_run(hook)) if "hook registered" in text]
+    assert not [text for kind, text in run_notes(run_report(_run(hook))) if "hook registered" in text]
 
 
 def test_the_warning_names_the_kind_the_module_and_drops_advice_already_followed():
     backward = replace(SKIPPED, kind="full_backward", path="", module="Sequential", grad_calls=2)
-    [(kind, text)] = run_notes(_run(backward, config={"skip_nnmodule_hook_guards": False}))
+    [(kind, text)] = run_notes(run_report(_run(backward, config={"skip_nnmodule_hook_guards": False})))
     assert kind == "warning"
     assert text == (
         "a backward hook registered at late_hook.py:19 on the compiled `Sequential` after torch.compile had compiled it "

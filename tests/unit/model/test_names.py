@@ -18,9 +18,10 @@ from guarddiag.render import table
 from guarddiag.render.gate import finding_message
 from guarddiag.render.summary import cause_groups, function_detail_lines
 from guarddiag.render.words import function_label
+from guarddiag.report import record_dict, run_report
 from guarddiag.resume import resume_of, slot_index
 from guarddiag.sourceinfo import local_roles, stack_values
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.store import run_from_dict
 from tests.conftest import LOGS, in_checkout
 
 RESUME_LABEL = "forward, after the graph break at line 31 (scenarios/graph_break.py)"
@@ -52,9 +53,9 @@ def test_the_resume_function_has_one_name_in_every_torch(log):
     (resume,) = [f for f in run.functions if f.resume is not None]
     assert resume.resume == Resume("forward", 31)
     assert function_label(resume) == RESUME_LABEL
-    assert f"{RESUME_LABEL}: 1 recompiles" in table.render(run).splitlines()
+    assert f"{RESUME_LABEL}: 1 recompiles" in table.render(run_report(run)).splitlines()
     # The record keeps the facts: a run read back names it alike.
-    again = run_from_dict(run_to_dict(run))
+    again = run_from_dict(record_dict(run_report(run)))
     assert [function_label(f) for f in again.functions] == [function_label(f) for f in run.functions]
 
 
@@ -207,7 +208,7 @@ def test_a_slot_index_is_read_from_either_spelling():
 
 def test_an_old_record_without_resume_facts_still_names_the_resume_function():
     run = parse_log(str(LOGS / "torch-2.13.0" / "graph_break.log"))
-    data = run_to_dict(run)
+    data = record_dict(run_report(run))
     for f in data["functions"]:
         f.pop("resume", None)  # a record written before issue 25
     again = run_from_dict(data)

@@ -9,7 +9,8 @@ from guarddiag.logparse.parser import LogParser
 from guarddiag.pipeline import parse_log
 from guarddiag.render.summary import function_detail_lines
 from guarddiag.render.words import cause_subject
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.report import record_dict, run_report
+from guarddiag.store import run_from_dict
 from tests.conftest import LOGS
 
 DECISIVE = LOGS / "torch-2.13.0" / "decisive_entry.log"
@@ -50,7 +51,7 @@ def test_what_else_changed_against_that_entry_is_said():
     ]
     assert any(line.strip().startswith("also changed since that cache entry: value: value of `self.body.1.training`")
                for line in function_detail_lines(f))
-    again = run_from_dict(run_to_dict(parse_log(str(EVAL))))
+    again = run_from_dict(record_dict(run_report(parse_log(str(EVAL)))))
     assert again.functions[0].recompile_events[0].also == event.also
 
 
@@ -63,7 +64,7 @@ def test_each_dim_is_its_own_cause_and_the_dynamic_dims_are_listed():
     assert cause_subject(f.recompile_events[0].causes[0]) == "size of tensor local `x` at dim 0"
     assert f.dynamic_dims == (DynamicDims("L['x']", (0,)), DynamicDims("L['y']", (0,)))
     assert dynamic_dims_sentence(f).startswith("dynamic after the run: `x` dim 0, `y` dim 0 (")
-    assert run_from_dict(run_to_dict(run)).functions[0].dynamic_dims == f.dynamic_dims
+    assert run_from_dict(record_dict(run_report(run))).functions[0].dynamic_dims == f.dynamic_dims
     # A function that never recompiled keeps no listing to read dims from: none are claimed.
     assert all(g.dynamic_dims == () for g in parse_log(str(LOGS / "torch-2.13.0" / "no_recompile.log")).functions)
 

@@ -16,7 +16,8 @@ import pytest
 from guarddiag.model import SCHEMA, Cause, Inferred, Source
 from guarddiag.record1 import cause2
 from guarddiag.render import render
-from guarddiag.store import load_run, run_from_dict, run_to_dict
+from guarddiag.report import record_dict, run_report
+from guarddiag.store import load_run, run_from_dict
 from tests.conftest import FIXTURES
 
 RECORD = FIXTURES / "records" / "mixed_causes.run1.json"
@@ -25,7 +26,7 @@ RECORD = FIXTURES / "records" / "mixed_causes.run1.json"
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
 def test_a_run1_record_reads_to_the_same_report(fmt: str):
     expected = (RECORD.parent / f"mixed_causes.run1.{fmt}.expected").read_text(encoding="utf-8")
-    assert render(load_run(RECORD), fmt, None) + "\n" == expected
+    assert render(run_report(load_run(RECORD)), fmt) + "\n" == expected
 
 
 def test_every_cause_of_the_run1_record_is_known_and_its_facts_survive_a_run2_record(tmp_path: Path):
@@ -33,7 +34,7 @@ def test_every_cause_of_the_run1_record_is_known_and_its_facts_survive_a_run2_re
     causes = [c for f in run.functions for e in f.recompile_events for c in (*e.causes, *e.also)]
     assert causes and all(c.known for c in causes)
     assert {c.kind for c in causes} >= {"TENSOR_MATCH", "EQUALS_MATCH", "SHAPE_ENV", "GLOBAL_STATE", "NO_TENSOR_ALIASING"}
-    again = run_from_dict(json.loads(json.dumps(run_to_dict(run))))
+    again = run_from_dict(json.loads(json.dumps(record_dict(run_report(run)))))
     assert again.schema == SCHEMA and again.functions == run.functions
 
 
@@ -73,5 +74,5 @@ def test_a_run2_cause_round_trips_with_its_facts():
     f = run.functions[0]
     event = replace(f.recompile_events[0], causes=(cause,), also=())
     written = replace(run, functions=(replace(f, recompile_events=(event,), limit_hits=()),))
-    back = run_from_dict(json.loads(json.dumps(run_to_dict(written))))
+    back = run_from_dict(json.loads(json.dumps(record_dict(run_report(written)))))
     assert back.functions[0].recompile_events[0].causes == (cause,)

@@ -22,8 +22,9 @@ from guarddiag.pipeline import parse_log
 from guarddiag.render import markdown, table
 from guarddiag.render.gate import check_to_dict, render_text
 from guarddiag.render.words import cause_subject
+from guarddiag.report import record_dict, run_report, run_reports
 from guarddiag.runlogs import read_run_logs
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.store import run_from_dict
 from tests.conftest import FIXTURES, ROOT, in_checkout
 
 STANCES = FIXTURES / "stances"
@@ -84,27 +85,27 @@ def test_the_cause_is_classified_like_a_recompiles(tmp_path: Path):
 def test_a_stance_that_cannot_be_counted_is_said_so():
     run = _run("unsafe-2.13")
     assert run.stances == (StanceUse("skip_guard_eval_unsafe", False),)
-    text = table.render(run)
+    text = table.render(run_report(run))
     assert "0 calls refused by a compiler stance (not all countable: see the warning)" in text
     assert "warning: compiled code ran with skip_guard_eval_unsafe=True" in text
 
 
 def test_the_record_keeps_refusals_and_stances():
     run = _run("eager-2.13")
-    back = run_from_dict(json.loads(json.dumps(run_to_dict(run))))
+    back = run_from_dict(json.loads(json.dumps(record_dict(run_report(run)))))
     assert back.functions == run.functions and back.stances == run.stances
-    data = run_to_dict(run)
+    data = record_dict(run_report(run))
     assert data["totals"]["refused_calls"] == 14
     scale = next(f for f in data["functions"] if f["name"] == "scale")
     assert scale["refused_calls"] == 8 and scale["refusals"][0]["stance"] == "eager_on_recompile"
     # A record without stances is as it was: no new keys.
-    plain = run_to_dict(replace(run, functions=tuple(replace(f, refusals=()) for f in run.functions), stances=()))
+    plain = record_dict(run_report(replace(run, functions=tuple(replace(f, refusals=()) for f in run.functions), stances=())))
     assert "stances" not in plain and "refused_calls" not in plain["totals"]
     assert all("refusals" not in f for f in plain["functions"])
 
 
 def test_a_record_with_an_unknown_stance_is_refused():
-    data = json.loads(json.dumps(run_to_dict(_run("eager-2.13"))))
+    data = json.loads(json.dumps(record_dict(run_report(_run("eager-2.13")))))
     data["functions"][0]["refusals"][0]["stance"] = "eager_always"
     with pytest.raises(InputError, match="eager_always"):
         run_from_dict(data)
@@ -112,14 +113,14 @@ def test_a_record_with_an_unknown_stance_is_refused():
 
 def test_every_format_shows_them(tmp_path: Path):
     run = _run("eager-2.13", tmp_path)
-    text = table.render(run)
+    text = table.render(run_report(run))
     assert "14 calls refused by a compiler stance" in text.splitlines()[0]
     assert "refused" in next(line for line in text.splitlines() if line.startswith("function"))
     assert "8 calls ran eagerly instead of recompiling (stance eager_on_recompile): value: value of argument `k`" in text
-    md = markdown.render(run)
+    md = markdown.render(run_report(run))
     assert "refused" in next(line for line in md.splitlines() if line.startswith("| function"))
     assert "6 calls ran eagerly instead of recompiling (stance eager_on_recompile)" in md
-    fail = table.render(_run("fail-2.13"))
+    fail = table.render(run_report(_run("fail-2.13")))
     assert "6 calls raised RuntimeError instead of recompiling (stance fail_on_recompile)" in fail
 
 
@@ -129,7 +130,7 @@ def _settings(**kw: object) -> Settings:
 
 def test_check_fails_on_refused_calls_the_baseline_did_not_have(tmp_path: Path):
     run = _run("eager-2.13", tmp_path)
-    result = evaluate({"serve.py": run}, None, _settings(max_recompiles=1))
+    result = evaluate(run_reports({"serve.py": run}), None, _settings(max_recompiles=1))
     refused = [f for f in result.findings if f.kind == "refused"]
     assert sorted((f.name, f.allowed, f.baseline) for f in refused) == [("inner", 0, None), ("scale", 0, None)]
     assert result.exit_code == 5
@@ -138,7 +139,7 @@ def test_check_fails_on_refused_calls_the_baseline_did_not_have(tmp_path: Path):
     assert "    8 calls ran eagerly instead of recompiling (stance eager_on_recompile): value: value of argument `k`" in text
     rows = check_to_dict(result)["rows"]
     assert sorted(r["refused_calls"] for r in rows) == [6, 8]
-    allowed = evaluate({"serve.py": run}, None, _settings(max_recompiles=1, max_refused_calls=8))
+    allowed = evaluate(run_reports({"serve.py": run}), None, _settings(max_recompiles=1, max_refused_calls=8))
     assert allowed.exit_code == 0
 
 
@@ -148,16 +149,16 @@ def test_a_baseline_records_refused_calls_and_then_allows_them(tmp_path: Path):
     save(from_runs({"serve.py": run}, Path("/home/user/project")), path)
     assert "refused_calls: 8" in path.read_text()
     base = load(path)
-    assert evaluate({"serve.py": run}, base, _settings()).exit_code == 0
+    assert evaluate(run_reports({"serve.py": run}), base, _settings()).exit_code == 0
     # More refused calls than the baseline recorded fail; a baseline without the key reads 0.
     more = replace(run, functions=tuple(replace(f, refusals=f.refusals * 2) for f in run.functions))
-    assert [f.kind for f in evaluate({"serve.py": more}, base, _settings()).failures] == ["refused", "refused"]
+    assert [f.kind for f in evaluate(run_reports({"serve.py": more}), base, _settings()).failures] == ["refused", "refused"]
     path.write_text(path.read_text().replace("    refused_calls: 8\n", ""))
-    assert [f.name for f in evaluate({"serve.py": run}, load(path), _settings()).failures] == ["scale"]
+    assert [f.name for f in evaluate(run_reports({"serve.py": run}), load(path), _settings()).failures] == ["scale"]
 
 
 def test_check_does_not_compare_a_run_whose_refused_calls_could_not_be_counted():
-    result = evaluate({"serve.py": _run("unsafe-2.13")}, None, _settings(max_recompiles=5))
+    result = evaluate(run_reports({"serve.py": _run("unsafe-2.13")}), None, _settings(max_recompiles=5))
     assert [f.kind for f in result.findings] == ["script_failed"] and result.exit_code == 3
     assert "skip_guard_eval_unsafe=True" in render_text(result)
 
@@ -185,7 +186,7 @@ def test_a_parsed_log_counts_the_fail_on_recompile_errors_the_script_printed_int
     assert refusal.stance == "fail_on_recompile" and refusal.reasons[0].startswith("0/0: k == 2")
     assert run.stances == (StanceUse("fail_on_recompile", True),)
     # What a log cannot show is said: the errors the script did not print, and eager_on_recompile's calls.
-    assert "a log shows a call fail_on_recompile refused only where the script printed its RuntimeError" in table.render(run)
+    assert "a log shows a call fail_on_recompile refused only where the script printed its RuntimeError" in table.render(run_report(run))
 
 
 def test_a_refused_calls_cause_goes_through_the_rule_a_recompiles_follows():

@@ -15,7 +15,8 @@ from guarddiag.model import Run
 from guarddiag.pipeline import LogReader, parse_logs
 from guarddiag.render import markdown, table
 from guarddiag.render.summary import function_detail_lines
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.report import record_dict, run_report
+from guarddiag.store import run_from_dict
 from tests.conftest import FIXTURES, LOGS
 
 TIMING = FIXTURES / "timing"
@@ -70,7 +71,7 @@ def test_a_ledger_without_times_leaves_them_unknown_and_the_report_silent():
     (step,) = run.functions
     assert (step.compile_s, step.recompile_s, run.compile_s) == (None, None, None)
     assert step.recompile_limit == 8
-    assert "compile time" not in table.render(run) and "compile s" not in markdown.render(run)
+    assert "compile time" not in table.render(run_report(run)) and "compile s" not in markdown.render(run_report(run))
 
 
 def test_a_ledger_that_misses_a_compile_gives_no_time():
@@ -84,22 +85,22 @@ def test_a_ledger_that_misses_a_compile_gives_no_time():
 def test_a_parsed_log_has_no_times_and_no_made_up_total():
     run = parse_logs([str(LOGS / "torch-2.13.0" / "recompile_limit.log")])
     assert all(f.compile_s is None and f.recompile_limit is None for f in run.functions)
-    text = table.render(run)
-    assert "compile time" not in text and "compile s" not in markdown.render(run)
+    text = table.render(run_report(run))
+    assert "compile time" not in text and "compile s" not in markdown.render(run_report(run))
     assert "near the recompile limit" not in text  # it hit the limit: that sentence says so
 
 
 def test_the_table_gives_the_run_total_and_each_functions_share_in_recompiles():
     run = _run(TIMING / "near_limit-2.13")
     (step,) = run.functions
-    lines = table.render(run).splitlines()
+    lines = table.render(run_report(run)).splitlines()
     share = f"{step.recompile_s / step.compile_s:.0%}"
     assert lines[1] == f"compile time {step.compile_s:.2f} s, {step.recompile_s:.2f} s ({share}) of it in recompiles"
     assert f"  compile time {step.compile_s:.2f} s, {step.recompile_s:.2f} s ({share}) of it in 6 recompiles" in lines
     table_lines = lines[lines.index("") + 1 : lines.index("", lines.index("") + 1)]
     assert table_lines[0].split() == ["function", "compiles", "recompiles", "limit", "hit", "graph", "breaks"]
     assert max(len(line) for line in [lines[1], *table_lines]) <= 100  # no column for the time: details carry it
-    md = markdown.render(run)
+    md = markdown.render(run_report(run))
     (header,) = [line for line in md.splitlines() if line.startswith("| function")]
     assert header.split("|")[-2].strip() == "compile s"
     assert f"- compile time {step.compile_s:.2f} s" in md
@@ -109,14 +110,14 @@ def test_seven_of_eight_variants_is_said_once_with_the_limit_torch_had():
     run = _run(TIMING / "near_limit-2.13")
     (step,) = run.functions
     assert limit_budget(run, step) == LimitBudget(7, 8, "torch")
-    text = table.render(run)
+    text = table.render(run_report(run))
     assert text.count("near the recompile limit") == 1
     assert (
         "  near the recompile limit: 7 of 8 variants compiled (recompile_limit 8 at its last compile); one more "
         "compiles, then new variants run eagerly (or raise, with fail_on_recompile_limit_hit); the limit counts "
         "per code object, for all its callers"
     ) in text.splitlines()
-    assert markdown.render(run).count("- near the recompile limit: 7 of 8") == 1
+    assert markdown.render(run_report(run)).count("- near the recompile limit: 7 of 8") == 1
 
 
 def test_the_limit_comes_from_the_record_then_the_runs_flag_then_torchs_default():
@@ -130,7 +131,7 @@ def test_the_limit_comes_from_the_record_then_the_runs_flag_then_torchs_default(
     at = limit_budget(run, replace(run.functions[0], recompile_limit=7))
     assert at == LimitBudget(7, 7, "torch") and at.at_limit
     assert "  at the recompile limit: 7 of 7 variants compiled (recompile_limit 7 at its last compile); new variants run eagerly" in (
-        table.render(replace(run, functions=(replace(run.functions[0], recompile_limit=7),)))
+        table.render(run_report(replace(run, functions=(replace(run.functions[0], recompile_limit=7),))))
     )
 
 
@@ -145,7 +146,7 @@ def test_no_warning_far_from_the_limit_across_a_reset_or_for_a_failed_attempt():
 
 def test_the_record_keeps_the_times_and_an_older_record_still_loads():
     run = _run(TIMING / "near_limit-2.13")
-    data = run_to_dict(run)
+    data = record_dict(run_report(run))
     (f,) = data["functions"]
     assert (f["compile_s"], f["recompile_s"], f["recompile_limit"]) == (
         run.functions[0].compile_s, run.functions[0].recompile_s, 8
@@ -164,7 +165,7 @@ def test_the_record_keeps_the_times_and_an_older_record_still_loads():
 def test_whose_code_called_a_function_comes_from_the_ledger_and_the_record_keeps_it():
     # The recorded ledger names no caller (it predates them): not known, and the record has no key for it.
     run = _run(TIMING / "near_limit-2.13")
-    assert run.functions[0].callers == () and "callers" not in run_to_dict(run)["functions"][0]
+    assert run.functions[0].callers == () and "callers" not in record_dict(run_report(run))["functions"][0]
     # A library's generate() calling the compiled function, then the user's script: packages by name, "" the user's.
     ledger = read_ledger(TIMING / "near_limit-2.13" / "torch.compiles.jsonl")
     assert ledger
@@ -174,6 +175,6 @@ def test_whose_code_called_a_function_comes_from_the_ledger_and_the_record_keeps
         functions, stats = LogReader(ledger=ledger).read(fh).result()
     called = Run(functions=functions, parse=stats, source="run")
     assert called.functions[0].callers == ("transformers", "")
-    data = json.loads(json.dumps(run_to_dict(called)))
+    data = json.loads(json.dumps(record_dict(run_report(called))))
     assert data["functions"][0]["callers"] == ["transformers", ""]
     assert run_from_dict(data) == called

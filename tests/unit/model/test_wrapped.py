@@ -6,7 +6,8 @@ from guarddiag.model import CompiledFor, Guard
 from guarddiag.pipeline import parse_log
 from guarddiag.render.summary import function_detail_lines
 from guarddiag.render.words import function_label
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.report import record_dict, run_report
+from guarddiag.store import run_from_dict
 from guarddiag.wrapped import library_frame, wrapped_callable
 from tests.conftest import LOGS
 
@@ -24,7 +25,7 @@ def test_a_no_grad_function_and_a_sequential_behind_one_inner():
     assert "they share one cache and one recompile limit" in function_detail_lines(f)[0]
     # The switch from the function to the module is a different object behind `fn`, not an unclassified guard.
     assert [c.category for e in f.recompile_events for c in e.causes[:1]] == ["value", "identity", "tensor"]
-    assert run_from_dict(run_to_dict(run)).functions[0].compiled_for == f.compiled_for
+    assert run_from_dict(record_dict(run_report(run))).functions[0].compiled_for == f.compiled_for
 
 
 def test_the_users_own_functions_are_named_as_they_are():

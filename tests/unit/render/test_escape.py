@@ -48,7 +48,8 @@ from guarddiag.render.escape import (
 )
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.gate import render_annotations, render_check, render_junit, render_markdown
-from guarddiag.store import load_run, run_to_dict, save_run
+from guarddiag.report import record_dict, run_report, run_reports, save_report
+from guarddiag.store import load_run
 from tests.conftest import FIXTURES, LOGS
 from tests.unit.render.test_formats import _compare_report
 
@@ -144,7 +145,7 @@ def _assert_markdown(text: str, benign: str | None = None) -> None:
 
 def _record(run: Run, tmp_path: Path, name: str, poison) -> Run:
     """``run`` saved as a record, ``poison`` applied to its JSON, read back through the store."""
-    data = json.loads(json.dumps(run_to_dict(run)))
+    data = json.loads(json.dumps(record_dict(run_report(run))))
     poison(data)
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -268,10 +269,10 @@ def test_every_run_report_escapes_a_hostile_record(tmp_path_factory, value):
     tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
     for key, run in real_runs.items():
         hostile, benign = _record(run, tmp, key, _poison(value)), _record(run, tmp, key + "-b", _poison(_benign(value)))
-        _assert_plain(render(hostile, "table"), render(benign, "table"))
-        _assert_markdown(render(hostile, "markdown"), render(benign, "markdown"))
+        _assert_plain(render(run_report(hostile), "table"), render(run_report(benign), "table"))
+        _assert_markdown(render(run_report(hostile), "markdown"), render(run_report(benign), "markdown"))
         for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
-            text = render(hostile, fmt)
+            text = render(run_report(hostile), fmt)
             _assert_plain(text)
             back = load(text)
             assert back["script"] == f"{value}.py" and back["flags"] == {value: value}
@@ -307,7 +308,7 @@ def test_check_escapes_a_hostile_record_in_every_output(tmp_path_factory, value)
         for name in (value, _benign(value)):
             run = _record(real_runs[key], tmp, key, _poison(name))
             config = Settings(root=tmp, max_recompiles=0, fail_on_limit_hit=True, fail_on_rank_divergence=True)
-            outputs[name] = evaluate({f"{name}.py": run}, None, config)
+            outputs[name] = evaluate(run_reports({f"{name}.py": run}), None, config)
         result, benign = outputs[value], outputs[_benign(value)]
         _assert_plain(render_check(result, "table"), render_check(benign, "table"))
         _assert_markdown(render_markdown(result), render_markdown(benign))
@@ -342,8 +343,8 @@ def test_a_log_line_naming_a_hostile_function_is_escaped_by_parse_and_explain(tm
     # How the parser reads an odd name is its own business (test_fuzz.py); here: how it is shown.
     assume([(f.compiles, f.recompiles) for f in hostile.functions] == [(f.compiles, f.recompiles) for f in benign.functions])
     assume(any(value in f.name for f in hostile.functions))
-    _assert_plain(render(hostile, "table"), render(benign, "table"))
-    _assert_markdown(render(hostile, "markdown"), render(benign, "markdown"))
+    _assert_plain(render(run_report(hostile), "table"), render(run_report(benign), "table"))
+    _assert_markdown(render(run_report(hostile), "markdown"), render(run_report(benign), "markdown"))
     from guarddiag.commands.explain import explain_path
 
     (explanation, _), (benign_explanation, _) = explain_path(log, False), explain_path(benign_log, False)
@@ -368,7 +369,7 @@ def test_markdown_prose_makes_no_autolink(tmp_path):
     )
     value = "https://e.example/p www.e.example a@e.example"
     run = _record(_real_runs()["limit"], tmp_path, "limit", _poison(value))
-    result = evaluate({f"{value}.py": run}, None, Settings(root=tmp_path, max_recompiles=0))
+    result = evaluate(run_reports({f"{value}.py": run}), None, Settings(root=tmp_path, max_recompiles=0))
     _assert_markdown(render_markdown(result))
 
 
@@ -381,10 +382,10 @@ def test_files_guarddiag_writes_start_no_workflow_command_and_keep_every_value(t
     tmp = tmp_path_factory.mktemp("files")
     value = f"{value}##[error]x\n::warning::y"
     run = _record(_real_runs()["limit"], tmp, "limit", _poison(value))
-    save_run(run, tmp / "out.json")
+    save_report(run_report(run), tmp / "out.json")
     written = baseline.to_yaml(baseline.from_runs({f"{value}.py": run}, tmp))
     (tmp / "base.yaml").write_text(written, encoding="utf-8")
-    result = evaluate({f"{value}.py": run}, None, Settings(root=tmp, max_recompiles=0))
+    result = evaluate(run_reports({f"{value}.py": run}), None, Settings(root=tmp, max_recompiles=0))
     junit = render_junit(result)
     for text in ((tmp / "out.json").read_text(encoding="utf-8"), written, junit):
         _assert_plain(text)
@@ -475,9 +476,9 @@ def test_a_hint_command_for_a_hostile_script_runs_that_script_after_the_run_repo
     command = json_advice["compare"]
     assert _shell_words(command) == [b"guarddiag", b"compare", os.fsencode(hostile), b"--", b"--name", b"a b\x1b"]
     assert "`" not in command  # a Markdown code span holds it whole
-    assert command in render(run, "table", advice)  # shown as it is: pasted, it is that command
-    assert f"`{command}`" in render(run, "markdown", advice)
-    assert json.loads(render(run, "json", advice))["advice"]["compare"] == command
+    assert command in render(run_report(run, advice), "table")  # shown as it is: pasted, it is that command
+    assert f"`{command}`" in render(run_report(run, advice), "markdown")
+    assert json.loads(render(run_report(run, advice), "json"))["advice"]["compare"] == command
 
 
 def _hostile_verdicts(run: Run, value: str):
@@ -506,10 +507,10 @@ def test_every_run_report_with_its_advice_escapes_a_hostile_record_and_verdict_f
         for (found, ignored), (found_b, ignored_b) in [(_hostile_verdicts(hostile, value), _hostile_verdicts(benign, _benign(value)))]:
             for verdicts, benign_verdicts in ((found, found_b), (ignored, ignored_b)):
                 advice, benign_advice = run_advice(hostile, verdicts), run_advice(benign, benign_verdicts)
-                _assert_plain(render(hostile, "table", advice), render(benign, "table", benign_advice))
-                _assert_markdown(render(hostile, "markdown", advice), render(benign, "markdown", benign_advice))
+                _assert_plain(render(run_report(hostile, advice), "table"), render(run_report(benign, benign_advice), "table"))
+                _assert_markdown(render(run_report(hostile, advice), "markdown"), render(run_report(benign, benign_advice), "markdown"))
                 for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
-                    text = render(hostile, fmt, advice)
+                    text = render(run_report(hostile, advice), fmt)
                     _assert_plain(text)
                     back = load(text)["advice"]
                     assert back["compare"] == advice.command
@@ -567,8 +568,8 @@ def test_a_log_naming_a_hostile_tensor_is_escaped_in_explains_hints_and_runs_adv
         run = replace(parse_logs([str(log)]), source="run", torch_version="2.13.0", script=f"{value}.py")
         with log.open(encoding="utf-8") as fh:
             advice = run_advice(run, NO_VERDICTS, listings_of(fh).by_frame)
-        _assert_plain(render(run, "table", advice))
-        _assert_markdown(render(run, "markdown", advice))
+        _assert_plain(render(run_report(run, advice), "table"))
+        _assert_markdown(render(run_report(run, advice), "markdown"))
 
 
 def test_a_lambda_in_the_markdown_divergence_section_is_not_taken_for_an_html_tag():

@@ -8,6 +8,7 @@ from guarddiag.model import ParseStats, Run
 from guarddiag.pipeline import parse_logs
 from guarddiag.render import markdown, table
 from guarddiag.render.words import function_label, short_path
+from guarddiag.report import run_report
 from tests.conftest import FIXTURES, LOGS
 from tests.documents import assert_document
 
@@ -22,7 +23,7 @@ def _failed_with_lost_lines() -> Run:
 
 
 def test_table_puts_totals_then_what_went_wrong_then_the_functions():
-    lines = table.render(_failed_with_lost_lines()).splitlines()
+    lines = table.render(run_report(_failed_with_lost_lines())).splitlines()
     assert lines[0] == "1 compiled functions, 8 compiles, 7 recompiles, 1 recompile-limit hits, 0 graph breaks (torch version unknown)"
     assert lines[1] == "the script failed (exit status 1); counts cover what ran before that"
     assert lines[2].startswith("warning: torch compiled 20 times in the script's process but its log shows 8: log lines were lost")
@@ -39,7 +40,7 @@ def test_table_puts_totals_then_what_went_wrong_then_the_functions():
 
 
 def test_table_orders_functions_by_recompiles_and_blanks_zero_graph_breaks():
-    text = table.render(parse_logs([str(GRAPH_BREAK)]))
+    text = table.render(run_report(parse_logs([str(GRAPH_BREAK)])))
     rows = [line for line in text.splitlines() if line.startswith(("forward (", "forward, after"))]
     # The resume function after the print's graph break is named by the user's function and line.
     assert [r.split("  ")[0] for r in rows[:2]] == [
@@ -51,7 +52,7 @@ def test_table_orders_functions_by_recompiles_and_blanks_zero_graph_breaks():
 
 
 def test_table_of_a_paste_leaves_compiles_blank_and_says_what_it_covers():
-    lines = table.render(parse_logs([str(PASTE)])).splitlines()
+    lines = table.render(run_report(parse_logs([str(PASTE)]))).splitlines()
     assert lines[0].startswith("read as a paste: 2 messages recognised (2 recompiles,")
     (row,) = [line for line in lines if line.startswith("fn (dynamo/test_misc.py:1354) ")]
     assert row.split() == ["fn", "(dynamo/test_misc.py:1354)", "2"]
@@ -59,14 +60,14 @@ def test_table_of_a_paste_leaves_compiles_blank_and_says_what_it_covers():
 
 def test_table_of_a_run_where_nothing_compiled_says_so():
     run = Run(functions=(), parse=ParseStats(lines=3), source="run")
-    assert table.render(run) == (
+    assert table.render(run_report(run)) == (
         "0 compiled functions, 0 compiles, 0 recompiles, 0 recompile-limit hits, 0 graph breaks (torch version unknown)\n\n"
         "note: torch logged nothing: nothing was compiled"
     )
 
 
 def test_markdown_is_one_document_with_a_section_per_function_that_recompiled():
-    text = markdown.render(_failed_with_lost_lines())
+    text = markdown.render(run_report(_failed_with_lost_lines()))
     assert_document(text, "markdown")
     lines = text.splitlines()
     assert lines[:3] == ["## guarddiag", "", lines[2]] and lines[2].startswith("1 compiled functions, 8 compiles")
@@ -82,9 +83,9 @@ def test_markdown_is_one_document_with_a_section_per_function_that_recompiled():
 
 
 def test_markdown_of_a_paste_and_of_a_log_without_torch_lines():
-    paste = markdown.render(parse_logs([str(PASTE)]))
+    paste = markdown.render(run_report(parse_logs([str(PASTE)])))
     assert "| `fn (dynamo/test_misc.py:1354)` |            |            2 |" in paste
-    empty = markdown.render(Run(functions=(), parse=ParseStats(lines=3), source="parse"))
+    empty = markdown.render(run_report(Run(functions=(), parse=ParseStats(lines=3), source="parse")))
     assert_document(empty, "markdown")
     assert empty.rstrip().endswith("> no torch log lines found: was the log captured with TORCH_LOGS=guards,recompiles,dynamo?")
 

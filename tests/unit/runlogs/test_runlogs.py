@@ -14,6 +14,7 @@ from guarddiag.gate import evaluate
 from guarddiag.model import Job, JobProcess, Run
 from guarddiag.render import render
 from guarddiag.render.gate import render_check
+from guarddiag.report import run_report, run_reports
 from guarddiag.runlogs import _named, process_logs, read_run_logs
 from tests.conftest import FIXTURES
 
@@ -100,8 +101,8 @@ def test_a_rank_whose_log_shows_fewer_compiles_than_torch_counted_is_not_a_pass(
         log_path=str(FOLDERS / "torchrun_helper" / "torch.log"),
     )
     warning = f"torch compiled {rank1.torch_compiles} times in process rank1 but its log shows 0: log lines were lost"
-    assert warning in render(run, "table")
-    result = evaluate({"job.py": run}, None, Settings(root=tmp_path))
+    assert warning in render(run_report(run), "table")
+    result = evaluate(run_reports({"job.py": run}), None, Settings(root=tmp_path))
     assert [f.kind for f in result.findings] == ["script_failed"] and result.exit_code != OK
     assert warning in render_check(result, "table")
 
@@ -120,5 +121,5 @@ def test_a_merge_checks_each_records_own_process_against_torchs_count():
     merged = merge_runs([("a", "a.json", cut), ("b", "b.json", whole)], jobs=True)
     assert merged.job is not None
     assert {p.process: p.torch_compiles for p in merged.job.processes if p.process.endswith("/main")} == {"a/main": 1, "b/main": 1}
-    assert "torch compiled 1 times in process a/main but its log shows 0: log lines were lost" in render(merged, "table")
-    assert "b/main but" not in render(merged, "table")
+    assert "torch compiled 1 times in process a/main but its log shows 0: log lines were lost" in render(run_report(merged), "table")
+    assert "b/main but" not in render(run_report(merged), "table")

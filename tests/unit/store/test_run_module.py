@@ -11,7 +11,8 @@ from guarddiag.cli import module_argv
 from guarddiag.config import load_settings
 from guarddiag.errors import InputError
 from guarddiag.model import Job, JobProcess, ParseStats, Run
-from guarddiag.store import run_from_dict, run_to_dict
+from guarddiag.report import record_dict, run_report
+from guarddiag.store import run_from_dict
 
 
 @pytest.mark.parametrize(
@@ -44,7 +45,7 @@ def test_a_record_keeps_its_module_and_the_ranks_of_its_job():
     )
     run = Run(functions=(), parse=ParseStats(), source="run", module="torch.distributed.run", argv=("--nproc-per-node", "2"),
               job=Job("run", ranks))
-    data = json.loads(json.dumps(run_to_dict(run)))
+    data = json.loads(json.dumps(record_dict(run_report(run))))
     assert data["module"] == "torch.distributed.run" and data["script"] is None
     assert data["job"]["processes"][0] == {"process": "rank0", "rank": 0, "local_rank": 0, "named_by": "environment",
                                            "logs": ["torch.child-7.log"], "node": None, "node_rank": 1, "world_size": 4,
@@ -57,7 +58,7 @@ def test_a_record_keeps_its_module_and_the_ranks_of_its_job():
 
 def test_a_record_that_kept_its_ranks_apart_reads_them_as_its_jobs_processes():
     """Records written before a run's ranks were its job's processes listed them under ``ranks``."""
-    data = run_to_dict(Run(functions=(), parse=ParseStats(), source="run"))
+    data = record_dict(run_report(Run(functions=(), parse=ParseStats(), source="run")))
     data["ranks"] = [{"process": "rank0", "rank": 0, "local_rank": 0, "node_rank": 1, "world_size": 4, "host": "node-b",
                       "run_id": "job7", "restart": 0}, {"process": "rank1", "rank": 1}]
     job = run_from_dict(data).job
@@ -69,7 +70,7 @@ def test_a_record_that_kept_its_ranks_apart_reads_them_as_its_jobs_processes():
 
 def test_a_rank_of_the_wrong_type_is_refused():
     run = Run(functions=(), parse=ParseStats(), job=Job("run", (JobProcess("rank0", 0, None, "environment", ()),)))
-    data = json.loads(json.dumps(run_to_dict(run)))
+    data = json.loads(json.dumps(record_dict(run_report(run))))
     data["job"]["processes"][0]["rank"] = "zero"
     with pytest.raises(InputError, match=r"job\.processes\[0\]\.rank"):
         run_from_dict(data, "run.json")
