@@ -30,7 +30,7 @@ from guarddiag.explain.model import (
     TypeObject,
     ValueObject,
 )
-from guarddiag.render.explain_hints import choice_text, hint_cause, hint_text, line_where, unknown_text
+from guarddiag.render.explain_hints import choice_text, hint_cause, hint_subject, hint_text, line_where, unknown_text
 from guarddiag.render.explain_rows import ObjectWords, folded_words
 from guarddiag.render.flips import check_sentence
 from guarddiag.render.words import cause_subject
@@ -139,7 +139,7 @@ def hint_details(h: HintWords) -> list[str]:
     if h.cannot_tell:
         out.append(f"    {h.cannot_tell}; the choices:" if fact.choices else f"    {h.cannot_tell}")
     for c in fact.choices:
-        out.append(f"    {'' if h.cannot_tell else 'or: '}{choice_text(c, fact.subject, fact.literal)}")
+        out.append(f"    {'' if h.cannot_tell else 'or: '}{choice_text(c, fact)}")
         out += [f"      {line_where(line, h.function)}: {line.code}" for line in c.lines]
     return out
 
@@ -168,10 +168,10 @@ def hint_data(h: HintWords) -> dict[str, object]:
         "check": h.check,
         "kind": h.kind,
         "id": fact.hint,
-        "subject": fact.subject,
+        "subject": hint_subject(fact),
         "lines": [_line_data(line, h.function) for line in fact.lines],
         "choices": [
-            {"id": c.hint, "hint": choice_text(c, fact.subject, fact.literal), "lines": [_line_data(line, h.function) for line in c.lines]}
+            {"id": c.hint, "hint": choice_text(c, fact), "lines": [_line_data(line, h.function) for line in c.lines]}
             for c in fact.choices
         ],
         "unknown": fact.unknown,
