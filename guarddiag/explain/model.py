@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from guarddiag.model import Cause
 
 if TYPE_CHECKING:
+    from guarddiag.explain.facts import Ambient
     from guarddiag.verdicts import HintCheck
 
 SCHEMA = "guarddiag.explain/1"
@@ -166,11 +167,11 @@ GuardedObject = TensorObject | ValueObject | IdentityObject | TypeObject | Conte
 
 @dataclass(frozen=True)
 class CacheEntry:
-    """The guard model of one compile of a frame; ``ambient``: the global state it checks, by name."""
+    """The guard model of one compile of a frame; ``ambient``: the global state it checks."""
 
     compile_id: str
     objects: tuple[GuardedObject, ...]
-    ambient: tuple[str, ...]
+    ambient: tuple[Ambient, ...]
     # Rows the default view folded into FoldedObject rows (0 with --full).
     folded: int = 0
 
