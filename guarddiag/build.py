@@ -130,6 +130,14 @@ class _Frame:
             self.name, self.file, self.line = name, file, line
 
 
+def _id_text(cid: CompileId | None, process: str) -> str | None:
+    """How the model holds an event's compile id (a string, as the record writes it): ``rank1:0/1``, ``rank1:``
+    for a line of rank 1 that printed none, None for the main process's."""
+    if cid is not None:
+        return str(cid)
+    return with_process(process, "") if process else None
+
+
 class RunBuilder:
     """Accumulates events into per-frame state; :meth:`functions` gives the summaries."""
 
@@ -162,7 +170,7 @@ class RunBuilder:
     def add(self, event: Event) -> None:
         """Fold one event into the model."""
         if isinstance(event, CompileSeen):
-            cid = CompileId.parse(event.compile_id)
+            cid = event.compile_id
             if cid is not None:
                 self._frame(cid.frame_id).compiles.add(cid.number)
         elif isinstance(event, FrameNamed):
@@ -174,7 +182,7 @@ class RunBuilder:
         elif isinstance(event, LimitWarning):
             self._on_limit(event)
         elif isinstance(event, SymbolCreated):
-            cid = CompileId.parse(event.compile_id)
+            cid = event.compile_id
             if cid is not None:
                 frame = self._frame(cid.frame_id)
                 frame.symbols.setdefault(cid.number, {})[event.symbol] = event.source
@@ -190,13 +198,13 @@ class RunBuilder:
     def _on_graph_break(self, event: GraphBreakSeen) -> None:
         """One graph break per compile and place, as torch counts them: a restart attempt (``0/0_1``)
         traces the same break again, and is the same compile."""
-        cid = CompileId.parse(event.compile_id)
+        cid = event.compile_id
         frame = self._frame(cid.frame_id if cid else "?")
         self._break_channel = self._break_channel or event.channel
         breaks = frame.graph_breaks if event.channel else frame.warned_breaks
         key = (cid.number if cid else None, event.location)
         if key not in breaks or not breaks[key].reason:
-            breaks[key] = GraphBreak(event.compile_id, event.location, event.reason)
+            breaks[key] = GraphBreak(_id_text(cid, event.process), event.location, event.reason)
 
     def _on_printed_refusal(self, event: StanceRefusalSeen) -> None:
         """A call fail_on_recompile refused, printed by the script: the frame of that name and file
@@ -219,10 +227,10 @@ class RunBuilder:
             self._named_in.setdefault((process_of(frame.frame_id), name), []).append(frame)
 
     def _on_named(self, event: FrameNamed) -> None:
-        cid = CompileId.parse(event.compile_id)
+        cid = event.compile_id
         if cid is None:
             # torch 2.0 prints no compile ids: every "start tracing" is the function's next compile.
-            frame = self._frame_named(event.name, event.file, event.line, process_of(event.compile_id))
+            frame = self._frame_named(event.name, event.file, event.line, event.process)
             number = len(frame.compiles)
         else:
             if cid.attempt:
@@ -231,21 +239,21 @@ class RunBuilder:
         self._name(frame, event.name, event.file, event.line)
         frame.compiles.add(number)
         frame.started.add(number)
-        pending = self._pending_for(event.name, event.file, event.line, process_of(event.compile_id))
+        pending = self._pending_for(event.name, event.file, event.line, event.process)
         if pending and number > 0:
             frame.announced.setdefault(number, pending.popleft().failures)
 
     def _on_recompile(self, event: RecompileAnnounced) -> None:
-        cid = CompileId.parse(event.compile_id)
+        cid = event.compile_id
         if cid is None:
-            self._pending.setdefault((process_of(event.compile_id), event.name, event.file, event.line), deque()).append(event)
+            self._pending.setdefault((event.process, event.name, event.file, event.line), deque()).append(event)
             return
         frame = self._frame(cid.frame_id)
         self._name(frame, event.name, event.file, event.line)
         frame.announced[cid.number] = event.failures
 
     def _on_listing(self, event: GuardListing) -> None:
-        cid = CompileId.parse(event.compile_id)
+        cid = event.compile_id
         if cid is None:
             return
         frame = self._frame(cid.frame_id)
@@ -285,7 +293,7 @@ class RunBuilder:
     def _on_size_guard(self, event: SizeGuardAdded) -> None:
         """The user's line behind a size guard, kept by its condition: torch's listing names none for a relation
         it rewrote (``# (unknown var s23, please file a bug)``)."""
-        cid = CompileId.parse(event.compile_id)
+        cid = event.compile_id
         if cid is None or not event.location:
             return
         frame = self._frame(cid.frame_id)
@@ -293,8 +301,8 @@ class RunBuilder:
         frame.size_guard_lines.setdefault(cid.number, {}).setdefault(condition_key(condition), (event.location, event.code))
 
     def _on_limit(self, event: LimitWarning) -> None:
-        cid = CompileId.parse(event.compile_id)
-        frame = self._frame(cid.frame_id) if cid else self._frame_named(event.name, event.file, event.line, process_of(event.compile_id))
+        cid = event.compile_id
+        frame = self._frame(cid.frame_id) if cid else self._frame_named(event.name, event.file, event.line, event.process)
         last = frame.limit_hits[-1] if frame.limit_hits else None
         if not event.limit and last is not None and last.limit and not last.last_reason:
             # The tail of the warning just read, under another compile id (its first line's prefix was
@@ -314,12 +322,12 @@ class RunBuilder:
             frame.limit_at[len(frame.limit_hits)] = cid.number
         else:
             # Old torch: the announcement just before the warning was refused, not compiled.
-            pending = self._pending_for(event.name, event.file, event.line, process_of(event.compile_id))
+            pending = self._pending_for(event.name, event.file, event.line, event.process)
             if pending:
                 refused = pending.pop()
                 reason = reason or (refused.failures[0].text if refused.failures else "")
                 frame.limit_failures[len(frame.limit_hits)] = refused.failures
-        frame.limit_hits.append(LimitHit(event.compile_id, event.limit, event.value, reason))
+        frame.limit_hits.append(LimitHit(_id_text(cid, event.process), event.limit, event.value, reason))
 
     def _pending_for(self, name: str, file: str, line: int | None, process: str) -> deque[RecompileAnnounced]:
         for (pprocess, pname, pfile, pline), events in self._pending.items():

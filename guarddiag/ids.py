@@ -51,12 +51,14 @@ class CompileId:
     process: str = ""
 
     @classmethod
-    def parse(cls, text: str | None) -> CompileId | None:
+    def parse(cls, text: str | None, process: str = "") -> CompileId | None:
         """``0/1`` -> (0, 1); ``0/1_2`` -> attempt 2; ``!0/3/1`` -> frame ``!0/3``; ``rank1:0/1`` ->
-        process ``rank1``. None for a frame id (``0``), a bare process (``rank1:``) or nothing."""
+        process ``rank1``; ``process``: the process of an id that names none (the rank of its log line).
+        None for a frame id (``0``), a bare process (``rank1:``) or nothing."""
         if not text:
             return None
-        process, _, bare = text.rpartition(":")
+        named, sep, bare = text.rpartition(":")
+        process = named if sep else process
         head, _, attempt = bare.partition("_")
         frame, slash, number = head.rpartition("/")
         if not slash:
@@ -65,6 +67,11 @@ class CompileId:
             return cls(frame, int(number), int(attempt) if attempt else 0, process)
         except ValueError:
             return None
+
+    @property
+    def first_attempt(self) -> CompileId:
+        """This compile without its attempt number: ``0/1_2`` -> ``0/1``."""
+        return CompileId(self.frame, self.number, 0, self.process) if self.attempt else self
 
     @property
     def frame_id(self) -> str:

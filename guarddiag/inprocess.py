@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from guarddiag.ids import CompileId, compile_id
+from guarddiag.ids import CompileId
 from guarddiag.logparse.events import CompileSeen, Event
 from guarddiag.model import Cause, FunctionSummary, Run, lost_lines
 from guarddiag.pipeline import LogReader
@@ -218,7 +218,8 @@ class Watch:
             functions = (functions,)
         self.only: frozenset[str] | None = frozenset(functions) if functions is not None else None
         self._lock = threading.Lock()
-        self._seen: set[str] = set()
+        # Frames whose first compile (number 0) the log showed inside the watch.
+        self._first_compiled: set[str] = set()
         self._reader = LogReader(guards=None, on_event=self._saw)
         self._fed = 0
         self._active = False
@@ -265,8 +266,8 @@ class Watch:
             self._fed += 1
 
     def _saw(self, event: Event) -> None:
-        if isinstance(event, CompileSeen):
-            self._seen.add(event.compile_id)
+        if isinstance(event, CompileSeen) and event.compile_id.number == 0:
+            self._first_compiled.add(event.compile_id.frame_id)
 
     def _build(self, reader: LogReader, duration: float | None) -> Run:
         functions, stats = reader.result()
@@ -323,7 +324,7 @@ class Watch:
 
     def _logged_compiles(self) -> int:
         """The compiles the log showed the watch in the block: first compiles seen inside it, and recompiles."""
-        first = sum(1 for f in self.functions for frame_id in f.frame_ids if compile_id(frame_id, 0) in self._seen)
+        first = sum(1 for f in self.functions for frame_id in f.frame_ids if frame_id in self._first_compiled)
         return first + sum(function_recompiles(f) for f in self.functions)
 
     def warnings(self) -> list[str]:

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
 from guarddiag.explain.arguments import named_arguments
-from guarddiag.explain.facts import frame_of, read_guard, user_name
+from guarddiag.explain.facts import read_guard, user_name
 from guarddiag.explain.fold import fold_entry, matters
 from guarddiag.explain.hints import fix_hints, joined_settings, torch_era
 from guarddiag.explain.model import (
@@ -27,7 +27,7 @@ from guarddiag.explain.model import (
 from guarddiag.explain.objects import Memo, objects_of
 from guarddiag.guardexpr import condition_key, size_condition, symbolic_condition
 from guarddiag.guardkinds import FLAT_FALLBACK as SHAPE_GUARD_KIND
-from guarddiag.ids import compile_id
+from guarddiag.ids import CompileId, compile_id
 from guarddiag.logparse.events import Event, GuardListing, SizeGuardAdded, SymbolCreated
 from guarddiag.logparse.guards import location_of
 from guarddiag.model import CauseIdentity, FunctionSummary, Guard
@@ -64,8 +64,8 @@ class GuardListings:
 
     def __init__(self) -> None:
         self.by_frame: dict[str, dict[int, tuple[Guard, ...]]] = {}
-        self._symbols: dict[str, dict[str, str]] = {}
-        self._lines: dict[str, dict[tuple[str, ...], str]] = {}
+        self._symbols: dict[CompileId, dict[str, str]] = {}
+        self._lines: dict[CompileId, dict[tuple[str, ...], str]] = {}
 
     def add(self, event: Event) -> None:
         if isinstance(event, SymbolCreated) and event.compile_id:
@@ -74,13 +74,12 @@ class GuardListings:
             condition = symbolic_condition(event.expr, self._symbols.get(event.compile_id, {}))
             self._lines.setdefault(event.compile_id, {}).setdefault(condition_key(condition), event.location)
         elif isinstance(event, GuardListing) and event.compile_id:
-            frame, number = frame_of(event.compile_id)
-            if frame is not None:
-                # A compile id listed twice (retries) keeps its last listing.
-                self.by_frame.setdefault(frame, {})[number] = self._located(event.compile_id, event.guards)
-            self._symbols.pop(event.compile_id, None)
+            cid = event.compile_id
+            # A compile id listed twice (retries) keeps its last listing.
+            self.by_frame.setdefault(cid.frame_id, {})[cid.number] = self._located(cid, event.guards)
+            self._symbols.pop(cid, None)
 
-    def _located(self, compile_id: str, guards: tuple[Guard, ...]) -> tuple[Guard, ...]:
+    def _located(self, compile_id: CompileId, guards: tuple[Guard, ...]) -> tuple[Guard, ...]:
         lines = self._lines.pop(compile_id, None)
         if not lines:
             return guards

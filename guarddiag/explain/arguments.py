@@ -56,7 +56,8 @@ class NamedArguments:
         if not self.every:
             return h
         causes = tuple(renamed_cause(c, self.params) for c in h.causes)
-        return dataclasses.replace(h, subject=renamed_name(h.subject, self.params), causes=causes)
+        aliased = tuple(renamed_name(n, self.params) for n in h.aliased)
+        return dataclasses.replace(h, subject=renamed_name(h.subject, self.params), aliased=aliased, causes=causes)
 
 
 def named_arguments(f: FunctionSummary, entries: Sequence[CacheEntry], known_files: Iterable[str]) -> NamedArguments:

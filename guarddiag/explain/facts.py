@@ -71,13 +71,25 @@ class Fact(NamedTuple):
     extra: Mapping[str, str] = MappingProxyType({})
 
 
+class Ambient(NamedTuple):
+    """A piece of global state a cache entry checks (render/explain_words.ambient_words says it).
+
+    ``kind``: the guard kind of the table (``GRAD_MODE``, ``DEFAULT_DEVICE``...), or ``SAVED_TENSOR_HOOKS``,
+    ``MODULE_GLOBAL_HOOKS``, ``TORCH_INTERNALS`` (guards on torch's own globals); ``state``: what a
+    ``GLOBAL_STATE`` guard shows of it (``snapshot``: torch's JSON of the state, ``grad``, ``deterministic``,
+    ``torch_function``; ``""``: it does not say); ``grad``: grad mode on or off, where torch prints it."""
+
+    kind: str
+    state: str = ""
+    grad: bool | None = None
+
+
 def read_guard(g: Guard) -> Fact | None:
-    """The fact a guard states, ``None`` for guard-function source lines and hooks torch adds for itself."""
+    """The fact a guard states, ``None`` for guard-function source lines and hooks torch adds for itself.
+    Global state is ``how="ambient"``: :func:`ambient_of` reads it."""
     expr = g.expr.strip()
-    if g.kind in AMBIENT_KINDS:
-        return Fact("", "ambient", _ambient_value(g))
-    if "top_saved_tensors_hooks" in expr:
-        return Fact("", "ambient", "saved-tensor hooks")
+    if g.kind in AMBIENT_KINDS or "top_saved_tensors_hooks" in expr:
+        return Fact("", "ambient")
     if not expr or _CODE_LINE.match(expr):
         return None
     # A size term always holds ".size()[" or ".stride()[": most guards need no search for one.
@@ -139,28 +151,28 @@ _READERS: tuple[tuple[tuple[str, ...], re.Pattern[str], Callable[[re.Match[str],
 )
 
 
-def _ambient_value(g: Guard) -> str:
-    """``grad mode off``, ``default device None``...: read off the guard where torch prints it."""
+def ambient_of(g: Guard) -> Ambient:
+    """The global state a guard of ``how="ambient"`` checks, read off the guard where torch prints it."""
     expr = g.expr
-    if g.kind == "GLOBAL_STATE":
-        state = expr.partition(" against ")[2]
-        if state:
-            try:
-                grad = json.loads(state).get("grad_mode")
-            except ValueError:
-                grad = None
-            if grad is not None:
-                return f"grad mode {'on' if grad else 'off'}, autocast, default dtype, deterministic algorithms"
-        if "___is_grad_enabled" in expr:
-            return f"grad mode {'off' if expr.startswith('not ') else 'on'}"
-        if "deterministic" in expr:
-            return "deterministic algorithms"
-        if "torch_function" in expr:
-            return "torch function mode"
-        return "global torch state (grad mode, autocast, default dtype, deterministic algorithms)"
-    if g.kind == "DEFAULT_DEVICE":
-        return "default device"
-    return AMBIENT_KINDS[g.kind]
+    if g.kind not in AMBIENT_KINDS:
+        return Ambient("SAVED_TENSOR_HOOKS")
+    if g.kind != "GLOBAL_STATE":
+        return Ambient(g.kind)
+    state = expr.partition(" against ")[2]
+    if state:
+        try:
+            grad = json.loads(state).get("grad_mode")
+        except ValueError:
+            grad = None
+        if grad is not None:
+            return Ambient(g.kind, "snapshot", bool(grad))
+    if "___is_grad_enabled" in expr:
+        return Ambient(g.kind, "grad", not expr.startswith("not "))
+    if "deterministic" in expr:
+        return Ambient(g.kind, "deterministic")
+    if "torch_function" in expr:
+        return Ambient(g.kind, "torch_function")
+    return Ambient(g.kind)
 
 
 def user_name(src: str) -> str:

@@ -206,7 +206,8 @@ class CauseFacts:
 
 @dataclass(frozen=True)
 class Answer:
-    """What a rule says: the hint, its object, the value it names, its lines, its choices, what it cannot tell."""
+    """What a rule says: the hint, its object (or the objects found aliased), the value it names, its lines, its
+    choices, what it cannot tell."""
 
     hint: str
     subject: str
@@ -214,6 +215,7 @@ class Answer:
     lines: tuple[CodeLine, ...] = ()
     choices: tuple[Choice, ...] = ()
     unknown: str = ""
+    aliased: tuple[str, ...] = ()
 
 
 Rule = Callable[[CauseFacts], Answer | None]
@@ -244,7 +246,7 @@ def fix_hints(
         if found is None:
             continue
         found = _written(found)
-        key = (found.hint, found.subject, found.literal, found.lines, found.choices, found.unknown)
+        key = (found.hint, found.subject, found.literal, found.lines, found.choices, found.unknown, found.aliased)
         same = hints.get(key)
         causes = (cause,) if same is None else (*same.causes, cause)
         hints[key] = FixHint(
@@ -258,6 +260,7 @@ def fix_hints(
             found.lines,
             found.choices,
             found.unknown,
+            found.aliased,
         )
     return tuple(hints.values())
 
@@ -781,7 +784,7 @@ def _content(x: CauseFacts) -> Answer | None:
 
 
 def _aliasing(x: CauseFacts) -> Answer | None:
-    return Answer("one_tensor_twice", " and ".join(f"`{n}`" for n in x.cause.aliased) or "tensor inputs")
+    return Answer("one_tensor_twice", "", aliased=x.cause.aliased)
 
 
 def _ambient(x: CauseFacts) -> Answer | None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from guarddiag.model import Cause
 
 if TYPE_CHECKING:
+    from guarddiag.explain.facts import Ambient
     from guarddiag.verdicts import HintCheck
 
 SCHEMA = "guarddiag.explain/1"
@@ -166,11 +167,11 @@ GuardedObject = TensorObject | ValueObject | IdentityObject | TypeObject | Conte
 
 @dataclass(frozen=True)
 class CacheEntry:
-    """The guard model of one compile of a frame; ``ambient``: the global state it checks, by name."""
+    """The guard model of one compile of a frame; ``ambient``: the global state it checks."""
 
     compile_id: str
     objects: tuple[GuardedObject, ...]
-    ambient: tuple[str, ...]
+    ambient: tuple[Ambient, ...]
     # Rows the default view folded into FoldedObject rows (0 with --full).
     folded: int = 0
 
@@ -222,7 +223,8 @@ class FixHint:
     """What to change so that a cause that really recompiled stops doing so.
 
     ``hint`` names the advice (render/explain_hints.py words it; docs/hints.md lists each and its rule)
-    about ``subject``, the object in user terms; ``lines`` are what to write; ``kind`` is "fix" when
+    about ``subject``, the object in user terms (``aliased``: the objects an aliasing hint is about, torch's
+    names in its order; its ``subject`` is empty); ``lines`` are what to write; ``kind`` is "fix" when
     applying them removes the recompile (tests/e2e/explain/test_hints.py applies each to a real script), "note"
     when the recompile is inherent or expected. ``unknown`` names what guarddiag cannot tell from the
     log and the source (one of :data:`guarddiag.explain.hints.UNKNOWNS`): ``choices`` are then the
@@ -241,6 +243,7 @@ class FixHint:
     lines: tuple[CodeLine, ...] = ()
     choices: tuple[Choice, ...] = ()
     unknown: str = ""
+    aliased: tuple[str, ...] = ()
     # A config hint's standing for this script: verified by a compare, shown to do nothing, or not
     # verified (guarddiag.verdicts.check_hints sets it; None: a code change, or not checked).
     verification: HintCheck | None = None

@@ -30,10 +30,10 @@ class Memo:
     """
 
     def __init__(self) -> None:
-        self.steps: dict[tuple[str, str, str], tuple[str, Fact | str] | None] = {}
+        self.steps: dict[tuple[str, str, str], tuple[str, Fact | F.Ambient] | None] = {}
         # The same, by the guard object: a parser without locations gives a line read before the same
         # Guard in every listing, kept alive by the listings while the memo lives.
-        self.steps_by_guard: dict[int, tuple[str, Fact | str] | None] = {}
+        self.steps_by_guard: dict[int, tuple[str, Fact | F.Ambient] | None] = {}
         self.families: dict[str, tuple[str, str] | None] = {}
         self.rows: dict[tuple[str, tuple[int, ...]], tuple[GuardedObject | None, tuple[tuple[str, str, object], ...]]] = {}
         self.roles: Mapping[str, str] | None = None
@@ -67,8 +67,8 @@ class Memo:
 
 def objects_of(
     guards: Iterable[Guard], roles: Mapping[str, str], full: bool = False, memo: Memo | None = None
-) -> tuple[tuple[GuardedObject, ...], tuple[str, ...]]:
-    """The guard model of one listing: one row per object (families collapsed unless ``full``), and the ambient state's names.
+) -> tuple[tuple[GuardedObject, ...], tuple[F.Ambient, ...]]:
+    """The guard model of one listing: one row per object (families collapsed unless ``full``), and the ambient state.
 
     ``memo``: shared by the listings of one function (same ``roles``), so that they are read once.
     """
@@ -109,11 +109,11 @@ def _row_order(made: GuardedObject) -> tuple[int, str]:
 _UNREAD: Any = object()  # a guard not read yet (None is a guard that goes nowhere)
 
 
-def _nodes(guards: Iterable[Guard], memo: Memo) -> tuple[dict[str, Node], list[str]]:
-    """Facts by source (module internals folded into their owner), and the ambient names in order."""
+def _nodes(guards: Iterable[Guard], memo: Memo) -> tuple[dict[str, Node], list[F.Ambient]]:
+    """Facts by source (module internals folded into their owner), and the ambient state in order."""
     steps, by_guard = memo.steps, memo.steps_by_guard
     nodes: dict[str, Node] = {}
-    ambient: list[str] = []
+    ambient: list[F.Ambient] = []
     for g in guards:
         step = by_guard.get(id(g), _UNREAD)
         if step is _UNREAD:
@@ -125,24 +125,27 @@ def _nodes(guards: Iterable[Guard], memo: Memo) -> tuple[dict[str, Node], list[s
         if step is None:
             continue
         src, what = step
-        if not isinstance(what, str):
+        if isinstance(what, Fact):
             node = nodes.get(src)
             if node is None:
                 nodes[src] = Node(src, [what])
             else:
                 node.facts.append(what)
-        elif what and what not in ambient:
+        elif what not in ambient:
             ambient.append(what)
     return nodes, ambient
 
 
-def _step(g: Guard) -> tuple[str, Fact | str] | None:
-    """Where a guard goes: ``None`` (nowhere), ``("", name)`` (an ambient name) or ``(source, fact)``."""
+def _step(g: Guard) -> tuple[str, Fact | F.Ambient] | None:
+    """Where a guard goes: ``None`` (nowhere), ``("", state)`` (ambient state) or ``(source, fact)``."""
     fact = read_guard(g)
     if fact is None:
         return None
-    if fact.how == "ambient" or F.INTERNAL_GLOBAL.match(fact.source or "x") and not F.BUILTIN.match(fact.source):
-        return "", fact.value if fact.how == "ambient" else _internal_name(fact.source, fact.how)
+    if fact.how == "ambient":
+        return "", F.ambient_of(g)
+    if F.INTERNAL_GLOBAL.match(fact.source or "x") and not F.BUILTIN.match(fact.source):
+        internal = _internal(fact.source, fact.how)
+        return ("", internal) if internal is not None else None
     src = fact.source
     if fact.how == "type" and F.MODULE_INTERNALS.search(src):
         return None  # the dicts inside an nn.Module: implementation detail, never a user's change
@@ -154,13 +157,14 @@ def _step(g: Guard) -> tuple[str, Fact | str] | None:
     return src, fact
 
 
-def _internal_name(src: str, how: str) -> str:
+def _internal(src: str, how: str) -> F.Ambient | None:
+    """The state a guard on one of torch's own globals checks (None: none worth listing)."""
     if "_global_" in src and "hooks" in src:
         # torch 2.13 checks only the type of its global hook dicts: a global hook added later neither
         # recompiles nor runs in compiled code, so nothing is listed; 2.4 checks that they are empty.
         # A module's own hooks are not checked under torch's default skip_nnmodule_hook_guards=True.
-        return "" if how == "type" else "nn.Module global hooks (not each module's own hooks)"
-    return "torch internals"
+        return None if how == "type" else F.Ambient("MODULE_GLOBAL_HOOKS")
+    return F.Ambient("TORCH_INTERNALS")
 
 
 def _family(src: str) -> tuple[str, str] | None:

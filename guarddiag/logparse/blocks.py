@@ -9,7 +9,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from guarddiag.ids import CACHE_ENTRY
+from guarddiag.ids import CACHE_ENTRY, CompileId
 from guarddiag.logparse.events import (
     Event,
     GraphBreakSeen,
@@ -91,8 +91,10 @@ class Block:
 
 
 class GuardBlock(Block):
-    def __init__(self, cid: str | None, keep: frozenset[str] | None, locations: bool = True, seen: dict | None = None) -> None:
-        self.cid = cid
+    def __init__(
+        self, cid: CompileId | None, process: str, keep: frozenset[str] | None, locations: bool = True, seen: dict | None = None
+    ) -> None:
+        self.cid, self.process = cid, process
         self.reader = TreeReader(keep, locations, seen)
         self.skippable = keep
         self.keep_raw = self.reader.keep_raw  # the hot path's one call per kept guard line
@@ -115,7 +117,7 @@ class GuardBlock(Block):
         return not self.done and bool(_BARE_GUARD.match(body))
 
     def close(self) -> list[Event]:
-        return [GuardListing(self.cid, tuple(self.reader.guards), tuple(self.reader.raw))]
+        return [GuardListing(self.cid, tuple(self.reader.guards), tuple(self.reader.raw), self.process)]
 
 
 class ShapeFnBlock(Block):
@@ -126,8 +128,8 @@ class ShapeFnBlock(Block):
 
 
 class RecompileBlock(Block):
-    def __init__(self, cid: str | None, m: re.Match[str]) -> None:
-        self.cid = cid
+    def __init__(self, cid: CompileId | None, process: str, m: re.Match[str]) -> None:
+        self.cid, self.process = cid, process
         self.name, self.file, self.line = m["name"], m["file"], int(m["line"])
         self.failures: list[GuardFailure] = []
         self.in_stack = False
@@ -176,14 +178,14 @@ class RecompileBlock(Block):
 
     def close(self) -> list[Event]:
         self._end_stack()
-        return [RecompileAnnounced(self.cid, self.name, self.file, self.line, tuple(self.failures))]
+        return [RecompileAnnounced(self.cid, self.name, self.file, self.line, tuple(self.failures), self.process)]
 
 
 class LimitBlock(Block):
     """A recompile-limit warning; ``m`` None: its first line (which names the limit) is not in the log."""
 
-    def __init__(self, cid: str | None, m: re.Match[str] | None) -> None:
-        self.cid = cid
+    def __init__(self, cid: CompileId | None, process: str, m: re.Match[str] | None) -> None:
+        self.cid, self.process = cid, process
         self.limit, self.value = (m["limit"], int(m["value"])) if m is not None else ("", None)
         self.name, self.file, self.line = "", "", None
         self.reason = ""
@@ -203,7 +205,7 @@ class LimitBlock(Block):
         return bool(_LIMIT_FUNCTION.match(body) or LIMIT_REASON.match(body) or _LIMIT_TRAILER.match(body))
 
     def close(self) -> list[Event]:
-        return [LimitWarning(self.cid, self.limit, self.value, self.name, self.file, self.line, self.reason)]
+        return [LimitWarning(self.cid, self.limit, self.value, self.name, self.file, self.line, self.reason, self.process)]
 
 
 class GraphBreakBlock(Block):
@@ -212,8 +214,8 @@ class GraphBreakBlock(Block):
     break's type, ``Unsupported Tensor.item() call ...``) below it; 2.2-2.5 end the record with the
     exception (``torch._dynamo.exc.Unsupported: builtin: print ...``); 2.0-2.1 put it in the first line."""
 
-    def __init__(self, cid: str | None, body: str, channel: bool = False) -> None:
-        self.cid = cid
+    def __init__(self, cid: CompileId | None, process: str, body: str, channel: bool = False) -> None:
+        self.cid, self.process = cid, process
         self.channel = channel
         self.location = _graph_break_location(body)
         old = re.match(r"^Graph break: (?P<reason>.+?) from user code at", body)
@@ -251,7 +253,7 @@ class GraphBreakBlock(Block):
         return body[:1].isspace() or bool(_GB_REASON.match(body))
 
     def close(self) -> list[Event]:
-        return [GraphBreakSeen(self.cid, self.location, self.reason, self.channel)]
+        return [GraphBreakSeen(self.cid, self.location, self.reason, self.channel, self.process)]
 
 
 def _graph_break_location(body: str) -> str:
@@ -285,7 +287,7 @@ def python_literal(text: str) -> object:
         return NOT_LITERAL
 
 
-def recompile_from_tuple(cid: str | None, body: str) -> list[Event] | None:
+def recompile_from_tuple(cid: CompileId | None, process: str, body: str) -> list[Event] | None:
     """``('Recompiling function f in x.py:10', "triggered by the following guard failure: L['n'] == 1")``;
     None when the line is not such a tuple (torn, or hostile)."""
     parts = python_literal(body.strip())
@@ -296,4 +298,4 @@ def recompile_from_tuple(cid: str | None, body: str) -> list[Event] | None:
         GuardFailure(None, str(p).partition(":")[2].strip() if str(p).startswith("triggered by") else str(p).strip())
         for p in parts[1:]
     )
-    return [RecompileAnnounced(cid, m["name"], m["file"], int(m["line"]), failures)]
+    return [RecompileAnnounced(cid, m["name"], m["file"], int(m["line"]), failures, process)]

@@ -1,9 +1,15 @@
-"""Events: what the parser recognized in the log, before any counting or classification."""
+"""Events: what the parser recognized in the log, before any counting or classification.
+
+An event's ``compile_id`` is parsed where the parser cut it from the line, in its process and cache
+generation (``rank1:0~1/2``); ``process`` is the process of its line (``rank1``; ``""`` the main one), also
+for a line that printed no compile id (torch 2.0, a paste's message).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from guarddiag.ids import CompileId
 from guarddiag.model import Guard
 
 
@@ -11,17 +17,18 @@ from guarddiag.model import Guard
 class FrameNamed:
     """A log line that names the code object behind a compile id (``start tracing f x.py:9``)."""
 
-    compile_id: str | None
+    compile_id: CompileId | None
     name: str
     file: str
     line: int | None
+    process: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class CompileSeen:
     """A line carrying compile id ``frame/n``: compile n of that frame happened."""
 
-    compile_id: str
+    compile_id: CompileId
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +55,12 @@ class GuardFailure:
 class RecompileAnnounced:
     """A ``Recompiling function ...`` block with every failing guard."""
 
-    compile_id: str | None
+    compile_id: CompileId | None
     name: str
     file: str
     line: int | None
     failures: tuple[GuardFailure, ...]
+    process: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +71,10 @@ class GuardListing:
     read only when an unannounced recompile needs them. :meth:`all_guards` reads them.
     """
 
-    compile_id: str | None
+    compile_id: CompileId | None
     guards: tuple[Guard, ...]
     raw: tuple[tuple[str, str], ...] = ()
+    process: str = ""
 
     def all_guards(self) -> tuple[Guard, ...]:
         from guarddiag.logparse.guards import guard_from_raw
@@ -77,13 +86,14 @@ class GuardListing:
 class LimitWarning:
     """``torch._dynamo hit config.recompile_limit (8)`` and the lines that follow it."""
 
-    compile_id: str | None
+    compile_id: CompileId | None
     limit: str
     value: int | None
     name: str
     file: str
     line: int | None
     last_reason: str
+    process: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,21 +101,23 @@ class GraphBreakSeen:
     """A graph break message; ``channel``: torch's record of it on the ``graph_breaks`` log channel
     (torch 2.1+), not a warning that names a graph break elsewhere (``Tensor.item()``'s)."""
 
-    compile_id: str | None
+    compile_id: CompileId | None
     location: str
     reason: str
     channel: bool = False
+    process: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class SymbolCreated:
     """``create_symbol s27 = 12 for L['x'].size()[1] ...``: a size (or number) of the compile made symbolic."""
 
-    compile_id: str | None
+    compile_id: CompileId | None
     symbol: str
     source: str
     # The size the call had (``12``), which the compile's guards were decided at; "" where torch printed none.
     value: str = ""
+    process: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +125,11 @@ class SizeGuardAdded:
     """``eval Eq(s27, s23) [guard added] return x + b  # model.py:5 in f (...)``: a symbolic-size guard the compile
     added, over its symbols, with the user's line that added it (where torch names one)."""
 
-    compile_id: str | None
+    compile_id: CompileId | None
     expr: str
     location: str
     code: str
+    process: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from guarddiag.ids import CACHE_ENTRY, CompileId, in_generation, ranked
+from guarddiag.ids import CACHE_ENTRY, CompileId, in_generation, rank_process, ranked
 from guarddiag.logparse.blocks import (
     GRAPH_BREAK,
     LIMIT,
@@ -268,7 +268,7 @@ class LogParser:
         if key in self._seen_compiles:
             return None
         self._seen_compiles.add(key)
-        return CompileSeen(ranked(framed.rank, cid.compile_key))
+        return CompileSeen(CompileId(cid.frame, cid.number, 0, rank_process(framed.rank) if framed.rank is not None else ""))
 
     def _close(self, key: _Key) -> list[Event]:
         block = self._open.pop(key)
@@ -277,19 +277,23 @@ class LogParser:
         if self._last is block:
             self._last = None
         events = block.close()
-        for event in events:
-            if isinstance(event, GuardListing) and event.compile_id:
-                self._listed.add(event.compile_id.partition("_")[0])
+        listed = ranked(key[0], key[1])  # the compile id as _in_generation names it
+        if listed and any(isinstance(event, GuardListing) for event in events):
+            self._listed.add(listed.partition("_")[0])
         return events
 
     def _start(self, key: _Key, f: Framed, line: str) -> list[Event]:
         body = f.body
-        cid = ranked(f.rank, f.compile_id)
+        # The record's compile id, parsed once here where it is cut from its first line.
+        process = rank_process(f.rank) if f.rank is not None else ""
+        cid = CompileId.parse(f.compile_id, process)
+        # Whether the line names a compile id or a rank at all (a limit warning's tail is read only then).
+        placed = f.compile_id is not None or f.rank is not None
         block: Block | None = None
         if f.artifact == "__guards":
             text = body.strip()
             if text.startswith("GUARDS:"):
-                block = GuardBlock(cid, self._keep_guards, self._locations, self._seen_guards)
+                block = GuardBlock(cid, process, self._keep_guards, self._locations, self._seen_guards)
             elif text.startswith("Python shape guard function"):
                 block = ShapeFnBlock()
             elif text.startswith("Guard eval latency") or not text:
@@ -297,27 +301,27 @@ class LogParser:
         elif f.artifact in ("__recompiles", "__recompiles_verbose") and not RECOMPILING_TUPLE.match(body):
             m = RECOMPILING.match(body.strip())
             if m is not None:
-                block = RecompileBlock(cid, m)
+                block = RecompileBlock(cid, process, m)
         elif f.artifact in ("__recompiles", None) and RECOMPILING_TUPLE.match(body):
-            events = recompile_from_tuple(cid, body)
+            events = recompile_from_tuple(cid, process, body)
             if events is None:
                 self.counters.unknown(line)
             return events or []
         if block is None and GRAPH_BREAK.match(body) and f.artifact in ("__graph_breaks", None):
-            block = GraphBreakBlock(cid, body, f.artifact == "__graph_breaks")
+            block = GraphBreakBlock(cid, process, body, f.artifact == "__graph_breaks")
         if block is None:
             m = LIMIT.search(body)
             if m is not None:
-                block = LimitBlock(cid, m)
-            elif LIMIT_TAIL.match(body) and cid is not None:
-                block = LimitBlock(cid, None)  # the warning's first line is above the log's first line
+                block = LimitBlock(cid, process, m)
+            elif LIMIT_TAIL.match(body) and placed:
+                block = LimitBlock(cid, process, None)  # the warning's first line is above the log's first line
                 block.feed(body)
         if block is None:
             m = start_tracing(body)
             if m is not None:
-                return [FrameNamed(cid, m["name"], m["file"] or "", int(m["line"]) if m["line"] else None)]
-            if f.artifact is None and cid is not None and ("[guard added]" in body or "create_symbol " in body):
-                shape = shape_env_event(cid, body)
+                return [FrameNamed(cid, m["name"], m["file"] or "", int(m["line"]) if m["line"] else None, process)]
+            if f.artifact is None and placed and ("[guard added]" in body or "create_symbol " in body):
+                shape = shape_env_event(cid, process, body)
                 return [shape] if shape is not None else []
             if f.artifact in OWN_ARTIFACTS:
                 self.counters.unknown(line)
@@ -333,18 +337,18 @@ _CREATE_SYMBOL = re.compile(r"create_symbol (?P<sym>[a-z]+\d+) = (?P<value>\S+) 
 _GUARD_ADDED = re.compile(r"\beval (?P<expr>.+?) \[guard added\] ?(?P<rest>.*)$")
 
 
-def shape_env_event(cid: str, body: str) -> SymbolCreated | SizeGuardAdded | None:
+def shape_env_event(cid: CompileId | None, process: str, body: str) -> SymbolCreated | SizeGuardAdded | None:
     """A shape environment's line: a symbol it created for a source, or a guard it added (not one it suppressed)."""
     m = _CREATE_SYMBOL.search(body)
     if m is not None:
-        return SymbolCreated(cid, m["sym"], m["src"], m["value"])
+        return SymbolCreated(cid, m["sym"], m["src"], m["value"], process)
     m = _GUARD_ADDED.search(body)
     if m is None or m["expr"].startswith("[guard suppressed]"):
         return None
     rest = m["rest"].partition(", for more info")[0]
     code, _, comment = rest.partition("  # ")
     location = location_of(comment) if comment else ""
-    return SizeGuardAdded(cid, m["expr"].strip(), location, " ".join(code.split()) if location else "")
+    return SizeGuardAdded(cid, m["expr"].strip(), location, " ".join(code.split()) if location else "", process)
 
 
 def start_tracing(body: str) -> re.Match[str] | None:

@@ -102,7 +102,7 @@ def _hint_markdown(h: HintWords) -> list[str]:
     if h.cannot_tell:
         out.append(f"  - {markdown_text(h.cannot_tell)}" + ("; the choices:" if fact.choices else ""))
     for c in fact.choices:
-        out.append(f"  - {'' if h.cannot_tell else 'or: '}{markdown_text(choice_text(c, fact.subject, fact.literal))}")
+        out.append(f"  - {'' if h.cannot_tell else 'or: '}{markdown_text(choice_text(c, fact))}")
         out += [f"    - {markdown_text(line_where(line, h.function))}: {markdown_code(line.code)}" for line in c.lines]
     return out
 

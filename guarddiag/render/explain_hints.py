@@ -12,14 +12,21 @@ from guarddiag.explain.model import Choice, CodeLine, FixHint
 from guarddiag.render.words import cause_subject
 
 
+def hint_subject(h: FixHint) -> str:
+    """The hint's object in words: its subject, or the objects an aliasing hint found aliased (`` `a` and `b` ``)."""
+    if h.hint == "one_tensor_twice":
+        return " and ".join(f"`{name}`" for name in h.aliased) or "tensor inputs"
+    return h.subject
+
+
 def hint_text(h: FixHint) -> str:
     """The advice, about the hint's object."""
-    return _HINTS[h.hint](h.subject, h.literal)
+    return _HINTS[h.hint](hint_subject(h), h.literal)
 
 
-def choice_text(c: Choice, subject: str, literal: str = "") -> str:
-    """One of a hint's choices, about the same object (a hint given as a choice has words of its own)."""
-    return (_CHOICES.get(c.hint) or _HINTS[c.hint])(subject, literal)
+def choice_text(c: Choice, h: FixHint) -> str:
+    """One of hint ``h``'s choices, about the same object (a hint given as a choice has words of its own)."""
+    return (_CHOICES.get(c.hint) or _HINTS[c.hint])(hint_subject(h), h.literal)
 
 
 def hint_cause(h: FixHint) -> str:
@@ -29,7 +36,7 @@ def hint_cause(h: FixHint) -> str:
 
 def unknown_text(h: FixHint) -> str:
     """What guarddiag cannot tell for this hint, and so why it gives choices (``""``: nothing)."""
-    return _UNKNOWN[h.unknown](h.subject) if h.unknown else ""
+    return _UNKNOWN[h.unknown](hint_subject(h)) if h.unknown else ""
 
 
 def line_where(line: CodeLine, function: str) -> str:

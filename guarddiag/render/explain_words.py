@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from guarddiag.explain.facts import user_name
+from guarddiag.explain.facts import Ambient, user_name
 from guarddiag.explain.model import (
     SCHEMA,
     CacheEntry,
@@ -30,7 +30,8 @@ from guarddiag.explain.model import (
     TypeObject,
     ValueObject,
 )
-from guarddiag.render.explain_hints import choice_text, hint_cause, hint_text, line_where, unknown_text
+from guarddiag.guardkinds import AMBIENT_KINDS
+from guarddiag.render.explain_hints import choice_text, hint_cause, hint_subject, hint_text, line_where, unknown_text
 from guarddiag.render.explain_rows import ObjectWords, folded_words
 from guarddiag.render.flips import check_sentence
 from guarddiag.render.words import cause_subject
@@ -139,7 +140,7 @@ def hint_details(h: HintWords) -> list[str]:
     if h.cannot_tell:
         out.append(f"    {h.cannot_tell}; the choices:" if fact.choices else f"    {h.cannot_tell}")
     for c in fact.choices:
-        out.append(f"    {'' if h.cannot_tell else 'or: '}{choice_text(c, fact.subject, fact.literal)}")
+        out.append(f"    {'' if h.cannot_tell else 'or: '}{choice_text(c, fact)}")
         out += [f"      {line_where(line, h.function)}: {line.code}" for line in c.lines]
     return out
 
@@ -168,10 +169,10 @@ def hint_data(h: HintWords) -> dict[str, object]:
         "check": h.check,
         "kind": h.kind,
         "id": fact.hint,
-        "subject": fact.subject,
+        "subject": hint_subject(fact),
         "lines": [_line_data(line, h.function) for line in fact.lines],
         "choices": [
-            {"id": c.hint, "hint": choice_text(c, fact.subject, fact.literal), "lines": [_line_data(line, h.function) for line in c.lines]}
+            {"id": c.hint, "hint": choice_text(c, fact), "lines": [_line_data(line, h.function) for line in c.lines]}
             for c in fact.choices
         ],
         "unknown": fact.unknown,
@@ -207,7 +208,35 @@ def _verified(words: HintWords, h: FixHint) -> HintWords:
 
 def _entry(entry: CacheEntry, said: dict[int, ObjectWords], matters: frozenset[str]) -> EntryWords:
     rows = tuple(_marked(object_words(o, said), matters) for o in entry.objects)
-    return EntryWords(entry.compile_id, rows, ", ".join(entry.ambient), (), entry.folded)
+    # Distinct states can read alike (a snapshot's grad mode and a grad-mode guard): each is said once.
+    ambient = ", ".join(dict.fromkeys(ambient_words(a) for a in entry.ambient))
+    return EntryWords(entry.compile_id, rows, ambient, (), entry.folded)
+
+
+# The global state explain lists beside an entry's objects, beyond a guard kind's own name (guardkinds.AMBIENT_KINDS).
+_AMBIENT = {
+    "SAVED_TENSOR_HOOKS": "saved-tensor hooks",
+    "MODULE_GLOBAL_HOOKS": "nn.Module global hooks (not each module's own hooks)",
+    "TORCH_INTERNALS": "torch internals",
+    "DEFAULT_DEVICE": "default device",
+}
+_GLOBAL_STATE = {
+    "deterministic": "deterministic algorithms",
+    "torch_function": "torch function mode",
+    "": "global torch state (grad mode, autocast, default dtype, deterministic algorithms)",
+}
+
+
+def ambient_words(a: Ambient) -> str:
+    """A piece of global state an entry checks, in words: ``grad mode off``, ``default device``."""
+    grad = "on" if a.grad else "off"
+    if a.kind == "GLOBAL_STATE":
+        if a.state == "snapshot":
+            return f"grad mode {grad}, autocast, default dtype, deterministic algorithms"
+        if a.state == "grad":
+            return f"grad mode {grad}"
+        return _GLOBAL_STATE[a.state]
+    return _AMBIENT.get(a.kind) or AMBIENT_KINDS[a.kind]
 
 
 def _marked(words: ObjectWords, matters: frozenset[str]) -> ObjectWords:

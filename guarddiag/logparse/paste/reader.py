@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from guarddiag.ids import rank_prefix
+from guarddiag.ids import rank_prefix, rank_process
 from guarddiag.logparse.blocks import (
     LIMIT_FUNCTION_TEXT,
     LIMIT_REASON,
@@ -115,8 +115,8 @@ class PasteReader:
     def _event(self, event: Event, out: list[Event]) -> None:
         """A message read without torch's frame (no compile id): it keeps the rank its line showed."""
         self.messages += 1
-        if self._rank is not None and getattr(event, "compile_id", "") is None:
-            event = replace(event, compile_id=f"rank{self._rank}:")  # type: ignore[type-var]
+        if self._rank is not None and getattr(event, "compile_id", "") is None and not getattr(event, "process", ""):
+            event = replace(event, process=rank_process(self._rank))  # type: ignore[type-var]
         out.append(event)
 
     def _body(self, text: str, rank: int | None, out: list[Event]) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from guarddiag.explain import objects as explain_objects
 from guarddiag.explain import objects_of
+from guarddiag.ids import CompileId
 from guarddiag.logparse.events import GuardListing
 from guarddiag.logparse.guards import location_of
 from guarddiag.logparse.parser import LogParser
@@ -171,7 +172,7 @@ def test_differences_between_entries_are_linear():
     assert big <= 2.2 * small, (small, big)
 
 
-def _listings(parser: LogParser, lines: list[str], whole: bool) -> list[tuple[str | None, tuple[Guard, ...]]]:
+def _listings(parser: LogParser, lines: list[str], whole: bool) -> list[tuple[CompileId | None, tuple[Guard, ...]]]:
     # Line by line: every line through the blocks, none on the parse hot path.
     events = list(parser.parse(lines)) if whole else [e for line in lines for e in parser.feed(line)] + parser.finish()
     return [(e.compile_id, e.guards) for e in events if isinstance(e, GuardListing)]

@@ -185,19 +185,20 @@ def test_two_size_guards_are_two_groups_with_their_own_words():
 
 def test_the_line_behind_a_relation_comes_from_the_shape_environment():
     """The premise (torch's text names no line) and the events that tell it: a symbol per source, a guard over symbols."""
+    from guarddiag.ids import CompileId
     from guarddiag.logparse.events import SizeGuardAdded, SymbolCreated
 
     text = (V213 / "size_guards.log").read_text(encoding="utf-8")
     assert "- 4/1: bias.size()[0] == x.size()[1]  # (unknown var s23, please file a bug)" in text
     events = [e for e in LogParser().parse(text.splitlines()) if isinstance(e, (SizeGuardAdded, SymbolCreated))]
-    assert SymbolCreated("4/1", "s23", "L['bias'].size()[0]", "12") in events
+    assert SymbolCreated(CompileId("4", 1), "s23", "L['bias'].size()[0]", "12") in events
     where = "tests/fixtures/causes/size_guards.py:48 in add_bias"
-    assert SizeGuardAdded("4/1", "Eq(s27, s23)", where, "return (x + bias).relu()") in events
+    assert SizeGuardAdded(CompileId("4", 1), "Eq(s27, s23)", where, "return (x + bias).relu()") in events
     # A guard torch suppressed is none; one torch's own code added (inductor's bound) names no user line.
     inductor = [e for e in LogParser().parse((V213 / "size_guards.inductor.log").read_text(encoding="utf-8").splitlines())]
     added = [e for e in inductor if isinstance(e, SizeGuardAdded)]
     assert not [e for e in added if "suppressed" in e.expr]
-    assert SizeGuardAdded("3/1", "s77 <= 4096", "", "") in added
+    assert SizeGuardAdded(CompileId("3", 1), "s77 <= 4096", "", "") in added
 
 
 # (torch's spelling, the condition, its form): torch 2.13's from the recordings; torch <= 2.2 prints guards with
@@ -245,7 +246,7 @@ def test_every_condition_explain_says_is_a_guard_torch_installed():
         listed: dict[str, set[str]] = {}
         for event in LogParser().parse(text.splitlines()):
             if isinstance(event, GuardListing) and event.compile_id:
-                listed[event.compile_id] = {size_condition(g.expr) for g in event.all_guards() if g.kind == "LAMBDA_GUARD"}
+                listed[str(event.compile_id)] = {size_condition(g.expr) for g in event.all_guards() if g.kind == "LAMBDA_GUARD"}
         words = explanation_words(explain_lines(text.splitlines()))
         said = 0
         for f in words.functions:

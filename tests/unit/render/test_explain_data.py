@@ -40,7 +40,7 @@ def test_the_json_of_a_hint_has_its_keys_in_order_with_each_line_placed_in_words
             for line, fact in zip(data["lines"], h.fact.lines, strict=True):
                 assert list(line) == LINE_KEYS and line["place"] == line_where(fact, f.name)
             for choice, fact in zip(data["choices"], h.fact.choices, strict=True):
-                assert (choice["id"], choice["hint"]) == (fact.hint, choice_text(fact, h.fact.subject, h.fact.literal))
+                assert (choice["id"], choice["hint"]) == (fact.hint, choice_text(fact, h.fact))
 
 
 def test_the_text_says_each_line_where_it_goes():
