@@ -155,19 +155,3 @@ def _late_hooks(run_dir: Path) -> tuple[LateHook, ...]:
             fact.pop("pid", None)
             found.append(late_hook_from_dict(fact, "hooks.jsonl"))
     return tuple(found)
-
-
-def _late_hooks(run_dir: Path) -> tuple[LateHook, ...]:
-    """Hooks the script's processes added to compiled modules after torch compiled, as they wrote them
-    at exit (``_site/_guarddiag_hooks.py``); a line that is not such a record is skipped."""
-    try:
-        lines = (run_dir / _hooks.HOOKS_NAME).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ()
-    found = []
-    for line in lines:
-        with contextlib.suppress(ValueError, TypeError, AttributeError):
-            fact = json.loads(line)
-            fact.pop("pid", None)
-            found.append(late_hook_from_dict(fact, "hooks.jsonl"))
-    return tuple(found)

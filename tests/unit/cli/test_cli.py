@@ -1,4 +1,4 @@
-"""cli.py in-process: options reach the commands, and every failure is one ``guarddiag:`` line and
+"""cli.py in-process (--version and -V too): options reach the commands, and every failure is one ``guarddiag:`` line and
 its exit code (main() with argv, no torch run, no subprocess)."""
 
 from __future__ import annotations
@@ -132,3 +132,15 @@ def test_the_cli_module_is_wiring_only():
     text = Path(cli.__file__).read_text()
     bodies = [line for line in text.splitlines() if line.startswith("    ") and "guarddiag.commands." in line]
     assert len(bodies) >= 9, bodies
+
+
+@pytest.mark.parametrize("option", ["--version", "-V"])
+def test_the_version_option_prints_the_name_and_version(main, option):
+    assert main(option) == (OK, f"guarddiag {__version__}\n", "")
+
+
+def test_the_version_option_wins_over_a_command(main):
+    """Eager, as click's own --help is: a command after it is not run."""
+    assert main("--version", "run", "no-such-script.py") == (OK, f"guarddiag {__version__}\n", "")
+
+
