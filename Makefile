@@ -32,7 +32,7 @@ XDIST ?= -n auto
 
 # compileall first: where PYTHONDONTWRITEBYTECODE is set (CI here), every guarddiag process would compile
 # guarddiag's sources again, 0.3 s of CPU each, and the suite starts several hundred of them.
-test: venv  ## Run the whole test suite (unit + end-to-end with real torch, inductor checks apart) on every core; about 20 min on 2 cores
+test: venv  ## Run the whole test suite (unit + end-to-end with real torch, inductor checks apart) on every core; about 27 min on 2 cores (goal: 10, issue 26)
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor" --durations=15 $(PYTEST_ARGS)
 
