@@ -23,10 +23,6 @@ def _needs(script: str) -> None:
         pytest.skip("transformers is not installed here: `make test-transformers` installs the pinned version and runs this")
 
 
-def _counts_by_torch(truth: dict) -> dict[tuple[str, int], int]:
-    return truth_counts(truth)
-
-
 def _counts_by_guarddiag(run: dict) -> dict[tuple[str, int], int]:
     counts: dict[tuple[str, int], int] = {}
     for f in run["functions"]:
@@ -43,7 +39,7 @@ BACKENDS = [(s, "eager") for s in SCRIPTS] + [pytest.param(s, "inductor", marks=
 def test_counts_equal_torch(script: str, backend: str, tmp_path: Path):
     _needs(script)
     run, truth, _ = corpus_run(script, backend=backend)
-    assert _counts_by_guarddiag(run) == _counts_by_torch(truth)
+    assert _counts_by_guarddiag(run) == truth_counts(truth)
     assert run["totals"]["compiles"] == truth["totals"]["compiles"]
 
 
@@ -57,7 +53,7 @@ def test_the_fix_removes_the_recompile(script: str, tmp_path: Path):
     after, truth, _ = corpus_run(script, fix=True)
     assert before["totals"]["recompiles"] > 0
     assert after["totals"]["recompiles"] < before["totals"]["recompiles"], after["functions"]
-    assert _counts_by_guarddiag(after) == _counts_by_torch(truth)
+    assert _counts_by_guarddiag(after) == truth_counts(truth)
 
 
 # --- the answers: the first cause, its fix, and the names (#13) -------------------------------------------------
