@@ -83,13 +83,13 @@ def truth_counts(truth: dict) -> dict[tuple[str, int], int]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _shared_corpus_runs(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The folder where each corpus script's run is made once for the session (tests/corpus_runs.py): under
-    pytest-xdist, beside the workers' own temporary folders, so that every worker finds it."""
-    from tests import corpus_runs
+def _shared_runs(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The folder where results several tests read are made once for the session (tests/shared_runs.py):
+    under pytest-xdist, beside the workers' own temporary folders, so that every worker finds it."""
+    from tests import shared_runs
 
     base = tmp_path_factory.getbasetemp()
-    corpus_runs.SHARED = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "corpus-runs"
+    shared_runs.SHARED = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "shared-runs"
 
 
 @pytest.fixture
