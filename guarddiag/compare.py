@@ -13,12 +13,13 @@ from pathlib import Path
 
 from guarddiag.diff import CauseKey, RunDiff, cause_key, diff_runs
 from guarddiag.diff import cause_counts as diff_cause_counts
-from guarddiag.divergence import Divergence, DivergenceChange, divergence_change, rank_divergence
+from guarddiag.divergence import Divergence, DivergenceChange, divergence_change
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, Flag, free_text, parse_value
 from guarddiag.flips import KEEPS_COMPILED, Candidate, FlipPlan, Target, flip_effect, plan_flips
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Run
+from guarddiag.report import RunReport
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,8 @@ class VariantResult:
     different things (``stdout_varies``: where they did)."""
 
     variant: Variant
-    runs: tuple[Run, ...]
+    # Each repeat's report value (its run, and the rank divergence its record holds: computed once, by build).
+    reports: tuple[RunReport, ...]
     unstable: tuple[Unstable, ...] = field(default=())
     stdout_change: OutputChange | None = None
     stdout_compared: bool = False
@@ -156,8 +158,17 @@ class VariantResult:
     stdout_varies: OutputChange | None = None
 
     @property
+    def report(self) -> RunReport:
+        """The first repeat's report value: the one diffed."""
+        return self.reports[0]
+
+    @property
+    def runs(self) -> tuple[Run, ...]:
+        return tuple(r.run for r in self.reports)
+
+    @property
     def run(self) -> Run:
-        return self.runs[0]
+        return self.reports[0].run
 
     @property
     def folders(self) -> tuple[str, ...]:
@@ -325,8 +336,8 @@ def build_report(
         if base.variant.flags == () and all(r.variant.python == base.variant.python for r in results):
             targets = flips.targets if flips is not None else cause_targets(catalog, base.run)
             causes = tuple(_cause_result(t, base, results[1:], flips) for t in targets)
-    # Each configuration's rank divergence, computed once: the JSON lists it, the notes say its change.
-    divergence = tuple(rank_divergence(r.run) for r in results)
+    # Each configuration's rank divergence, as its first run's report value holds it (its record lists the same).
+    divergence = tuple(r.report.divergence for r in results)
     changes = tuple(None if i == 0 else divergence_change(divergence[0], found) for i, found in enumerate(divergence))
     return CompareReport(catalog.torch_version, plan, tuple(results), diffs, flips, causes, parallel, divergence, changes)
 

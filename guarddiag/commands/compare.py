@@ -149,12 +149,11 @@ def _run(target: Target, variants: list[Variant], options: CompareOptions) -> li
     jobs = options.jobs or os.cpu_count() or 1
     if options.progress:
         message(f"running {len(variants)} configurations x {repeat} of {target} ({jobs} at a time)")
-    # compare's own report value (build_report) holds each configuration's divergence: the runs are enough here.
-    runs = [done.run for done in run_scripts(requests, jobs, report)]
+    reports = run_scripts(requests, jobs, report)
     results = []
     for i, variant in enumerate(variants):
-        group = tuple(runs[i * repeat : (i + 1) * repeat])
-        results.append(VariantResult(variant, group, unstable_functions(group) if repeat > 1 else ()))
+        group = tuple(reports[i * repeat : (i + 1) * repeat])
+        results.append(VariantResult(variant, group, unstable_functions(tuple(r.run for r in group)) if repeat > 1 else ()))
     return results
 
 

@@ -9,6 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# The property tests' examples: "ci" in make test (each property a few seconds), "long" in make fuzz
+# (HYPOTHESIS_PROFILE=long: 10,000 per property, minutes). Tests that render a whole run per example take a
+# fraction of the profile's count (tests/unit/render/test_escape.py).
+settings.register_profile("ci", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 _TRIPWIRE = Path(__file__).resolve().parent / "_tripwire"
 _MOVE = "unit tests run no torch: move this test to tests/e2e/<command>/ or tests/realtorch/ (tests/README.md)"

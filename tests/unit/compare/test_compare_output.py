@@ -15,6 +15,7 @@ from guarddiag.render import FORMATS
 from guarddiag.render.compare import COMPARE_SCHEMA, render_compare
 from tests.conftest import FIXTURES, LOGS
 from tests.documents import assert_document
+from tests.unit.reports import reports
 
 SHAPE = LOGS / "torch-2.13.0" / "tensor_shape.log"
 
@@ -36,7 +37,7 @@ def _report(change: OutputChange | None):
     base = replace(run, source="run", log_path="runs/base/torch.log")
     flipped = replace(run, source="run", log_path="runs/flip/torch.log")
     repeat = replace(flipped, log_path="runs/flip-2/torch.log")
-    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (flipped, repeat), stdout_change=change)]
+    results = [VariantResult(plan.baseline, reports(base)), VariantResult(plan.variants[0], reports(flipped, repeat), stdout_change=change)]
     return build_report(plan, results, catalog)
 
 
@@ -82,15 +83,15 @@ def test_output_that_varies_between_repeats_is_compared_with_nothing(tmp_path):
             runs.append(replace(run, log_path=str(folder / "torch.log")))
         return tuple(runs)
 
-    varying = _with_output_changes([VariantResult(plan.baseline, repeats("base", "time 1.5\n", "time 2.5\n")),
-                                    VariantResult(plan.variants[0], repeats("flip", "time 3.5\n", "time 3.5\n"))])
+    varying = _with_output_changes([VariantResult(plan.baseline, reports(*repeats("base", "time 1.5\n", "time 2.5\n"))),
+                                    VariantResult(plan.variants[0], reports(*repeats("flip", "time 3.5\n", "time 3.5\n")))])
     assert varying[0].stdout_varies == OutputChange(1, "time 1.5", "time 2.5")
     assert (varying[1].stdout_change, varying[1].stdout_compared) == (None, False)
     text = render_compare(build_report(plan, varying, catalog), "table")
     assert "baseline: its repeats printed different things (first difference at line 1: 'time 1.5', then 'time 2.5')" in text
     assert "stdout differs" not in text
-    steady = _with_output_changes([VariantResult(plan.baseline, repeats("b2", "a\n", "a\n")),
-                                   VariantResult(plan.variants[0], repeats("f2", "b\n", "b\n"))])
+    steady = _with_output_changes([VariantResult(plan.baseline, reports(*repeats("b2", "a\n", "a\n"))),
+                                   VariantResult(plan.variants[0], reports(*repeats("f2", "b\n", "b\n")))])
     assert steady[1].stdout_change == OutputChange(1, "a", "b") and steady[1].stdout_compared
 
 

@@ -21,6 +21,7 @@ from guarddiag.render.flips import advice_lines, apply_line, cause_lines, outcom
 from guarddiag.report import run_report
 from guarddiag.verdicts import NO_EFFECT, NOT_VERIFIED, VERIFIED, keep_verdicts, load_verdicts, run_advice
 from tests.conftest import FIXTURES, LOGS, ROOT, in_checkout
+from tests.unit.reports import reports
 
 FLIPS_LOGS = FIXTURES / "flips"
 
@@ -151,7 +152,7 @@ def _report(baseline_log, variant_log, flips, config: tuple[str, str]):
     base = _run(baseline_log)
     variant = _run(variant_log)
     plan = ComparePlan(Variant("baseline", "py"), (Variant(f"{config[0]}={config[1]}", "py", (config,)),))
-    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (variant,))]
+    results = [VariantResult(plan.baseline, reports(base)), VariantResult(plan.variants[0], reports(variant))]
     return build_report(plan, results, _catalog("2.13.0"), flips)
 
 
@@ -221,7 +222,7 @@ def _verdict_setup(tmp_path, variant_log, script: str = str(ROOT / "scenarios" /
     config = ("allow_unspec_int_on_nn_module", "true")
     plan = ComparePlan(Variant("baseline", "py"), (Variant("x", "py", (config,)),))
     variant = _run(variant_log, script=script)
-    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (variant,))]
+    results = [VariantResult(plan.baseline, reports(base)), VariantResult(plan.variants[0], reports(variant))]
     report = build_report(plan, results, _catalog("2.13.0"), flips)
     keep_verdicts(report, tmp_path)
     return base
@@ -316,7 +317,7 @@ def test_a_flip_that_moves_recompiles_to_another_function_is_no_fix():
                      ("allow_unspec_int_on_nn_module", "true"))
     moved = _run(LOGS / "torch-2.13.0" / "recompile_limit.log")
     variant = report.results[1]
-    variant = replace(variant, runs=(replace(variant.run, functions=(*variant.run.functions, *moved.functions)),))
+    variant = replace(variant, reports=reports(replace(variant.run, functions=(*variant.run.functions, *moved.functions))))
     report = build_report(report.plan, [report.results[0], variant], _catalog("2.13.0"), flips)
     (o,) = report.causes[0].outcomes
     assert o.removed == 4 and not o.fewer_in_run and not o.works
@@ -477,7 +478,7 @@ def test_a_flip_whose_compiles_fail_is_no_fix_though_the_recompiles_are_gone():
     flips = plan_flips(_catalog("2.13.0"), base)
     assert config in flips.flips
     plan = ComparePlan(Variant("baseline", "py"), (Variant("x", "py", (config,)),))
-    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (flipped,))]
+    results = [VariantResult(plan.baseline, reports(base)), VariantResult(plan.variants[0], reports(flipped))]
     report = build_report(plan, results, _catalog("2.13.0"), flips)
     (cause,) = report.causes
     (o,) = cause.outcomes
@@ -503,8 +504,8 @@ def test_a_hint_of_several_settings_is_verified_by_the_compare_its_command_names
                                                    Variant("both", "py", configs)))
     single = _run(LOGS / "torch-2.13.0" / "last_batch_one.log", script=script)  # alone, neither removes the recompile
     both = _run(FLIPS_LOGS / "torch-2.13.0" / "last_batch_one.size_one.log", script=script)
-    results = [VariantResult(plan.baseline, (base,)), VariantResult(plan.variants[0], (single,)),
-               VariantResult(plan.variants[1], (single,)), VariantResult(plan.variants[2], (both,))]
+    results = [VariantResult(plan.baseline, reports(base)), VariantResult(plan.variants[0], reports(single)),
+               VariantResult(plan.variants[1], reports(single)), VariantResult(plan.variants[2], reports(both))]
     report = build_report(plan, results, _catalog("2.13.0"))
     keep_verdicts(report, tmp_path)
     (cause,) = run_advice(base, load_verdicts(base, tmp_path), listings).functions[0].causes

@@ -24,6 +24,7 @@ from guarddiag.render.gate import render_check, render_junit
 from guarddiag.render.words import cause_subject, rank_cause_words
 from guarddiag.report import run_report, run_reports
 from tests.conftest import FIXTURES, LOGS, in_checkout
+from tests.unit.reports import reports
 
 JOBS = LOGS / "torch-2.13.0" / "torchrun"
 
@@ -191,7 +192,7 @@ def test_compare_says_what_a_configuration_did_to_the_divergence():
     from guarddiag.render.compare import render_compare
 
     base, flipped = Variant("baseline", "python"), Variant("some_flag=true", "python", (("some_flag", "true"),))
-    results = [VariantResult(base, (_run("branch4"),)), VariantResult(flipped, (_run("alike4"),))]
+    results = [VariantResult(base, reports(_run("branch4"))), VariantResult(flipped, reports(_run("alike4")))]
     report = build_report(ComparePlan(base, (flipped,)), results, Catalog("2.13.0", {}))
     text = render_compare(report, "table")
     expected = (

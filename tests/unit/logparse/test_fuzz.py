@@ -16,7 +16,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from guarddiag.guardkinds import DESCRIPTIONS
@@ -25,10 +25,6 @@ from guarddiag.pipeline import build_from_lines, parse_logs
 from guarddiag.report import record_dict, run_report
 from guarddiag.store import run_from_dict
 from tests.conftest import LOGS
-
-settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("long", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 NO_ROLES = lambda *_: {}  # noqa: E731 - the fuzzed logs name files that are not here
 

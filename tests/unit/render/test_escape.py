@@ -52,12 +52,10 @@ from guarddiag.report import record_dict, run_report, run_reports, save_report
 from guarddiag.store import load_run
 from tests.conftest import FIXTURES, LOGS
 from tests.unit.render.test_formats import _compare_report
+from tests.unit.reports import reports
 
-settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("long", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # Rendering a whole run per example: fewer examples than the string-level properties.
-RENDER = settings(max_examples=max(20, settings().max_examples // 5), deadline=None,
+RENDER = settings(max_examples=max(10, settings().max_examples // 5), deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 LIMIT = LOGS / "torch-2.13.0" / "recompile_limit.log"
@@ -442,7 +440,7 @@ def _shell_words(command: str) -> list[bytes]:
 
 
 @given(hostile_text)
-@settings(max_examples=max(20, settings().max_examples // 3), deadline=None)
+@settings(max_examples=max(15, settings().max_examples // 3), deadline=None)
 def test_a_command_guarddiag_gives_is_the_same_text_in_every_output_and_runs_exactly_its_words(value):
     """A script path and arguments with quotes, `$()`, backticks, `;`, newlines, controls, bidi marks, `##[`: the
     command is left alone by every escape (what is shown is what is meant) and bash reads back exactly the words."""
@@ -529,15 +527,15 @@ def test_compare_without_flag_escapes_a_hostile_baseline_in_every_format(tmp_pat
     catalog = catalog_from_dict(json.loads((FIXTURES / "flags" / "torch-2.13.0.json").read_text()))
     tmp, real_runs = tmp_path_factory.mktemp("records"), _real_runs()
     for key in ("limit", "sizes", "keys"):
-        reports = []
+        compared = []
         for name in (value, _benign(value)):
             run = replace(_record(real_runs[key], tmp, key, _poison(name)), source="run", torch_version="2.13.0")
             flips = plan_flips(catalog, run, 3)
             plan = ComparePlan(Variant("baseline", "py"), tuple(Variant(f"{f}={v}", "py", ((f, v),)) for f, v in flips.flips)
                                + (Variant(name, "py", ((name, name), (name, "1"))),))
-            results = [VariantResult(v, (run,)) for v in (plan.baseline, *plan.variants)]
-            reports.append(build_report(plan, results, catalog, flips))
-        hostile, benign = reports
+            results = [VariantResult(v, reports(run)) for v in (plan.baseline, *plan.variants)]
+            compared.append(build_report(plan, results, catalog, flips))
+        hostile, benign = compared
         _assert_plain(render_compare(hostile, "table"), render_compare(benign, "table"))
         _assert_markdown(render_compare(hostile, "markdown"), render_compare(benign, "markdown"))
         for fmt in ("json", "yaml"):

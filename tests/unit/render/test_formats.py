@@ -23,6 +23,7 @@ from guarddiag.render.flags import FLAG_LIST_SCHEMA, render_flags
 from guarddiag.render.gate import CHECK_SCHEMA
 from tests.conftest import FIXTURES, LOGS
 from tests.documents import assert_document
+from tests.unit.reports import reports
 
 SHAPE = LOGS / "torch-2.13.0" / "tensor_shape.log"
 FRESH = LOGS / "torch-2.4.1" / "fresh_module_instance.log"
@@ -104,8 +105,8 @@ def _compare_report():
     plan = plan_compare(catalog, ["automatic_dynamic_shapes", "inline_inbuilt_nn_modules"], False, ["py"])
     fresh, inlined = parse_logs([str(FRESH)]), parse_logs([str(INLINED)])
     failed = replace(inlined, status="failed", exit_code=1, source="run")
-    baseline = VariantResult(plan.baseline, (fresh, inlined), unstable_functions((fresh, inlined)))
-    flipped = VariantResult(plan.variants[0], (inlined, failed))
+    baseline = VariantResult(plan.baseline, reports(fresh, inlined), unstable_functions((fresh, inlined)))
+    flipped = VariantResult(plan.variants[0], reports(inlined, failed))
     return build_report(plan, [baseline, flipped], catalog)
 
 

@@ -25,6 +25,7 @@ from guarddiag.render.gate import render_check
 from guarddiag.report import RunReport, record_dict, run_report, save_report
 from guarddiag.store import load_run, run_to_dict
 from tests.conftest import LOGS, in_checkout
+from tests.unit.reports import reports
 
 JOBS = LOGS / "torch-2.13.0" / "torchrun"
 DIVERGING = "rank 2 recompiled it 1 time (value of `self.scaled` on argument `self`); ranks 0, 1, 3 did not"
@@ -104,7 +105,7 @@ def test_gaps_the_report_holds_make_the_reports_warn_and_the_gate_refuse(tmp_pat
 
 def test_compares_formats_take_each_configurations_divergence_from_its_report():
     base, flipped = Variant("baseline", "python"), Variant("some_flag=true", "python", (("some_flag", "true"),))
-    results = [VariantResult(base, (_run("branch4"),)), VariantResult(flipped, (_run("alike4"),))]
+    results = [VariantResult(base, reports(_run("branch4"))), VariantResult(flipped, reports(_run("alike4")))]
     report = build_report(ComparePlan(base, (flipped,)), results, Catalog("2.13.0", {}))
     assert [len(found) for found in report.divergence] == [1, 0]
     assert report.divergence_changes[0] is None and report.divergence_changes[1] is not None
