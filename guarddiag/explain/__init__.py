@@ -32,7 +32,6 @@ from guarddiag.logparse.events import Event, GuardListing, SizeGuardAdded, Symbo
 from guarddiag.logparse.guards import location_of
 from guarddiag.model import CauseIdentity, FunctionSummary, Guard
 from guarddiag.pipeline import LogReader
-from guarddiag.render.words import function_label
 from guarddiag.sourceinfo import local_roles
 from guarddiag.wrapped import frame_package, library_frame, torch_wrapper
 
@@ -179,7 +178,7 @@ def _explain_function(
         package = "" if torch_wrapper(f.file) or f.compiles > 1 else frame_package(f.file)
         entries = [fold_entry(e, keep, library_frame(f.file), package) for e in entries]
     return FunctionExplanation(
-        function_label(f),
+        f,
         f.name,
         f.file,
         f.line,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from guarddiag.model import Cause
+from guarddiag.model import Cause, FunctionSummary
 
 if TYPE_CHECKING:
     from guarddiag.explain.facts import Ambient
@@ -251,9 +251,10 @@ class FixHint:
 
 @dataclass(frozen=True)
 class FunctionExplanation:
-    """A compiled function: its cache entries' guard models, why it recompiled and how to fix it."""
+    """A compiled function: its cache entries' guard models, why it recompiled and how to fix it.
+    ``function``: the run's summary of it (renderers name it from that)."""
 
-    label: str
+    function: FunctionSummary
     name: str
     file: str
     line: int | None

@@ -34,7 +34,7 @@ from guarddiag.guardkinds import AMBIENT_KINDS
 from guarddiag.render.explain_hints import choice_text, hint_cause, hint_subject, hint_text, line_where, unknown_text
 from guarddiag.render.explain_rows import ObjectWords, folded_words
 from guarddiag.render.flips import check_sentence
-from guarddiag.render.words import cause_subject
+from guarddiag.render.words import cause_subject, function_label
 from guarddiag.verdicts import NO_EFFECT
 
 NOT_LISTED = (
@@ -119,7 +119,9 @@ def _function(f: FunctionExplanation, said: dict[int, ObjectWords]) -> FunctionW
         entries.append(words)
     causes = tuple(f"{c.count}x {c.cause.category}: {cause_subject(c.cause)}" for c in f.causes)
     hints = tuple(hint_words(h, f.name) for h in f.hints)
-    return FunctionWords(f.label, f.name, f.file, f.line, f.compiles, f.recompiles, tuple(entries), causes, hints, f.no_code)
+    return FunctionWords(
+        function_label(f.function), f.name, f.file, f.line, f.compiles, f.recompiles, tuple(entries), causes, hints, f.no_code
+    )
 
 
 def hint_words(h: FixHint, function: str) -> HintWords:
