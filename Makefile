@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test test-inductor test-fast test-transformers fuzz bench bench-explain bench-startup lint record-fixtures record-torchrun clean
+.PHONY: help venv demo test test-oracle test-inductor test-fast test-transformers fuzz bench bench-explain bench-startup lint record-fixtures record-torchrun clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -34,7 +34,11 @@ XDIST ?= -n auto
 # guarddiag's sources again, 0.3 s of CPU each, and the suite starts several hundred of them.
 test: venv  ## Run the whole test suite (unit + end-to-end with real torch, inductor checks apart) on every core; about 27 min on 2 cores (goal: 10, issue 26)
 	$(BIN)/python -m compileall -q guarddiag
-	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor" --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor and not oracle" --durations=15 $(PYTEST_ARGS)
+
+test-oracle: venv  ## Every port of PyTorch's recompile tests, guarddiag's counts against torch's (make test runs a sample of 13; about 3 min on 2 cores)
+	$(BIN)/python -m compileall -q guarddiag
+	$(BIN)/python -m pytest -q $(XDIST) tests/realtorch/test_pytorch_oracle.py --durations=5 $(PYTEST_ARGS)
 
 test-inductor: venv  ## The corpus on the inductor backend it is written for: counts against torch's, every fix hint applied (several minutes; make test runs the same on eager)
 	$(BIN)/python -m compileall -q guarddiag
