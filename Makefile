@@ -25,10 +25,11 @@ demo: venv  ## Diagnose a bundled scenario, then let compare find the config fli
 	$(BIN)/guarddiag compare scenarios/module_int_attribute.py
 
 # The tests are isolated (each in its own tmp_path, nothing written to the checkout or to fixed paths), so
-# pytest-xdist runs them on every core. (Runs several tests read are shared through a locked folder, not
-# xdist groups: --dist loadgroup does not group tests with this pytest; tests/corpus_runs.py.)
+# pytest-xdist runs them on every core; worksteal: a worker that ran out takes tests queued for another, so
+# one worker is not left with a tail of slow end-to-end tests. (Runs several tests read are made once, in a
+# locked folder every worker shares: tests/shared_runs.py.)
 # PYTEST_ARGS adds options, e.g. make test PYTEST_ARGS="-n 4" or PYTEST_ARGS="-k oracle".
-XDIST ?= -n auto
+XDIST ?= -n auto --dist worksteal
 
 # compileall first: where PYTHONDONTWRITEBYTECODE is set (CI here), every guarddiag process would compile
 # guarddiag's sources again, 0.3 s of CPU each, and the suite starts several hundred of them.
