@@ -12,6 +12,8 @@ import yaml
 
 from guarddiag.child.runner import merge_torch_logs
 from tests.conftest import LOGS, SCENARIOS, run_guarddiag
+from tests.flag_catalog import cache_flag_catalog
+from tests.scenario_runs import scenario_record
 
 TINY = textwrap.dedent(
     """
@@ -112,6 +114,7 @@ def test_a_string_choice_of_a_bool_flag_is_accepted(workdir):
 
 
 def test_flag_without_value_is_refused(workdir):
+    cache_flag_catalog(workdir)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)
     proc = run_guarddiag("run", "x.py", "--flag", "recompile_limit", cwd=workdir)
     assert proc.returncode == 2
     assert "--flag recompile_limit: no value; give NAME=VALUE, e.g. --flag recompile_limit=VALUE" in _one_clean_line(proc.stderr)
@@ -120,10 +123,10 @@ def test_flag_without_value_is_refused(workdir):
 @pytest.mark.torch
 def test_flag_is_applied_and_read_back(workdir):
     script = SCENARIOS / "tensor_shape.py"
-    base = run_guarddiag("run", str(script), "-o", "a.json", cwd=workdir)
+    a = scenario_record("tensor_shape")  # the run without the flag, shared with tests/e2e/run/test_scenarios.py
     flipped = run_guarddiag("run", str(script), "-o", "b.json", "--flag", "automatic_dynamic_shapes=false", cwd=workdir)
-    assert base.returncode == 0 and flipped.returncode == 0, flipped.stderr
-    a, b = json.loads((workdir / "a.json").read_text()), json.loads((workdir / "b.json").read_text())
+    assert flipped.returncode == 0, flipped.stderr
+    b = json.loads((workdir / "b.json").read_text())
     assert b["config"] == {"automatic_dynamic_shapes": False}
     assert b["totals"]["recompiles"] > a["totals"]["recompiles"]  # no dynamic shapes: one compile per size
 

@@ -8,21 +8,22 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import SCENARIOS, run_guarddiag
+from tests.scenario_runs import scenario_run
+from tests.shared_runs import shared
 
 pytestmark = pytest.mark.torch
 
 
-@pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    """A folder holding each kind of file guarddiag writes, from one real run of a scenario."""
-    folder = tmp_path_factory.mktemp("kinds")
-    shutil.copy(SCENARIOS / "module_int_attribute.py", folder / "model.py")
-    made = run_guarddiag("run", "model.py", "--out", "run.json", "-f", "json", cwd=folder)
+def _kinds(folder: Path) -> dict:
+    """Each kind of file guarddiag writes, from the shared run of a scenario (tests/scenario_runs.py)."""
+    made = scenario_run("module_int_attribute")
     assert made.returncode == 0, made.stderr
+    shutil.copy(made.folder / "run.json", folder / "run.json")
     (folder / "report.json").write_text(made.stdout)  # the script's own output, then the report
     for args, out in [
         (("check", "run.json", "--max-recompiles", "9", "-f", "json"), "check.json"),
@@ -36,7 +37,14 @@ def files(tmp_path_factory):
                  ("merge", "a=run.json", "b=run.json", "-o", "merged.json")]:
         proc = run_guarddiag(*args, cwd=folder)
         assert proc.returncode == 0, proc.stderr
-    return folder
+    return {}
+
+
+@pytest.fixture
+def files():
+    """A folder holding each kind of file guarddiag writes, from one real run of a scenario: made once per
+    session (tests/shared_runs.py) and only read by the tests."""
+    return shared("wrong-file-kinds", _kinds)[0]
 
 
 _READS_RECORDS = "diff, explain, merge, check and baseline read run records written by guarddiag run --out"
@@ -77,23 +85,27 @@ def test_a_guarddiag_file_given_to_the_wrong_command_is_named_with_its_reader(fi
     assert "upgrade guarddiag" not in line and "capture the log with" not in line and "Traceback" not in proc.stderr
 
 
-def test_the_right_files_still_read(files):
+def test_the_right_files_still_read(files, tmp_path):
     assert run_guarddiag("diff", "run.json", "merged.json", cwd=files).returncode == 0
     assert run_guarddiag("check", "run.json", "--baseline", "base.yaml", cwd=files).returncode == 0
-    shutil.copy(files / "run.json", files / "record.txt")  # a run record under another name reads as one
-    proc = run_guarddiag("explain", "record.txt", cwd=files)
+    shutil.copy(files / "run.json", tmp_path / "record.txt")  # a run record under another name reads as one
+    proc = run_guarddiag("explain", "record.txt", cwd=tmp_path)
     assert proc.returncode == 0 and "forward" in proc.stdout, proc.stderr
 
 
-@pytest.fixture(scope="module")
-def trace_dir(tmp_path_factory):
-    """A real TORCH_TRACE=DIR folder: a scenario that recompiles twice, run by the test's own torch."""
-    folder = tmp_path_factory.mktemp("trace")
+def _trace(folder: Path) -> dict:
     shutil.copy(SCENARIOS / "module_int_attribute.py", folder / "model.py")
     env = {**os.environ, "TORCH_TRACE": str(folder / "trace")}
     proc = subprocess.run([sys.executable, "model.py"], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    return folder
+    return {}
+
+
+@pytest.fixture
+def trace_dir():
+    """A real TORCH_TRACE=DIR folder: a scenario that recompiles twice, run by the test's own torch, once per
+    session (tests/shared_runs.py)."""
+    return shared("torch-trace-of-a-scenario", _trace)[0]
 
 
 @pytest.mark.parametrize("command", [("parse", "{f}"), ("parse", "trace"), ("explain", "{f}"), ("diff", "{f}", "{f}")])

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, guarddiag_cmd, run_guarddiag
+from tests.flag_catalog import cache_flag_catalog
 
 RANKS_JOB = FIXTURES / "distributed" / "ranks.py"
 # 4 ranks on 2 cores: one thread each, or the ranks fight over the cores.
@@ -74,16 +75,9 @@ def _processes_of(run_dir: Path) -> list[int]:
     return alive
 
 
-@pytest.mark.torch
-@pytest.mark.parametrize("nproc", [2, 4])
-def test_every_rank_recompiles_alike_and_is_named_by_its_rank(tmp_path, nproc):
-    proc = run_guarddiag("run", "--format", "json", "--out", str(tmp_path / "rec.json"), *_torchrun(nproc, tmp_path),
-                         cwd=tmp_path, env=ENV)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    record = json.loads((tmp_path / "rec.json").read_text())
-    truth = _truth(tmp_path, nproc)
-    assert truth == {f"rank{r}": 2 for r in range(nproc)}
-    # One function per rank, named by the rank: no child1, no child1:rank0, nothing in the launcher.
+def _assert_named_by_rank(record: dict, truth: dict[str, int], nproc: int) -> None:
+    """One function per rank, named by the rank (no child1, no child1:rank0, nothing in the launcher), and
+    each rank's place in the job as torchrun gave it."""
     assert _per_process(record) == truth
     assert record["module"] == "torch.distributed.run" and record["script"] is None
     assert record["argv"][:2] == ["--nproc-per-node", str(nproc)]
@@ -92,11 +86,22 @@ def test_every_rank_recompiles_alike_and_is_named_by_its_rank(tmp_path, nproc):
     for name, info in ranks.items():
         assert info["rank"] == int(name[4:]) == info["local_rank"]
         assert (info["node_rank"], info["world_size"], info["host"]) == (0, nproc, socket.gethostname())
-    if nproc == 2:
-        # explain of the record: the launcher compiled nothing, so rank 0's log is explained.
-        explained = run_guarddiag("explain", str(tmp_path / "rec.json"), cwd=tmp_path)
-        assert explained.returncode == 0, explained.stderr
-        assert "forward (distributed/ranks.py:" in explained.stdout and "torch log of rank0" in explained.stdout
+
+
+@pytest.mark.torch
+def test_every_rank_recompiles_alike_and_is_named_by_its_rank(tmp_path):
+    # Two ranks show it; four ranks are named alike in the four-rank job of the divergence test below.
+    proc = run_guarddiag("run", "--format", "json", "--out", str(tmp_path / "rec.json"), *_torchrun(2, tmp_path),
+                         cwd=tmp_path, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads((tmp_path / "rec.json").read_text())
+    truth = _truth(tmp_path, 2)
+    assert truth == {f"rank{r}": 2 for r in range(2)}
+    _assert_named_by_rank(record, truth, 2)
+    # explain of the record: the launcher compiled nothing, so rank 0's log is explained.
+    explained = run_guarddiag("explain", str(tmp_path / "rec.json"), cwd=tmp_path)
+    assert explained.returncode == 0, explained.stderr
+    assert "forward (distributed/ranks.py:" in explained.stdout and "torch log of rank0" in explained.stdout
 
 
 @pytest.mark.torch
@@ -127,7 +132,7 @@ def test_one_of_four_ranks_takes_another_branch_and_the_divergence_names_it_and_
     truth = _truth(tmp_path, 4)
     assert truth == {"rank0": 2, "rank1": 2, "rank2": 3, "rank3": 2}
     record = json.loads((tmp_path / "rec.json").read_text())
-    assert _per_process(record) == truth
+    _assert_named_by_rank(record, truth, 4)
     (job,) = record["rank_divergence"]
     (forward,) = job["functions"]
     assert [(g["ranks"], g["recompiles"]) for g in forward["groups"]] == [([0, 1, 3], 1), ([2], 2)]
@@ -395,6 +400,7 @@ def test_a_local_module_runs_as_python_m_runs_it_and_check_keeps_it_in_the_basel
 @pytest.mark.torch
 def test_compare_and_explain_run_a_module(tmp_path):
     (tmp_path / "tinymod.py").write_text(LOCAL_MODULE)
+    cache_flag_catalog(tmp_path)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)
     compared = run_guarddiag("compare", "--flag", "recompile_limit=2", "-f", "json", "-m", "tinymod", "3", cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr[-3000:]
     # 3 values of n: 2 recompiles; with a limit of 2 variants, the third value runs eagerly.

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_guarddiag
+from tests.corpus_runs import corpus_run
 
 CORPUS = ROOT / "tests" / "corpus"
 FLAG = "skip_nnmodule_hook_guards=false"
@@ -17,7 +18,11 @@ pytestmark = pytest.mark.torch
 
 
 def _run(script: str, workdir: Path, *options: str) -> tuple[dict, dict, str]:
-    """``guarddiag run`` of a corpus script: its run record, torch's own totals and the command's stdout."""
+    """``guarddiag run`` of a corpus script: its run record, torch's own totals and the command's stdout. Without
+    options it is the corpus run test_corpus.py reads too, made once per session (tests/corpus_runs.py)."""
+    if not options:
+        record, truth, out = corpus_run(script)
+        return record, truth["totals"], out
     env = {"PYTHONPATH": str(ROOT / "tests" / "oracle"), "GUARDDIAG_ORACLE_TRUTH": str(workdir / "truth.json")}
     proc = run_guarddiag("run", str(CORPUS / script), "--out", str(workdir / "run.json"), *options, cwd=workdir, env=env)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LOGS, SCENARIOS, guarddiag_cmd, process_gone, run_guarddiag
+from tests.flag_catalog import cache_flag_catalog
+from tests.shared_runs import Result, guarddiag_once
 
 COMPILE = textwrap.dedent(
     """
@@ -47,6 +49,12 @@ def _record(workdir):
     return json.loads(path.read_text())
 
 
+def _run_once(script: str) -> Result:
+    """``guarddiag run s.py`` of ``script``, made once per session: tests that check different things about
+    the same run of the same script read one (tests/shared_runs.py)."""
+    return guarddiag_once({"s.py": script}, "run", "s.py")
+
+
 @pytest.mark.torch
 @pytest.mark.parametrize(
     ("body", "status", "code"),
@@ -59,14 +67,13 @@ def _record(workdir):
     ],
     ids=["syntax-error", "not-python", "sys-exit", "os-exit", "killed"],
 )
-def test_script_failures_are_recorded_and_reported(workdir, body, status, code):
-    (workdir / "s.py").write_text(COMPILE + "\n" + body if status != "failed" or code != 1 else body)
-    proc = run_guarddiag("run", "s.py", cwd=workdir)
+def test_script_failures_are_recorded_and_reported(body, status, code):
+    proc = _run_once(COMPILE + "\n" + body if status != "failed" or code != 1 else body)
     assert proc.returncode == 3
     assert f"the script {'was killed' if status == 'killed' else status} (exit status {code})" in _line(proc.stderr)
-    run = _record(workdir)
+    run = _record(proc.folder)
     assert (run["status"], run["exit_code"]) == (status, code)
-    assert os.path.exists(workdir / run["log_path"])
+    assert os.path.exists(proc.folder / run["log_path"])
     # An uncaught exception is kept in the record; exits and signals have none.
     assert run["error"] == ({"exception": run["error"]["exception"], "flags": []} if code == 1 else None)
     if code == 1:
@@ -128,6 +135,7 @@ def test_flag_value_torch_refuses_at_run_time_is_named(workdir):
 
 @pytest.mark.torch
 def test_compare_does_not_credit_a_flag_whose_run_torch_refused(workdir):
+    cache_flag_catalog(workdir)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)
     proc = run_guarddiag(
         "compare", str(SCENARIOS / "tensor_shape.py"), "--flag", "debug_backend_override=0:nosuch", "-f", "json", cwd=workdir
     )
@@ -139,11 +147,10 @@ def test_compare_does_not_credit_a_flag_whose_run_torch_refused(workdir):
 
 
 @pytest.mark.torch
-def test_script_that_compiles_then_crashes_keeps_its_counts(workdir):
-    (workdir / "s.py").write_text(COMPILE + "\nraise SystemExit(4)\n")
-    proc = run_guarddiag("run", "s.py", cwd=workdir)
+def test_script_that_compiles_then_crashes_keeps_its_counts():
+    proc = _run_once(COMPILE + "\nraise SystemExit(4)\n")  # the run of test_script_failures_...[sys-exit]
     assert proc.returncode == 3
-    assert _record(workdir)["totals"]["compiles"] == 2
+    assert _record(proc.folder)["totals"]["compiles"] == 2
 
 
 @pytest.mark.torch
@@ -537,6 +544,7 @@ SLOW = COMPILE + "\nimport time\nopen('ready', 'w').close()\ntime.sleep(120)\n"
 @pytest.mark.torch
 def test_ctrl_c_in_compare_stops_every_run_and_keeps_their_partial_records(workdir):
     (workdir / "s.py").write_text(SLOW)
+    cache_flag_catalog(workdir)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)
     proc = subprocess.Popen(
         [*guarddiag_cmd(), "compare", "s.py", "--flag", "automatic_dynamic_shapes"],
         cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -620,6 +628,7 @@ def test_strict_does_not_hide_a_failed_script(workdir):
     ids=["misspelt", "known"],
 )
 def test_a_flag_without_a_value_names_the_flag_meant(workdir, given, expect):
+    cache_flag_catalog(workdir)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)
     (workdir / "s.py").write_text("print('never runs')\n")
     proc = run_guarddiag("run", "s.py", "--flag", given, cwd=workdir)
     assert proc.returncode == 2 and expect in _line(proc.stderr)
@@ -747,7 +756,7 @@ def test_explain_of_a_script_that_fails_or_hangs_exits_as_run_does(workdir):
     assert proc.stdout.startswith("guard model of 1 compiled function")  # the model of what compiled comes first
     (workdir / "hangs.py").write_text(COMPILE + "\nimport time\ntime.sleep(120)\n")
     started = time.monotonic()
-    proc = run_guarddiag("explain", "hangs.py", "--timeout", "15", cwd=workdir)
+    proc = run_guarddiag("explain", "hangs.py", "--timeout", "8", cwd=workdir)
     assert proc.returncode == 3 and "the script timed out" in _line(proc.stderr)  # whether it compiled by then or not
     assert time.monotonic() - started < 60
 
@@ -810,7 +819,7 @@ def test_a_run_that_compiled_nothing_does_not_ask_about_torch_logs(workdir):
 def test_a_wrong_flag_is_refused_at_once_when_the_catalog_is_cached(workdir):
     """A refused flag value took 5-6 s (the child imports torch to refuse it); with the flag catalog cached by
     `guarddiag flags` or `compare`, guarddiag refuses it before starting anything."""
-    assert run_guarddiag("flags", "recompile", cwd=workdir).returncode == 0  # caches the catalog
+    cache_flag_catalog(workdir)  # as `guarddiag flags recompile` run here caches it (made once per session)
     (workdir / "s.py").write_text("print('never runs')\n")
     started = time.monotonic()
     proc = run_guarddiag("run", "s.py", "--flag", "recompile_limit=lots", cwd=workdir)

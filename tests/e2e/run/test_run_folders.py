@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import guarddiag_cmd, run_guarddiag
+from tests.flag_catalog import cache_flag_catalog
 
-# The runs of one command, and what another command would prune: two finished folders kept.
+# The runs of one command, and what another command would prune: two (one) finished folders kept.
 KEEP_TWO = {"GUARDDIAG_KEEP_RUNS": "2"}
+KEEP_ONE = {"GUARDDIAG_KEEP_RUNS": "1"}
 DAYS_AGO = time.time() - 3 * 24 * 3600
 # Prints a flag's value, so that flipping it changes what the script prints (compare's stdout warning).
 PRINTS_FLAG = textwrap.dedent(
@@ -57,36 +59,36 @@ def _foreign(runs: Path) -> list[Path]:
 @pytest.mark.torch
 def test_compare_with_more_runs_than_kept_keeps_its_own_folders_and_the_stdout_warning(workdir):
     """compare --repeat 11 listed folders that no longer existed and lost 'stdout differs': each run
-    pruned to the newest 20 as it finished, deleting the command's own earlier folders."""
+    pruned to the newest 20 as it finished, deleting the command's own earlier folders. Two runs and one
+    folder kept show it: the flagged run, pruning as it finished, deleted the baseline run's folder."""
     (workdir / "s.py").write_text(PRINTS_FLAG)
+    cache_flag_catalog(workdir)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)
     proc = run_guarddiag(
-        "compare", "s.py", "--flag", "automatic_dynamic_shapes", "--repeat", "2", "-j", "1", "--format", "json",
-        cwd=workdir, env=KEEP_TWO,
+        "compare", "s.py", "--flag", "automatic_dynamic_shapes", "-j", "1", "--format", "json", cwd=workdir, env=KEEP_ONE,
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     folders = [Path(f) for r in doc["runs"] for f in r["folders"]]
-    assert len(folders) == 4 and all((f / "torch.log").is_file() and (f / "run.json").is_file() for f in folders)
+    assert len(folders) == 2 and all((f / "torch.log").is_file() and (f / "run.json").is_file() for f in folders)
     assert doc["runs"][1]["stdout_change"] is not None, "the stdout-differs warning was lost"
-    # The next command prunes: the four folders are finished now, two are kept.
+    # The next command prunes: the two folders are finished now, one (its own) is kept.
     (workdir / "t.py").write_text("print('hi')\n")
-    assert run_guarddiag("run", "t.py", cwd=workdir, env=KEEP_TWO).returncode == 0
-    assert len(list((workdir / ".guarddiag" / "runs").iterdir())) == 2
+    assert run_guarddiag("run", "t.py", cwd=workdir, env=KEEP_ONE).returncode == 0
+    assert len(list((workdir / ".guarddiag" / "runs").iterdir())) == 1
 
 
 @pytest.mark.torch
 def test_check_of_more_scripts_than_kept_points_at_logs_that_exist(workdir):
-    """check of 21+ scripts pointed at a deleted log: the failing script's folder was pruned by the later runs."""
+    """check of 21+ scripts pointed at a deleted log: the failing script's folder was pruned by the later runs.
+    Three scripts and two folders kept show it."""
     (workdir / "a_fails.py").write_text("import torch\nraise SystemExit(4)\n")
-    for name in ("b.py", "c.py", "d.py"):
+    for name in ("b.py", "c.py"):
         (workdir / name).write_text("import torch\nprint('ok')\n")
-    proc = run_guarddiag(
-        "check", "a_fails.py", "b.py", "c.py", "d.py", "--max-recompiles", "5", "-j", "1", cwd=workdir, env=KEEP_TWO
-    )
+    proc = run_guarddiag("check", "a_fails.py", "b.py", "c.py", "--max-recompiles", "5", "-j", "1", cwd=workdir, env=KEEP_TWO)
     assert proc.returncode == 3, proc.stderr
     logs = [w.rstrip(";,)") for w in (proc.stdout + proc.stderr).split() if w.rstrip(";,)").endswith("torch.log")]
     assert logs and all(Path(p).is_file() for p in logs), logs
-    assert len(list((workdir / ".guarddiag" / "runs").iterdir())) == 4
+    assert len(list((workdir / ".guarddiag" / "runs").iterdir())) == 3
 
 
 @pytest.mark.torch

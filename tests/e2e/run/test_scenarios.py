@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LOGS, SCENARIOS, run_guarddiag, torch_truth
+from tests.conftest import LOGS, SCENARIOS, torch_truth
+from tests.scenario_runs import scenario_run
 
 # Scenario -> {function: categories of the causes that recompiled it} on the pinned torch.
 EXPECTED_CAUSES: dict[str, dict[str, set[str]]] = {
@@ -51,11 +52,11 @@ def test_every_scenario_has_an_expectation():
 @pytest.mark.parametrize("name", sorted(EXPECTED_CAUSES))
 def test_scenario_counts_match_torch(name, workdir):
     script = SCENARIOS / f"{name}.py"
-    record = workdir / "run.json"
-    proc = run_guarddiag("run", str(script), "--out", str(record), cwd=workdir)
+    # The plain run of the scenario, shared with the other tests that run it so (tests/scenario_runs.py).
+    proc = scenario_run(name)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
-    run = json.loads(record.read_text())
+    run = json.loads((proc.folder / "run.json").read_text())
     assert run["schema"] == "guarddiag.run/2"
     assert run["exit_code"] == 0
     assert run["parse"]["unrecognized"] == 0, run["parse"]["unrecognized_samples"]

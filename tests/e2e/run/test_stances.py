@@ -10,13 +10,21 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, ROOT, recorded_subject, run_guarddiag
+from tests.flag_catalog import cache_flag_catalog
+from tests.shared_runs import guarddiag_once
 
 pytestmark = pytest.mark.torch
 SERVE = FIXTURES / "stances" / "serve.py"
 
 
 def _run(tmp_path: Path, mode: str, *extra: str) -> tuple[dict, dict, str]:
-    """``guarddiag run serve.py MODE``: the record, the script's own count of refused calls, the report."""
+    """``guarddiag run serve.py MODE``: the record, the script's own count of refused calls, the report. Without
+    extra options the run is made once per session and read by every test that needs it (tests/shared_runs.py)."""
+    if not extra:
+        proc = guarddiag_once({}, "run", str(SERVE), "--out", "run.json", "--", mode, env={"GUARDDIAG_STANCE_TRUTH": "truth.json"})
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return (json.loads((proc.folder / "run.json").read_text()), json.loads((proc.folder / "truth.json").read_text()),
+                proc.stdout)
     truth = tmp_path / f"truth-{mode}.json"
     out = tmp_path / f"run-{mode}.json"
     proc = run_guarddiag(
@@ -80,22 +88,25 @@ def test_check_fails_on_refused_calls_unless_allowed_or_recorded(tmp_path: Path)
     assert sorted((f["function"], f["allowed"]) for f in refused) == [("inner", 0), ("scale", 0)]
     assert all(f["failing"] for f in refused)
     assert sorted(r["refused_calls"] for r in report["rows"]) == [6, 8]
-    allowed = run_guarddiag("check", "--max-recompiles", "1", "--max-refused-calls", "8", cwd=tmp_path)
+    # The same run's record (serve.py eager, shared): check gates it as it gates the script's run, and it
+    # keys it as the settings' script with its arguments.
+    record = tmp_path / "eager.json"
+    record.write_text(json.dumps(_run(tmp_path, "eager")[0]))
+    allowed = run_guarddiag("check", record.name, "--max-recompiles", "1", "--max-refused-calls", "8", cwd=tmp_path)
     assert allowed.returncode == 0, allowed.stdout[-2000:]
     # Recorded in the baseline, the same refused calls pass; the baseline says how many.
     baseline = tmp_path / "guarddiag-baseline.yaml"
-    made = run_guarddiag("check", "--update", cwd=tmp_path)
+    made = run_guarddiag("check", record.name, "--update", cwd=tmp_path)
     assert made.returncode == 0, made.stderr[-2000:]
     assert "refused_calls: 8" in baseline.read_text()
-    again = run_guarddiag("check", cwd=tmp_path)
+    again = run_guarddiag("check", record.name, cwd=tmp_path)
     assert again.returncode == 0, again.stdout[-2000:]
 
 
 def test_diff_shows_the_refused_calls_a_stance_adds(tmp_path: Path):
     plain, stanced = tmp_path / "plain.json", tmp_path / "stanced.json"
     for out, mode in ((plain, "none"), (stanced, "eager")):
-        proc = run_guarddiag("run", str(SERVE), "--out", str(out), "--", mode, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+        out.write_text(json.dumps(_run(tmp_path, mode)[0]))  # the shared runs of serve.py MODE
     proc = run_guarddiag("diff", str(plain), str(stanced), "-f", "json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     functions = {f["name"]: f for f in json.loads(proc.stdout)["diffs"][0]["functions"]}
@@ -123,6 +134,7 @@ def test_compare_without_a_flag_measures_the_calls_a_stance_refused(tmp_path: Pa
     """A cause with calls a stance refused is a cause compare answers: the flip that lets a compiled entry take
     those calls serves them (refused before -> after), measured as the script itself counts them."""
     report = tmp_path / "compare.json"
+    cache_flag_catalog(tmp_path)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)
     proc = run_guarddiag("compare", str(SERVE), "--out", str(report), "--", "eager", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(report.read_text())

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, run_guarddiag
+from tests.flag_catalog import cache_flag_catalog
 
 pytestmark = pytest.mark.torch
 NEAR_LIMIT = FIXTURES / "timing" / "near_limit.py"
@@ -66,6 +67,7 @@ def test_compare_says_a_flip_changed_what_the_script_printed_and_where_each_run_
     script = tmp_path / "late_hook.py"
     script.write_text(textwrap.dedent(HOOK))
     out = tmp_path / "compare.json"
+    cache_flag_catalog(tmp_path)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)
     proc = run_guarddiag("compare", str(script), "--flag", "skip_nnmodule_hook_guards", "--out", str(out), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     base, flipped = json.loads(out.read_text())["runs"]
