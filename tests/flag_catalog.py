@@ -11,9 +11,10 @@ from pathlib import Path
 from tests.shared_runs import guarddiag_once
 
 
-def cache_flag_catalog(cwd: Path) -> None:
+def cache_flag_catalog(cwd: Path) -> Path:
     """Put the catalog ``guarddiag flags`` cached (once per session) where guarddiag run in ``cwd`` looks for it,
-    as if ``guarddiag flags`` had run there."""
+    as if ``guarddiag flags`` had run there; ``cwd`` again, to run in."""
     made = guarddiag_once({}, "flags", "recompile")
     assert made.returncode == 0, made.stderr[-2000:]
     shutil.copytree(made.folder / ".guarddiag" / "cache", cwd / ".guarddiag" / "cache", dirs_exist_ok=True)
+    return cwd

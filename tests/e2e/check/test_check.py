@@ -11,18 +11,18 @@ import pytest
 import yaml
 
 from tests.conftest import SCENARIOS, run_guarddiag
+from tests.shared_runs import Result, guarddiag_once
 
 pytestmark = pytest.mark.torch
 
 
-@pytest.fixture(scope="module")
-def baselined(tmp_path_factory):
-    """model.py and the baseline `guarddiag baseline model.py` wrote for it, made once for the module."""
-    folder = tmp_path_factory.mktemp("baselined")
-    shutil.copy(SCENARIOS / "module_int_attribute.py", folder / "model.py")
-    proc = run_guarddiag("baseline", "model.py", cwd=folder)
-    assert proc.returncode == 0, proc.stderr
-    return folder
+@pytest.fixture
+def baselined():
+    """model.py and the baseline `guarddiag baseline model.py` wrote for it, made once for the session (read only)."""
+    model = (SCENARIOS / "module_int_attribute.py").read_text(encoding="utf-8")
+    made = guarddiag_once({"model.py": model}, "baseline", "model.py")
+    assert made.returncode == 0, made.stderr
+    return made.folder
 
 
 @pytest.fixture
@@ -32,6 +32,12 @@ def project(workdir, baselined):
     for name in ("model.py", "guarddiag-baseline.yaml"):
         shutil.copy(baselined / name, workdir / name)
     return workdir
+
+
+def unchanged_check(baselined) -> Result:
+    """`guarddiag check model.py` on the baselined project as it is, run once per session (several tests read it)."""
+    files = {name: (baselined / name).read_text(encoding="utf-8") for name in ("model.py", "guarddiag-baseline.yaml")}
+    return guarddiag_once(files, "check", "model.py")
 
 
 def _set_layers(project, n: int) -> None:
@@ -50,8 +56,8 @@ def test_baseline_is_reviewable_yaml(project):
     assert (forward["name"], forward["file"], forward["recompiles"], forward["causes"]) == ("forward", "model.py", 5, {"value": 5})
 
 
-def test_unchanged_code_passes(project):
-    proc = run_guarddiag("check", "model.py", cwd=project)
+def test_unchanged_code_passes(baselined):
+    proc = unchanged_check(baselined)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OK: no recompile regression" in proc.stdout
 

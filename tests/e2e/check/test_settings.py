@@ -12,7 +12,7 @@ from tests.conftest import run_guarddiag
 from tests.e2e.check import test_check
 
 pytestmark = pytest.mark.torch
-# The baselined model project of test_check (one baseline run for the module, a copy per test).
+# The baselined model project of test_check (one baseline run for the session, a copy per test).
 baselined, project, _set_layers = test_check.baselined, test_check.project, test_check._set_layers
 
 
@@ -46,8 +46,8 @@ def test_check_from_a_subfolder_uses_the_settings_above_and_names_them(project):
     assert proc.returncode == 0 and "model.py  forward" in proc.stdout, proc.stdout + proc.stderr
 
 
-def test_without_a_settings_file_check_says_none_was_found(project):
-    proc = run_guarddiag("check", "model.py", cwd=project)
+def test_without_a_settings_file_check_says_none_was_found(baselined, project):
+    proc = test_check.unchanged_check(baselined)  # `check model.py` there, shared with test_check
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "settings: none found" in proc.stdout
     assert json.loads(run_guarddiag("check", "model.py", "-f", "json", cwd=project).stdout)["settings_file"] is None

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LOGS, SCENARIOS, run_guarddiag, torch_truth
+from tests.conftest import LOGS, SCENARIOS, run_guarddiag
+from tests.flag_catalog import cache_flag_catalog
+from tests.truth_runs import compare_once, shared_truth
 
 
-def _compare(workdir, scenario: str, *flag_args: str) -> dict:
-    out = workdir / "compare.json"
-    proc = run_guarddiag("compare", str(SCENARIOS / f"{scenario}.py"), *flag_args, "--out", str(out), cwd=workdir)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr
-    return json.loads(out.read_text())
+def _compare(scenario: str, *flag_args: str) -> dict:
+    """The compare report of the scenario, made once per session (explain's hint tests run the same command);
+    the flag catalog is the session's (reading it is tested below)."""
+    return compare_once(str(SCENARIOS / f"{scenario}.py"), *flag_args)[1]
 
 
 def _function(diff: dict, name: str) -> dict:
@@ -24,16 +24,16 @@ def _function(diff: dict, name: str) -> dict:
     return f
 
 
-def _check_against_torch(workdir, scenario: str, function: str, fdelta: dict, flag: str) -> None:
+def _check_against_torch(scenario: str, function: str, fdelta: dict, flag: str) -> None:
     script = SCENARIOS / f"{scenario}.py"
-    before = {name: n for (name, _), n in torch_truth(script, workdir).items()}
-    after = {name: n for (name, _), n in torch_truth(script, workdir, (flag,)).items()}
+    before = {name: n for (name, _), n in shared_truth(script).items()}
+    after = {name: n for (name, _), n in shared_truth(script, (flag,)).items()}
     assert (fdelta["compiles_before"], fdelta["compiles_after"]) == (before[function], after[function])
 
 
 @pytest.mark.torch
-def test_allow_unspec_int_on_nn_module_removes_the_layer_idx_recompiles(workdir):
-    doc = _compare(workdir, "module_int_attribute", "--flag", "allow_unspec_int_on_nn_module")
+def test_allow_unspec_int_on_nn_module_removes_the_layer_idx_recompiles():
+    doc = _compare("module_int_attribute", "--flag", "allow_unspec_int_on_nn_module")
     base, flipped = doc["runs"]
     assert flipped["config"] == {"allow_unspec_int_on_nn_module": True}  # the flip really happened in the child
     (diff,) = doc["diffs"]
@@ -41,44 +41,44 @@ def test_allow_unspec_int_on_nn_module_removes_the_layer_idx_recompiles(workdir)
     assert forward["removed"] >= 4 and forward["added"] == 0
     removed = [c for c in forward["causes"] if c["removed"]]
     assert {c["category"] for c in removed} == {"value"} and {c["source"] for c in removed} == {"self.layer_idx"}
-    _check_against_torch(workdir, "module_int_attribute", "forward", forward, "allow_unspec_int_on_nn_module=true")
+    _check_against_torch("module_int_attribute", "forward", forward, "allow_unspec_int_on_nn_module=true")
 
 
 @pytest.mark.torch
-def test_automatic_dynamic_shapes_off_adds_shape_recompiles(workdir):
-    doc = _compare(workdir, "tensor_shape", "--flag", "automatic_dynamic_shapes")
+def test_automatic_dynamic_shapes_off_adds_shape_recompiles():
+    doc = _compare("tensor_shape", "--flag", "automatic_dynamic_shapes")
     (diff,) = doc["diffs"]
     step = _function(diff, "train_step")
     assert step["added"] > 0
     assert "tensor" in {c["category"] for c in step["causes"] if c["added"]}
-    _check_against_torch(workdir, "tensor_shape", "train_step", step, "automatic_dynamic_shapes=false")
+    _check_against_torch("tensor_shape", "train_step", step, "automatic_dynamic_shapes=false")
 
 
 @pytest.mark.torch
-def test_specialize_float_and_recompile_limit_in_one_compare(workdir):
-    doc = _compare(workdir, "float_hyperparameter", "--flag", "specialize_float", "--flag", "recompile_limit=16")
+def test_specialize_float_and_recompile_limit_in_one_compare():
+    made, doc = compare_once(str(SCENARIOS / "float_hyperparameter.py"), "--flag", "specialize_float", "--flag", "recompile_limit=16")
     labels = [r["label"] for r in doc["runs"]]
     assert labels == ["baseline", "specialize_float=true", "recompile_limit=16"]
     spec, limit = doc["diffs"]
     update = _function(spec, "sgd_update")
     assert update["added"] > 0 and {c["category"] for c in update["causes"] if c["added"]} == {"value"}
-    _check_against_torch(workdir, "float_hyperparameter", "sgd_update", update, "specialize_float=true")
+    _check_against_torch("float_hyperparameter", "sgd_update", update, "specialize_float=true")
     assert _function(limit, "sgd_update")["added"] == 0  # a higher limit changes nothing when the limit is not hit
     # Three runs in parallel share the cores instead of each starting a thread per core.
     if "OMP_NUM_THREADS" not in os.environ:
         cores = os.cpu_count() or 1
         share = max(1, cores // min(cores, 3))
         log = Path(doc["runs"][0]["records"][0]).with_name("torch.log")
-        assert f'"num_threads":{share}' in (workdir / log).read_text()
+        assert f'"num_threads":{share}' in (made.folder / log).read_text()
 
 
 @pytest.mark.torch
-def test_raising_the_recompile_limit_removes_the_limit_hit(workdir):
-    doc = _compare(workdir, "recompile_limit", "--flag", "recompile_limit=16")
+def test_raising_the_recompile_limit_removes_the_limit_hit():
+    doc = _compare("recompile_limit", "--flag", "recompile_limit=16")
     rollout = _function(doc["diffs"][0], "rollout")
     assert rollout["limit_hit_before"] and not rollout["limit_hit_after"]
     assert rollout["compiles_after"] > rollout["compiles_before"]
-    _check_against_torch(workdir, "recompile_limit", "rollout", rollout, "recompile_limit=16")
+    _check_against_torch("recompile_limit", "rollout", rollout, "recompile_limit=16")
 
 
 @pytest.mark.torch
@@ -92,7 +92,8 @@ def test_a_no_op_flag_is_said_to_be_one_before_any_run(workdir):
 
 @pytest.mark.torch
 def test_unknown_compare_flag_is_refused(workdir):
-    proc = run_guarddiag("compare", str(SCENARIOS / "no_recompile.py"), "--flag", "inline_inbuilt_nn_module", cwd=workdir)
+    proc = run_guarddiag("compare", str(SCENARIOS / "no_recompile.py"), "--flag", "inline_inbuilt_nn_module",
+                         cwd=cache_flag_catalog(workdir))
     assert proc.returncode == 2
     assert "did you mean: inline_inbuilt_nn_modules" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -125,10 +126,10 @@ def test_diff_of_recorded_torch_2_4_logs_shows_inlining_removes_identity_recompi
 
 
 @pytest.mark.torch
-def test_same_environment_twice_with_repeats_changes_nothing(workdir):
+def test_same_environment_twice_with_repeats_changes_nothing():
     import sys
 
-    doc = _compare(workdir, "dict_keys", "--python", sys.executable, "--python", sys.executable, "--repeat", "2")
+    doc = _compare("dict_keys", "--python", sys.executable, "--python", sys.executable, "--repeat", "2")
     assert [len(r["status"]) for r in doc["runs"]] == [2, 2]
     assert all(not r["unstable"] for r in doc["runs"])
     (diff,) = doc["diffs"]
@@ -149,8 +150,8 @@ for n in range(3):
 
 @pytest.fixture(scope="module")
 def tiny_project(tmp_path_factory):
-    """A one-function script; the folder keeps the flag catalog cache between the tests that use it."""
-    folder = tmp_path_factory.mktemp("formats")
+    """A one-function script; the folder holds the session's flag catalog cache for the tests that use it."""
+    folder = cache_flag_catalog(tmp_path_factory.mktemp("formats"))
     (folder / "tiny.py").write_text(TINY)
     return folder
 

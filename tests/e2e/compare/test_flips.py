@@ -10,13 +10,16 @@ import shutil
 import pytest
 
 from tests.conftest import ROOT, SCENARIOS, run_guarddiag, torch_truth
+from tests.flag_catalog import cache_flag_catalog
+from tests.truth_runs import shared_truth
 
 pytestmark = pytest.mark.torch
 
 
 def _compare(workdir, script, *args: str) -> dict:
+    """The compare report of the script; the flag catalog is the session's (reading it is tested in test_compare)."""
     out = workdir / "compare.json"
-    proc = run_guarddiag("compare", str(script), *args, "--out", str(out), cwd=workdir)
+    proc = run_guarddiag("compare", str(script), *args, "--out", str(out), cwd=cache_flag_catalog(workdir))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     return json.loads(out.read_text())
@@ -29,7 +32,7 @@ def _outcomes(cause: dict) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def compared_module_int(tmp_path_factory):
     """scenarios/module_int_attribute.py (a copy) compared without a flag; its folder keeps the verdicts."""
-    workdir = tmp_path_factory.mktemp("module_int")
+    workdir = cache_flag_catalog(tmp_path_factory.mktemp("module_int"))
     script = workdir / "model.py"
     shutil.copy(SCENARIOS / "module_int_attribute.py", script)
     out = workdir / "compare.json"
@@ -47,8 +50,8 @@ def test_compare_without_a_flag_measures_each_flip_the_cause_calls_for(compared_
     assert [r["label"] for r in doc["runs"]] == ["baseline", *flips]  # every configuration run is kept, with its counts
     for label, o in flips.items():
         assert o["works"] and o["status"] == "ok" and o["stdout_changed"] is False, label
-        # The counts are torch's own, with that flip set.
-        counts = {name: n for (name, _), n in torch_truth(workdir / "model.py", workdir, (label,)).items()}
+        # The counts are torch's own, with that flip set (model.py is a copy of the scenario).
+        counts = {name: n for (name, _), n in shared_truth(SCENARIOS / "module_int_attribute.py", (label,)).items()}
         assert o["compiles_after"] == counts["forward"], label
     assert flips["compiler.dynamic_sources=L['self'].layer_idx"]["removed"] == 5
     assert "removes 5 of 5 recompiles" in stdout and "apply: torch.compiler.config.dynamic_sources" in stdout
@@ -74,7 +77,7 @@ def test_run_and_explain_of_the_compared_script_say_the_hint_was_verified(compar
 
 
 def test_a_script_that_does_not_recompile_has_nothing_to_compare(workdir):
-    proc = run_guarddiag("compare", str(SCENARIOS / "no_recompile.py"), cwd=workdir)
+    proc = run_guarddiag("compare", str(SCENARIOS / "no_recompile.py"), cwd=cache_flag_catalog(workdir))
     assert proc.returncode == 0, proc.stderr
     nothing = "the baseline recompiled nothing, hit no recompile limit and had no call a stance refused: no cause to remove, no flip run"
     assert nothing in proc.stdout
@@ -98,7 +101,7 @@ def test_flag_reaches_the_compiler_and_fx_config_modules(workdir):
     assert proc.returncode == 0, proc.stderr
     run = json.loads(record.read_text())
     assert run["config"] == {"compiler.unbacked_sources": "L['x']:0,L['y']"} and run["functions"][0]["compiles"] == 1
-    assert torch_truth(SCENARIOS / "tensor_shape.py", workdir, (flag,)) == {(f["name"], f["line"]): f["compiles"] for f in run["functions"]}
+    assert shared_truth(SCENARIOS / "tensor_shape.py", (flag,)) == {(f["name"], f["line"]): f["compiles"] for f in run["functions"]}
     doc = _compare(workdir, SCENARIOS / "tensor_shape.py", "--flag", "fx.backed_size_oblivious")
     assert doc["runs"][1]["config"] == {"fx.backed_size_oblivious": True}
     typo = run_guarddiag("run", str(SCENARIOS / "no_recompile.py"), "--flag", "backed_size_oblivious=true", cwd=workdir)
@@ -106,7 +109,8 @@ def test_flag_reaches_the_compiler_and_fx_config_modules(workdir):
 
 
 def test_flags_lists_the_compiler_and_fx_modules(workdir):
-    proc = run_guarddiag("flags", "oblivious", cwd=workdir)
+    # The session's catalog: reading it from torch is test_compare's test_flags_lists_env_vars_and_deprecations.
+    proc = run_guarddiag("flags", "oblivious", cwd=cache_flag_catalog(workdir))
     assert proc.returncode == 0, proc.stderr
     assert "fx.backed_size_oblivious" in proc.stdout
 

@@ -31,6 +31,7 @@ from tests.conftest import (
     run_guarddiag,
     torch_truth,
 )
+from tests.truth_runs import compare_once, shared_truth
 
 PROBE = FIXTURES / "explain" / "probe_claims.py"
 DEEP = FIXTURES / "explain" / "deep_sequential.py"
@@ -133,36 +134,38 @@ def _hints(log: Path, function: str) -> tuple[HintWords, ...]:
 
 
 def _compiles(script: Path, cwd: Path, function: str) -> int:
-    return sum(n for (name, _), n in torch_truth(script, cwd).items() if name == function)
+    """torch's compiles of the function; a scenario's own are counted once per session (the compare tests
+    read them too), a changed copy's each time."""
+    counts = shared_truth(script) if script.parent == SCENARIOS else torch_truth(script, cwd)
+    return sum(n for (name, _), n in counts.items() if name == function)
 
 
-def _compare_recompiles(check: str, script: Path, cwd: Path, python: str | None = None) -> tuple[int, int]:
-    """Run the hint's own `guarddiag compare` command; recompiles before and after the flip."""
-    args = check.split()[1:]  # drop the leading "guarddiag"
+def _compare_recompiles(check: str, script: Path, python: str | None = None) -> tuple[int, int]:
+    """Run the hint's own `guarddiag compare` command (once per session: test_compare runs the same);
+    recompiles before and after the flip."""
+    command, *args = check.split()[1:]  # drop the leading "guarddiag"
+    assert command == "compare", check
     args[args.index("SCRIPT")] = str(script)
     if python:
         args += ["--python", python]
-    out = cwd / "compare.json"
-    proc = run_guarddiag(*args, "--out", str(out), cwd=cwd)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (diff,) = json.loads(out.read_text())["diffs"]
+    (diff,) = compare_once(*args)[1]["diffs"]
     return diff["recompiles_before"], diff["recompiles_after"]
 
 
 @pytest.mark.torch
-def test_hint_allow_unspec_int_on_nn_module_removes_layer_idx_recompiles(tmp_path: Path):
+def test_hint_allow_unspec_int_on_nn_module_removes_layer_idx_recompiles():
     (hint,) = _hints(LOGS / "torch-2.13.0" / "module_int_attribute.log", "forward")
     assert "allow_unspec_int_on_nn_module" in hint.check
-    before, after = _compare_recompiles(hint.check, SCENARIOS / "module_int_attribute.py", tmp_path)
+    before, after = _compare_recompiles(hint.check, SCENARIOS / "module_int_attribute.py")
     assert before == 5 and after < before
 
 
 @pytest.mark.torch
 @needs_other_torch("GUARDDIAG_TORCH_2_4_PYTHON")
-def test_hint_inline_inbuilt_nn_modules_removes_fresh_instance_recompiles_on_2_4(tmp_path: Path):
+def test_hint_inline_inbuilt_nn_modules_removes_fresh_instance_recompiles_on_2_4():
     (hint,) = _hints(LOGS / "torch-2.4.1" / "fresh_module_instance.log", "forward")
     python = other_torch_python("GUARDDIAG_TORCH_2_4_PYTHON")
-    before, after = _compare_recompiles(hint.check, SCENARIOS / "fresh_module_instance.py", tmp_path, python)
+    before, after = _compare_recompiles(hint.check, SCENARIOS / "fresh_module_instance.py", python)
     assert (before, after) == (11, 0)
 
 
