@@ -1,6 +1,6 @@
 """What several e2e tests read of real torch runs, made once per test session (tests/shared_runs.py):
-torch's own count of a scenario under some flags (``conftest.torch_truth``), the flag catalog
-``guarddiag compare`` reads before any run, and a ``guarddiag compare`` report. Each costs torch imports
+torch's own count of a scenario under some flags (``conftest.torch_truth``) and a ``guarddiag compare``
+report (run where the session's flag catalog is cached: tests/flag_catalog.py). Each costs torch imports
 (seconds each); the compare and explain tests ask for the same ones again and again."""
 
 from __future__ import annotations
