@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from guarddiag import ids
-from guarddiag.ids import CompileId
+from guarddiag.ids import CompileId, FrameId
 from guarddiag.model import FailedCompile, FunctionSummary
 from guarddiag.wrapped import frame_package
 
@@ -153,7 +152,7 @@ class LedgerIndex:
 
     def __init__(self, records: Sequence[CompileRecord]) -> None:
         self._by_key: dict[tuple[str | None, int | None, int], list[CompileRecord]] = {}
-        self._frame_names: dict[str, tuple[str | None, int | None]] = {}
+        self._frame_names: dict[FrameId, tuple[str | None, int | None]] = {}
         for r in records:
             cid = CompileId.parse(r.compile_id)
             if cid is None:
@@ -169,9 +168,9 @@ class LedgerIndex:
         found = self._by_key.get((name, line, number)) if number is not None else None
         return found.pop(0) if found else None
 
-    def failure(self, name: str, line: int | None, frame_id: str, number: int) -> FailedCompile:
+    def failure(self, name: str, line: int | None, frame_id: FrameId, number: int) -> FailedCompile:
         """Why compile ``number`` of a frame installed no code, as torch recorded it (taken once)."""
-        compile_id = ids.compile_id(frame_id, number)
+        compile_id = str(frame_id.compile(number))
         record = self._take(name, line, number)
         if record is None:
             return FailedCompile(compile_id, "no_code")

@@ -18,7 +18,7 @@ def in_process(f: FunctionSummary, tag: str) -> FunctionSummary:
     """The same function as compiled in another process (``child1``): its frame and compile ids carry the tag."""
     return replace(
         f,
-        frame_ids=tuple(with_process(tag, i) for i in f.frame_ids),
+        frame_ids=tuple(i.in_process(tag) for i in f.frame_ids),
         recompile_events=tuple(replace(e, compile_id=with_process(tag, e.compile_id)) for e in f.recompile_events),
         limit_hits=tuple(replace(h, compile_id=with_process(tag, h.compile_id) if h.compile_id else None) for h in f.limit_hits),
         failed_compiles=tuple(replace(c, compile_id=with_process(tag, c.compile_id)) for c in f.failed_compiles),
@@ -40,7 +40,7 @@ def retagged(f: FunctionSummary, process: str) -> FunctionSummary:
     """The same function moved to another process label (``rank1`` -> ``py311/rank1``): every id follows."""
     return replace(
         f,
-        frame_ids=tuple(relabel(i, process) for i in f.frame_ids),
+        frame_ids=tuple(replace(i, process=process) for i in f.frame_ids),
         recompile_events=tuple(replace(e, compile_id=relabel(e.compile_id, process)) for e in f.recompile_events),
         limit_hits=tuple(replace(h, compile_id=relabel(h.compile_id, process) if h.compile_id else None) for h in f.limit_hits),
         failed_compiles=tuple(replace(c, compile_id=relabel(c.compile_id, process)) for c in f.failed_compiles),

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from guarddiag.guardkinds import SHAPE_FORM_NAMES, category
-from guarddiag.ids import FunctionKey, process_of
+from guarddiag.ids import FrameId, FunctionKey
 
 SCHEMA = "guarddiag.run/2"
 
@@ -294,7 +294,7 @@ class FunctionSummary:
     name: str
     file: str
     line: int | None
-    frame_ids: tuple[str, ...]
+    frame_ids: tuple[FrameId, ...]
     compiles: int
     recompile_events: tuple[RecompileEvent, ...]
     limit_hits: tuple[LimitHit, ...] = ()
@@ -342,7 +342,7 @@ class FunctionSummary:
         """The process it was compiled in when not the main one: ``rank1`` (torchrun), ``child1`` (a
         process the script started, numbered in start order), ``local1``, ``log2`` or ``L/rank1`` (the
         labels of :mod:`guarddiag.ids`), else ``""``."""
-        return process_of(self.frame_ids[0]) if self.frame_ids else ""
+        return self.frame_ids[0].process if self.frame_ids else ""
 
     @property
     def key(self) -> FunctionKey:

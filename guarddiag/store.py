@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from guarddiag.errors import InputError
 from guarddiag.filekinds import RUN_RECORD, wrong_file
+from guarddiag.ids import FrameId
 from guarddiag.model import (
     HOOK_KINDS,
     JOB_READS,
@@ -112,7 +113,7 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "name": f.name,
         "file": f.file,
         "line": f.line,
-        "frame_ids": list(f.frame_ids),
+        "frame_ids": [str(i) for i in f.frame_ids],
         "compiles": f.compiles,
         "recompiles": f.recompiles,
         "limit_hit": f.limit_hit,
@@ -294,7 +295,7 @@ def _function(f: dict, where: str) -> FunctionSummary:
         name=str(_str(f["name"], f"{where}.name")),
         file=str(_str(f["file"], f"{where}.file")),
         line=_whole(f["line"], f"{where}.line", optional=True),
-        frame_ids=_strings(f.get("frame_ids", []), f"{where}.frame_ids"),
+        frame_ids=tuple(FrameId.parse(i) for i in _strings(f.get("frame_ids", []), f"{where}.frame_ids")),
         compiles=compiles,
         recompile_events=tuple(
             _event_from_dict(_object(e, f"{where}.recompile_events[{i}]"), f"{where}.recompile_events[{i}]")

@@ -48,7 +48,7 @@ def function_label(f: FunctionSummary, process: bool = True) -> str:
     (``Sequential (module)``); the frame id when the log never named the frame. ``process=False`` leaves
     out the process (a sentence that names the ranks itself)."""
     if not f.name:
-        return f"<unidentified frame {', '.join(f.frame_ids)}>"
+        return f"<unidentified frame {', '.join(map(str, f.frame_ids))}>"
     # torch compiled its wrapper (`inner`, a library's decorator): the user knows what they compiled.
     compiled = ", ".join(compiled_for_name(c) for c in f.compiled_for)
     label = compiled or place_label(f.name, f.file, f.line, f.resume)
