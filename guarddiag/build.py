@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.guardexpr import condition_key, symbolic_condition
-from guarddiag.ids import CompileId, FrameId, with_process
+from guarddiag.ids import CompileId, FrameId
 from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord, with_callers
 from guarddiag.logparse.events import (
     CompileSeen,
@@ -129,12 +129,12 @@ class _Frame:
             self.name, self.file, self.line = name, file, line
 
 
-def _id_text(cid: CompileId | None, process: str) -> str | None:
-    """How the model holds an event's compile id (a string, as the record writes it): ``rank1:0/1``, ``rank1:``
-    for a line of rank 1 that printed none, None for the main process's."""
+def _place(cid: CompileId | None, process: str) -> CompileId | FrameId | None:
+    """Where an event without a frame of its own was: its compile id (``rank1:0/1``), the bare process
+    (``rank1:``) of a line of rank 1 that printed none, None for the main process's."""
     if cid is not None:
-        return str(cid)
-    return with_process(process, "") if process else None
+        return cid
+    return FrameId("", process) if process else None
 
 
 class RunBuilder:
@@ -203,7 +203,7 @@ class RunBuilder:
         breaks = frame.graph_breaks if event.channel else frame.warned_breaks
         key = (cid.number if cid else None, event.location)
         if key not in breaks or not breaks[key].reason:
-            breaks[key] = GraphBreak(_id_text(cid, event.process), event.location, event.reason)
+            breaks[key] = GraphBreak(_place(cid, event.process), event.location, event.reason)
 
     def _on_printed_refusal(self, event: StanceRefusalSeen) -> None:
         """A call fail_on_recompile refused, printed by the script: the frame of that name and file
@@ -326,7 +326,7 @@ class RunBuilder:
                 refused = pending.pop()
                 reason = reason or (refused.failures[0].text if refused.failures else "")
                 frame.limit_failures[len(frame.limit_hits)] = refused.failures
-        frame.limit_hits.append(LimitHit(_id_text(cid, event.process), event.limit, event.value, reason))
+        frame.limit_hits.append(LimitHit(_place(cid, event.process), event.limit, event.value, reason))
 
     def _pending_for(self, name: str, file: str, line: int | None, process: str) -> deque[RecompileAnnounced]:
         for (pprocess, pname, pfile, pline), events in self._pending.items():
@@ -443,7 +443,7 @@ def _again(generations: list[FunctionSummary]) -> FunctionSummary:
     events: list[RecompileEvent] = list(first.recompile_events)
     for f in generations[1:]:
         if f.compiles:
-            events.append(RecompileEvent(str(f.frame_ids[0].compile(0)), False, (_AGAIN,)))
+            events.append(RecompileEvent(f.frame_ids[0].compile(0), False, (_AGAIN,)))
         events += f.recompile_events
     return replace(_joined(generations), recompile_events=tuple(events), code_objects=1)
 
@@ -524,7 +524,7 @@ def _summary(
     for n in numbers:
         if n == 0:
             continue
-        compile_id = str(frame.frame_id.compile(n))
+        compile_id = frame.frame_id.compile(n)
         if frame.announced.get(n):
             causes = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles, f.stack)) for f in frame.announced[n])
             event = RecompileEvent(compile_id, True, causes)

@@ -82,7 +82,7 @@ class CompileId:
     @property
     def compile_key(self) -> str:
         """``frame/number``, without process or attempt: one compile whatever its attempts."""
-        return compile_id(self.frame, self.number)
+        return f"{self.frame}/{self.number}"
 
     def in_process(self, process: str) -> CompileId:
         """The same compile seen from process ``process`` (a process the script started, ``child1``): a
@@ -139,11 +139,6 @@ def parse_place(text: str | None) -> CompileId | FrameId | None:
 def place_text(place: CompileId | FrameId | None) -> str | None:
     """A compile id or frame id as records and reports write it (:func:`parse_place` reads it back)."""
     return None if place is None else str(place)
-
-
-def compile_id(frame_id: str, number: int) -> str:
-    """The id of compile ``number`` of a frame: ``rank1:0`` and 3 -> ``rank1:0/3``."""
-    return f"{frame_id}/{number}"
 
 
 def rank_prefix(rank: int) -> str:
@@ -207,12 +202,6 @@ def job_rank(process: str) -> tuple[str, int] | None:
 def in_record(label: str, process: str) -> str:
     """A process of record ``label`` in a merge: ``rank1`` -> ``L/rank1``, the main process -> ``L/main``."""
     return f"{label}/{process or 'main'}"
-
-
-def relabel(text: str, process: str) -> str:
-    """A frame or compile id moved to another process: ``rank1:0/3`` to ``L/rank1`` -> ``L/rank1:0/3``."""
-    old = process_of(text)
-    return with_process(process, text[len(old) + 1 :] if old else text)
 
 
 def in_generation(compile_id: str, generation: int) -> str:

@@ -170,7 +170,7 @@ class LedgerIndex:
 
     def failure(self, name: str, line: int | None, frame_id: FrameId, number: int) -> FailedCompile:
         """Why compile ``number`` of a frame installed no code, as torch recorded it (taken once)."""
-        compile_id = str(frame_id.compile(number))
+        compile_id = frame_id.compile(number)
         record = self._take(name, line, number)
         if record is None:
             return FailedCompile(compile_id, "no_code")

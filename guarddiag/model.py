@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from guarddiag.guardkinds import SHAPE_FORM_NAMES, category
-from guarddiag.ids import FrameId, FunctionKey
+from guarddiag.ids import CompileId, FrameId, FunctionKey
 
 SCHEMA = "guarddiag.run/2"
 
@@ -160,7 +160,7 @@ class RecompileEvent:
     newest entry first, whose reason is often not the change that matters). ``also``: what else
     changed against that entry, read from the guard listings."""
 
-    compile_id: str
+    compile_id: CompileId
     logged: bool
     causes: tuple[Cause, ...]
     also: tuple[Cause, ...] = ()
@@ -177,9 +177,11 @@ class LimitHit:
     ``outcome``: ``eager`` (it runs the function without compiling from here on), ``raised``
     (``fail_on_recompile_limit_hit`` or ``fullgraph=True``: the call raised FailOnRecompileLimitHit),
     ``compiled_again`` (a later call compiled it again: the limit was raised, its cache reset, or an
-    isolated region of its own). ``cause``: ``last_reason`` classified like a recompile's cause."""
+    isolated region of its own). ``cause``: ``last_reason`` classified like a recompile's cause.
+    ``compile_id``: the call refused, where the log names it; else its process alone (``rank1:``, a
+    :class:`~guarddiag.ids.FrameId` without frame) or None (the main process)."""
 
-    compile_id: str | None
+    compile_id: CompileId | FrameId | None
     limit: str
     value: int | None
     last_reason: str
@@ -230,16 +232,16 @@ class FailedCompile:
     exception), ``skipped`` (Dynamo found nothing to compile and runs the frame eagerly), or
     ``no_code`` (the log shows the attempt but no guards for it, and nothing says why)."""
 
-    compile_id: str
+    compile_id: CompileId
     kind: str
     reason: str = ""
 
 
 @dataclass(frozen=True)
 class GraphBreak:
-    """A graph break inside a compiled function."""
+    """A graph break inside a compiled function; ``compile_id`` as a :class:`LimitHit`'s."""
 
-    compile_id: str | None
+    compile_id: CompileId | FrameId | None
     location: str
     reason: str
 

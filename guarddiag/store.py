@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from guarddiag.errors import InputError
 from guarddiag.filekinds import RUN_RECORD, wrong_file
-from guarddiag.ids import FrameId
+from guarddiag.ids import CompileId, FrameId, parse_place, place_text
 from guarddiag.model import (
     HOOK_KINDS,
     JOB_READS,
@@ -119,16 +119,19 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "limit_hit": f.limit_hit,
         "recompile_events": [
             {
-                "compile_id": e.compile_id,
+                "compile_id": str(e.compile_id),
                 "logged": e.logged,
                 "causes": [_cause_dict(c) for c in e.causes],
                 "also": [_cause_dict(c) for c in e.also],
             }
             for e in f.recompile_events
         ],
-        "limit_hits": [{**asdict(h), "cause": None if h.cause is None else _cause_dict(h.cause)} for h in f.limit_hits],
-        "graph_breaks": [asdict(g) for g in f.graph_breaks],
-        "failed_compiles": [asdict(c) for c in f.failed_compiles],
+        "limit_hits": [
+            {**asdict(h), "compile_id": place_text(h.compile_id), "cause": None if h.cause is None else _cause_dict(h.cause)}
+            for h in f.limit_hits
+        ],
+        "graph_breaks": [{**asdict(g), "compile_id": place_text(g.compile_id)} for g in f.graph_breaks],
+        "failed_compiles": [{**asdict(c), "compile_id": str(c.compile_id)} for c in f.failed_compiles],
         "compiled_for": [asdict(c) for c in f.compiled_for],
         "dynamic_dims": [{"source": d.source, "dims": list(d.dims)} for d in f.dynamic_dims],
         "compile_s": f.compile_s,
@@ -305,11 +308,11 @@ def _function(f: dict, where: str) -> FunctionSummary:
             _limit_hit(h, f"{where}.limit_hits[{i}]") for i, h in enumerate(_list(f.get("limit_hits", []), f"{where}.limit_hits"))
         ),
         graph_breaks=tuple(
-            _typed(GraphBreak, g, f"{where}.graph_breaks[{i}]")
+            _typed(GraphBreak, _placed(g, f"{where}.graph_breaks[{i}]"), f"{where}.graph_breaks[{i}]")
             for i, g in enumerate(_list(f.get("graph_breaks", []), f"{where}.graph_breaks"))
         ),
         failed_compiles=tuple(
-            _typed(FailedCompile, c, f"{where}.failed_compiles[{i}]")
+            _typed(FailedCompile, _compiled(c, f"{where}.failed_compiles[{i}]"), f"{where}.failed_compiles[{i}]")
             for i, c in enumerate(_list(f.get("failed_compiles", []), f"{where}.failed_compiles"))
         ),
         compiled_for=tuple(
@@ -365,8 +368,31 @@ def _dynamic_dims(raw: object, where: str) -> DynamicDims:
     return DynamicDims(str(_str(values.get("source", ""), f"{where}.source")), tuple(dims))
 
 
-def _limit_hit(raw: object, where: str) -> LimitHit:
+def _compile_id(value: object, where: str) -> CompileId:
+    """A compile id as records write it (``0/1``, ``rank1:0/1_1``), parsed."""
+    cid = CompileId.parse(_str(value, where))
+    if cid is None:
+        raise ValueError(f"{where}: expected a compile id (0/1, rank1:0/1), got {value!r}"[:200])
+    return cid
+
+
+def _compiled(raw: object, where: str) -> dict:
+    """A record's object with its ``compile_id`` parsed (a failed compile's)."""
     values = dict(_object(raw, where))
+    values["compile_id"] = _compile_id(values.get("compile_id"), f"{where}.compile_id")
+    return values
+
+
+def _placed(raw: object, where: str) -> dict:
+    """A record's object with its ``compile_id`` read as a place (a limit hit's, a graph break's: a compile id,
+    a bare process or null)."""
+    values = dict(_object(raw, where))
+    values["compile_id"] = parse_place(_str(values.get("compile_id"), f"{where}.compile_id", optional=True))
+    return values
+
+
+def _limit_hit(raw: object, where: str) -> LimitHit:
+    values = _placed(raw, where)
     cause = values.pop("cause", None)
     hit = _typed(LimitHit, values, where)
     if hit.outcome not in LIMIT_OUTCOMES:
@@ -490,7 +516,7 @@ def _event_from_dict(e: dict, where: str) -> RecompileEvent:
     if not isinstance(logged, bool):
         raise TypeError(f"{where}.logged: expected true or false, got {logged!r}"[:200])
     also = tuple(cause_from_dict(c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
-    return RecompileEvent(str(_str(e["compile_id"], f"{where}.compile_id")), logged, causes, also)
+    return RecompileEvent(_compile_id(e["compile_id"], f"{where}.compile_id"), logged, causes, also)
 
 
 def write_atomic(path: Path, text: str, follow: bool = True) -> None:

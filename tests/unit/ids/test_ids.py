@@ -97,4 +97,4 @@ def test_function_keys_name_the_process():
     assert main.rank == "" and str(main.key) == f"forward@{main.file}:30"
     child = in_process(main, "child1")
     assert child.rank == "child1" and child.key == FunctionKey("child1", "forward", main.file, 30)
-    assert child.recompile_events[0].compile_id == "child1:0/1"
+    assert str(child.recompile_events[0].compile_id) == "child1:0/1"
