@@ -505,7 +505,7 @@ def _located(frame: _Frame, c: Cause) -> Cause:
     """A size guard whose text names no line of the user's, with the line the compile that added it logged."""
     if not c.shape or c.location:
         return c
-    cid = CompileId.parse(c.cache_entry or "")
+    cid = c.cache_entry
     found = frame.size_guard_lines.get(cid.number, {}).get(condition_key(c.condition)) if cid is not None else None
     return replace(c, location=found[0], code=found[1]) if found is not None else c
 

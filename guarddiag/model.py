@@ -118,7 +118,8 @@ class Cause:
     known: bool = True
     reset: bool = False
     inferred: Inferred | None = None
-    cache_entry: str | None = None
+    # The cache entry whose guard failed, as torch names it (``0/1``: no process).
+    cache_entry: CompileId | None = None
     # The user's line behind the guard: ``model.py:21 in forward`` and its code (the innermost frame of the
     # user's code in torch's stack of the guard, else torch's ``#`` comment when that line is the user's);
     # empty when the log does not show it.

@@ -142,10 +142,20 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         # Only a resume function after a graph break has it.
         **({"resume": _resume_to_dict(f.resume)} if f.resume is not None else {}),
         # Only a function whose calls a compiler stance refused.
-        **({"refused_calls": f.refused_calls, "refusals": [asdict(r) for r in f.refusals]} if f.refusals else {}),
+        **({"refused_calls": f.refused_calls, "refusals": [_refusal_dict(r) for r in f.refusals]} if f.refusals else {}),
         # Only where the run's ledger named who called it.
         **({"callers": list(f.callers)} if f.callers else {}),
     }
+
+
+def _refusal_dict(r: Refusal) -> dict[str, object]:
+    """A refusal with its cause in full (every field, unlike a recompile's), as records have kept it."""
+    cause = None if r.cause is None else {**asdict(r.cause), "cache_entry": _entry_text(r.cause)}
+    return {**asdict(r), "cause": cause}
+
+
+def _entry_text(c: Cause) -> str | None:
+    return None if c.cache_entry is None else str(c.cache_entry)
 
 
 def _resume_to_dict(r: Resume) -> dict[str, object]:
@@ -461,6 +471,7 @@ _SOURCE_OPTIONAL = ("path", "module", "held", "line")
 
 def _cause_dict(c: Cause) -> dict:
     values = {k: v for k, v in asdict(c).items() if k not in _CAUSE_OPTIONAL or v or v == 0 and v is not False}
+    values["cache_entry"] = _entry_text(c)
     if c.guarded is not None:
         values["guarded"] = {k: v for k, v in asdict(c.guarded).items() if k not in _SOURCE_OPTIONAL or v or v == 0}
     return values
@@ -474,6 +485,8 @@ def cause_from_dict(raw: object, where: str = "cause") -> Cause:
     guarded = values.pop("guarded", None)
     inferred = values.pop("inferred", None)
     aliased = _strings(values.pop("aliased", []), f"{where}.aliased")
+    entry = values.get("cache_entry")
+    values["cache_entry"] = None if entry is None else _compile_id(entry, f"{where}.cache_entry")
     for flag in ("known", "reset"):
         if not isinstance(values.get(flag, False), bool):
             raise TypeError(f"{where}.{flag}: expected true or false, got {values[flag]!r}"[:200])

@@ -164,7 +164,7 @@ def _explain_function(
     entries = []
     for number in sorted(listings):
         objects, ambient = objects_of(listings[number], roles, full, memo)
-        entries.append(CacheEntry(str(f.frame_ids[0].compile(number)), objects, ambient))
+        entries.append(CacheEntry(f.frame_ids[0].compile(number), objects, ambient))
     named = named_arguments(f, entries, files)
     entries = [named.entry(e) for e in entries]
     causes: dict[CauseIdentity, CauseCount] = {}

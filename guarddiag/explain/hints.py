@@ -370,7 +370,7 @@ def _facts(
     source = _listing_source(c, f, listings)
     guards = tuple(g for gs in listings.values() for g in gs)
     number = compile_id.number
-    before = listings.get(F.frame_of(c.cache_entry)[1], ()) if c.cache_entry else ()
+    before = listings.get(c.cache_entry.number, ()) if c.cache_entry else ()
     function = function_at(f.file, f.line or 0) if f.file else None
     return CauseFacts(
         c,
