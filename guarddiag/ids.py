@@ -5,7 +5,8 @@ torch prints a compile id as ``[frame/compile]`` with an optional attempt (``[0/
 the process (``rank1:0/3`` for a torchrun worker of global rank 1, named by the environment its
 launcher gave it or by a ``[rank1]:`` line prefix; ``child1:0/3`` for another process the script
 started) and the cache generation (``0~1/0``: frame 0 after ``torch._dynamo.reset()``).
-A frame id is the id without its compile number: ``rank1:0``.
+A frame id is the id without its compile number: ``rank1:0``. The model holds both parsed
+(:class:`CompileId`, :class:`FrameId`); only the record (``store``) and ``render/`` write them as text.
 
 Process labels (the part before ``:``; the main process has none):
 

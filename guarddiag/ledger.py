@@ -22,9 +22,10 @@ from guarddiag.wrapped import frame_package
 @dataclass(frozen=True)
 class CompileRecord:
     """One compile attempt as torch itself recorded it. ``name`` is None for an attempt refused at
-    the recompile limit (torch records no code object for it)."""
+    the recompile limit (torch records no code object for it). ``compile_id``: None where torch's
+    text is no compile id."""
 
-    compile_id: str
+    compile_id: CompileId | None
     name: str | None
     file: str | None
     line: int | None
@@ -53,7 +54,7 @@ def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
         if isinstance(raw, dict) and "compile_id" in raw:
             records.append(
                 CompileRecord(
-                    str(raw["compile_id"]),
+                    CompileId.parse(str(raw["compile_id"])),
                     _text(raw.get("name")),
                     _text(raw.get("file")),
                     raw["line"] if isinstance(raw.get("line"), int) else None,
@@ -154,7 +155,7 @@ class LedgerIndex:
         self._by_key: dict[tuple[str | None, int | None, int], list[CompileRecord]] = {}
         self._frame_names: dict[FrameId, tuple[str | None, int | None]] = {}
         for r in records:
-            cid = CompileId.parse(r.compile_id)
+            cid = r.compile_id
             if cid is None:
                 continue
             if r.name is not None:
