@@ -364,7 +364,7 @@ class RunBuilder:
                 found.setdefault((f.frame_id.process, sum(1 for n in f.compiles if n > 0)), []).append(f)
         return found
 
-    def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[str, ...]]:
+    def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[FrameId, ...]]:
         """The per-function summaries, and the frame ids no log line named."""
         unnamed_frames = self._unnamed_frames()
         for (process, *key), events in self._pending.items():
@@ -410,7 +410,7 @@ class RunBuilder:
         )
         summaries = list(with_refusals(summaries, [r for rs in refusals.values() for r in rs], self._roles))
         summaries = with_named_arguments(with_callers(with_compile_times(summaries, self._ledger), self._ledger))
-        unnamed = tuple(str(f.frame_id) for f in self._frames.values() if not f.name and f.compiles)
+        unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
 
 

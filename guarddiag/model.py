@@ -361,7 +361,7 @@ class ParseStats:
     torch_lines: int = 0
     unrecognized: int = 0
     unrecognized_samples: tuple[str, ...] = ()
-    unidentified_frames: tuple[str, ...] = ()
+    unidentified_frames: tuple[FrameId, ...] = ()
     # Read as a paste (no framed torch line): how many torch messages were recognised; None for a log.
     paste_messages: int | None = None
 

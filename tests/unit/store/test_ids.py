@@ -26,7 +26,7 @@ def _run() -> Run:
         failed_compiles=(FailedCompile(NAMED.compile(2), "no_code"),),
         refusals=(Refusal("fail_on_recompile", 1, 1, ("0/0: L['n'] == 1",), cause),),
     )  # fmt: skip
-    return Run(functions=(f,), parse=ParseStats(), source="parse")
+    return Run(functions=(f,), parse=ParseStats(unidentified_frames=(FrameId("1", "rank1"),)), source="parse")
 
 
 def test_ids_are_written_as_text_and_read_back_parsed():
@@ -39,6 +39,7 @@ def test_ids_are_written_as_text_and_read_back_parsed():
     assert [g["compile_id"] for g in f["graph_breaks"]] == [None, "rank1:0/2_1"]
     assert f["failed_compiles"][0]["compile_id"] == "rank1:?my_fn@/src/my_mod.py:3/2"
     assert f["refusals"][0]["cause"]["cache_entry"] == "0/0"
+    assert data["parse"]["unidentified_frames"] == ["rank1:1"]
     assert run_from_dict(data) == _run()
 
 
