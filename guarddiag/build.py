@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
-from guarddiag import ids
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.guardexpr import condition_key, symbolic_condition
-from guarddiag.ids import CompileId, generation_of, process_of, with_process
+from guarddiag.ids import CompileId, FrameId
 from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord, with_callers
 from guarddiag.logparse.events import (
     CompileSeen,
@@ -72,7 +71,7 @@ RolesLookup = Callable[[str, str, "int | None"], Mapping[str, str]]
 
 @dataclass
 class _Frame:
-    frame_id: str
+    frame_id: FrameId
     # Its place among the builder's frames: a name matching several frames takes the first.
     seq: int = 0
     name: str = ""
@@ -130,12 +129,12 @@ class _Frame:
             self.name, self.file, self.line = name, file, line
 
 
-def _id_text(cid: CompileId | None, process: str) -> str | None:
-    """How the model holds an event's compile id (a string, as the record writes it): ``rank1:0/1``, ``rank1:``
-    for a line of rank 1 that printed none, None for the main process's."""
+def _place(cid: CompileId | None, process: str) -> CompileId | FrameId | None:
+    """Where an event without a frame of its own was: its compile id (``rank1:0/1``), the bare process
+    (``rank1:``) of a line of rank 1 that printed none, None for the main process's."""
     if cid is not None:
-        return str(cid)
-    return with_process(process, "") if process else None
+        return cid
+    return FrameId("", process) if process else None
 
 
 class RunBuilder:
@@ -153,7 +152,7 @@ class RunBuilder:
         self._refusals: dict[tuple[str, str, int | None], list[RefusalRecord]] = {}
         for r in refusals:
             self._refusals.setdefault((r.name, r.file, r.line), []).append(r)
-        self._frames: dict[str, _Frame] = {}
+        self._frames: dict[FrameId, _Frame] = {}
         # Named frames by name, and by (process, name): a message without a compile id finds its frame
         # without scanning every frame (a paste of 8,000 ranks' messages was quadratic in them).
         self._named: dict[str, list[_Frame]] = {}
@@ -199,12 +198,12 @@ class RunBuilder:
         """One graph break per compile and place, as torch counts them: a restart attempt (``0/0_1``)
         traces the same break again, and is the same compile."""
         cid = event.compile_id
-        frame = self._frame(cid.frame_id if cid else "?")
+        frame = self._frame(cid.frame_id if cid else FrameId("?"))
         self._break_channel = self._break_channel or event.channel
         breaks = frame.graph_breaks if event.channel else frame.warned_breaks
         key = (cid.number if cid else None, event.location)
         if key not in breaks or not breaks[key].reason:
-            breaks[key] = GraphBreak(_id_text(cid, event.process), event.location, event.reason)
+            breaks[key] = GraphBreak(_place(cid, event.process), event.location, event.reason)
 
     def _on_printed_refusal(self, event: StanceRefusalSeen) -> None:
         """A call fail_on_recompile refused, printed by the script: the frame of that name and file
@@ -213,7 +212,7 @@ class RunBuilder:
         frame = min(named, key=lambda f: f.seq) if named else self._frame_named(event.name, event.file, None)
         frame.printed_refusals.append(event.reasons)
 
-    def _frame(self, frame_id: str) -> _Frame:
+    def _frame(self, frame_id: FrameId) -> _Frame:
         frame = self._frames.get(frame_id)
         if frame is None:
             frame = self._frames[frame_id] = _Frame(frame_id, len(self._frames))
@@ -224,7 +223,7 @@ class RunBuilder:
         if name and not frame.name:
             frame.name_it(name, file, line)
             self._named.setdefault(name, []).append(frame)
-            self._named_in.setdefault((process_of(frame.frame_id), name), []).append(frame)
+            self._named_in.setdefault((frame.frame_id.process, name), []).append(frame)
 
     def _on_named(self, event: FrameNamed) -> None:
         cid = event.compile_id
@@ -327,7 +326,7 @@ class RunBuilder:
                 refused = pending.pop()
                 reason = reason or (refused.failures[0].text if refused.failures else "")
                 frame.limit_failures[len(frame.limit_hits)] = refused.failures
-        frame.limit_hits.append(LimitHit(_id_text(cid, event.process), event.limit, event.value, reason))
+        frame.limit_hits.append(LimitHit(_place(cid, event.process), event.limit, event.value, reason))
 
     def _pending_for(self, name: str, file: str, line: int | None, process: str) -> deque[RecompileAnnounced]:
         for (pprocess, pname, pfile, pline), events in self._pending.items():
@@ -342,14 +341,14 @@ class RunBuilder:
         fits = [frame for frame in named if not file or not frame.file or (frame.file, frame.line) == (file, line)]
         if fits:
             return min(fits, key=lambda frame: frame.seq)
-        frame = self._frame(with_process(process, f"?{name}@{file}:{line}" if file else f"?{name}"))
+        frame = self._frame(FrameId(f"?{name}@{file}:{line}" if file else f"?{name}", process))
         self._name(frame, name, file, line)
         return frame
 
     def _bind_oldest_pending(self, frame: _Frame, number: int) -> None:
         """torch 2.1-2.3 without the `dynamo` channel: a recompile message names a function but no compile id,
         and the next compile's guard listing has the id but no name. Log order pairs them."""
-        process = process_of(frame.frame_id)
+        process = frame.frame_id.process
         for (pprocess, *key), events in self._pending.items():
             if events and pprocess == process and (not frame.name or (frame.name, frame.file, frame.line) == tuple(key)):
                 self._name(frame, *key)
@@ -362,10 +361,10 @@ class RunBuilder:
         found: dict[tuple[str, int], list[_Frame]] = {}
         for f in self._frames.values():
             if not f.name:
-                found.setdefault((process_of(f.frame_id), sum(1 for n in f.compiles if n > 0)), []).append(f)
+                found.setdefault((f.frame_id.process, sum(1 for n in f.compiles if n > 0)), []).append(f)
         return found
 
-    def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[str, ...]]:
+    def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[FrameId, ...]]:
         """The per-function summaries, and the frame ids no log line named."""
         unnamed_frames = self._unnamed_frames()
         for (process, *key), events in self._pending.items():
@@ -424,8 +423,8 @@ def _join_same_function(summaries: list[FunctionSummary]) -> list[FunctionSummar
     objects: dict[object, list[list[FunctionSummary]]] = {}
     taken: dict[tuple[object, int], int] = {}
     for f in summaries:
-        key: object = f.key if f.name else f"#{f.frame_ids}"
-        generation = generation_of(f.frame_ids[0])
+        key: object = f.key if f.name else f.frame_ids
+        generation = f.frame_ids[0].generation
         n = taken[key, generation] = taken.get((key, generation), -1) + 1
         mine = objects.setdefault(key, [])
         if n < len(mine):
@@ -444,7 +443,7 @@ def _again(generations: list[FunctionSummary]) -> FunctionSummary:
     events: list[RecompileEvent] = list(first.recompile_events)
     for f in generations[1:]:
         if f.compiles:
-            events.append(RecompileEvent(ids.compile_id(f.frame_ids[0], 0), False, (_AGAIN,)))
+            events.append(RecompileEvent(f.frame_ids[0].compile(0), False, (_AGAIN,)))
         events += f.recompile_events
     return replace(_joined(generations), recompile_events=tuple(events), code_objects=1)
 
@@ -506,7 +505,7 @@ def _located(frame: _Frame, c: Cause) -> Cause:
     """A size guard whose text names no line of the user's, with the line the compile that added it logged."""
     if not c.shape or c.location:
         return c
-    cid = CompileId.parse(c.cache_entry or "")
+    cid = c.cache_entry
     found = frame.size_guard_lines.get(cid.number, {}).get(condition_key(c.condition)) if cid is not None else None
     return replace(c, location=found[0], code=found[1]) if found is not None else c
 
@@ -525,7 +524,7 @@ def _summary(
     for n in numbers:
         if n == 0:
             continue
-        compile_id = ids.compile_id(frame.frame_id, n)
+        compile_id = frame.frame_id.compile(n)
         if frame.announced.get(n):
             causes = tuple(_located(frame, classify_failure(f.text, f.cache_entry, roles, f.stack)) for f in frame.announced[n])
             event = RecompileEvent(compile_id, True, causes)
@@ -615,7 +614,7 @@ def with_refusals(
         out.append(replace(f, refusals=f.refusals + tuple(found)) if found else f)
     for (name, file, line), refusals in by_key.items():
         # Named as a frame the log names without a compile id is (_frame_named): a process label can tag it.
-        out.append(FunctionSummary(name, file, line, (f"?{name}@{file}:{line}",), 0, (), refusals=tuple(refusals)))
+        out.append(FunctionSummary(name, file, line, (FrameId(f"?{name}@{file}:{line}"),), 0, (), refusals=tuple(refusals)))
     return tuple(out)
 
 

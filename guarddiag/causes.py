@@ -25,7 +25,7 @@ from guarddiag.guardexpr import (
     tensor_fields,
 )
 from guarddiag.guardkinds import Category, GuardKind, ambient_state, failure_kind, kind, shape_form, torch_hint
-from guarddiag.ids import CACHE_ENTRY
+from guarddiag.ids import CACHE_ENTRY, CompileId
 from guarddiag.logparse.events import StackFrame
 from guarddiag.logparse.guards import location_of
 from guarddiag.model import Cause, DictKeys, Guard, Inferred, Source
@@ -81,7 +81,7 @@ def _imported(name: str) -> Source:
 
 
 def classify_failure(
-    text: str, cache_entry: str | None = None, roles: Mapping[str, str] | None = None, stack: Sequence[StackFrame] = ()
+    text: str, cache_entry: CompileId | None = None, roles: Mapping[str, str] | None = None, stack: Sequence[StackFrame] = ()
 ) -> Cause:
     """One torch guard-failure reason (``- 0/0: m.layer_idx == 0  # ...``) as a Cause; ``stack``: the
     ``User stack trace:`` torch printed under it (torch >= 2.11), which places it at the user's line."""
@@ -145,7 +145,7 @@ def classify_last_reason(last_reason: str, roles: Mapping[str, str] | None = Non
     if not text or text.startswith("Unable to find recompilation reasons"):
         return None
     m = _CACHE_ENTRY.match(text)
-    entry, text = (m["ce"], text[m.end() :]) if m else (None, text)
+    entry, text = (CompileId.parse(m["ce"]), text[m.end() :]) if m else (None, text)
     return classify_failure(text, entry, roles)
 
 

@@ -5,7 +5,8 @@ torch prints a compile id as ``[frame/compile]`` with an optional attempt (``[0/
 the process (``rank1:0/3`` for a torchrun worker of global rank 1, named by the environment its
 launcher gave it or by a ``[rank1]:`` line prefix; ``child1:0/3`` for another process the script
 started) and the cache generation (``0~1/0``: frame 0 after ``torch._dynamo.reset()``).
-A frame id is the id without its compile number: ``rank1:0``.
+A frame id is the id without its compile number: ``rank1:0``. The model holds both parsed
+(:class:`CompileId`, :class:`FrameId`); only the record (``store``) and ``render/`` write them as text.
 
 Process labels (the part before ``:``; the main process has none):
 
@@ -53,18 +54,19 @@ class CompileId:
     @classmethod
     def parse(cls, text: str | None, process: str = "") -> CompileId | None:
         """``0/1`` -> (0, 1); ``0/1_2`` -> attempt 2; ``!0/3/1`` -> frame ``!0/3``; ``rank1:0/1`` ->
-        process ``rank1``; ``process``: the process of an id that names none (the rank of its log line).
-        None for a frame id (``0``), a bare process (``rank1:``) or nothing."""
+        process ``rank1``; ``?f@/x.py:3/1`` -> frame ``?f@/x.py:3`` (a frame guarddiag named); ``process``:
+        the process of an id that names none (the rank of its log line). None for a frame id (``0``), a
+        bare process (``rank1:``) or nothing."""
         if not text:
             return None
-        named, sep, bare = text.rpartition(":")
-        process = named if sep else process
-        head, _, attempt = bare.partition("_")
-        frame, slash, number = head.rpartition("/")
+        named = process_of(text)
+        bare = text[len(named) + 1 :] if named else text
+        frame, slash, tail = bare.rpartition("/")
+        number, _, attempt = tail.partition("_")
         if not slash:
             return None
         try:
-            return cls(frame, int(number), int(attempt) if attempt else 0, process)
+            return cls(frame, int(number), int(attempt) if attempt else 0, named or process)
         except ValueError:
             return None
 
@@ -74,22 +76,70 @@ class CompileId:
         return CompileId(self.frame, self.number, 0, self.process) if self.attempt else self
 
     @property
-    def frame_id(self) -> str:
+    def frame_id(self) -> FrameId:
         """The frame with its process: ``rank1:0``."""
-        return with_process(self.process, self.frame)
+        return FrameId(self.frame, self.process)
 
     @property
     def compile_key(self) -> str:
         """``frame/number``, without process or attempt: one compile whatever its attempts."""
-        return compile_id(self.frame, self.number)
+        return f"{self.frame}/{self.number}"
+
+    def in_process(self, process: str) -> CompileId:
+        """The same compile seen from process ``process`` (a process the script started, ``child1``): a
+        process this id already names stays in its frame (``rank1:0/3`` -> ``child1:rank1:0/3``)."""
+        return CompileId(with_process(self.process, self.frame), self.number, self.attempt, process)
 
     def __str__(self) -> str:
         return with_process(self.process, self.compile_key + (f"_{self.attempt}" if self.attempt else ""))
 
 
-def compile_id(frame_id: str, number: int) -> str:
-    """The id of compile ``number`` of a frame: ``rank1:0`` and 3 -> ``rank1:0/3``."""
-    return f"{frame_id}/{number}"
+@dataclass(frozen=True, slots=True)
+class FrameId:
+    """A compiled frame of a process: torch's frame number (``0``, ``!0/3``, ``0~1`` after a reset) or
+    a frame guarddiag names where the log gives no id (``?forward@model.py:12``, ``?forward``), and
+    its process (``rank1:0``). No frame: the process alone (``rank1:``), where a rank's line names no
+    compile."""
+
+    frame: str
+    process: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> FrameId:
+        """``rank1:0`` -> frame ``0`` of ``rank1``; ``rank1:`` -> the bare process; ``?f@C:\\x.py:3`` -> a
+        frame of the main process (what precedes ``:`` is no process label)."""
+        process = process_of(text)
+        return cls(text[len(process) + 1 :] if process else text, process)
+
+    def compile(self, number: int) -> CompileId:
+        """Compile ``number`` of this frame: ``rank1:0`` and 3 -> ``rank1:0/3``."""
+        return CompileId(self.frame, number, 0, self.process)
+
+    def in_process(self, process: str) -> FrameId:
+        """The same frame seen from process ``process`` (see :meth:`CompileId.in_process`)."""
+        return FrameId(str(self), process)
+
+    @property
+    def generation(self) -> int:
+        """Its cache generation: ``0~2`` -> 2, ``0`` -> 0 (before any ``torch._dynamo.reset()``)."""
+        _, sep, generation = self.frame.rpartition("~")
+        return int(generation) if sep and generation.isdigit() else 0
+
+    def __str__(self) -> str:
+        return with_process(self.process, self.frame)
+
+
+def parse_place(text: str | None) -> CompileId | FrameId | None:
+    """Where a limit hit or graph break was, as a record writes it: a compile id (``rank1:0/3``), a bare
+    process (``rank1:``, a rank's line that named no compile), None for none."""
+    if text is None:
+        return None
+    return CompileId.parse(text) or FrameId.parse(text)
+
+
+def place_text(place: CompileId | FrameId | None) -> str | None:
+    """A compile id or frame id as records and reports write it (:func:`parse_place` reads it back)."""
+    return None if place is None else str(place)
 
 
 def rank_prefix(rank: int) -> str:
@@ -155,26 +205,12 @@ def in_record(label: str, process: str) -> str:
     return f"{label}/{process or 'main'}"
 
 
-def relabel(text: str, process: str) -> str:
-    """A frame or compile id moved to another process: ``rank1:0/3`` to ``L/rank1`` -> ``L/rank1:0/3``."""
-    old = process_of(text)
-    return with_process(process, text[len(old) + 1 :] if old else text)
-
-
 def in_generation(compile_id: str, generation: int) -> str:
     """``0/1_2`` in cache generation 1 (after one ``torch._dynamo.reset()``) -> ``0~1/1_2``, a frame of its own."""
     if not generation or "/" not in compile_id:
         return compile_id
     frame, _, rest = compile_id.rpartition("/")
     return f"{frame}~{generation}/{rest}"
-
-
-def generation_of(frame_id: str) -> int:
-    """The cache generation of a frame id: ``rank1:0~2`` -> 2, ``0`` -> 0 (before any reset)."""
-    process = process_of(frame_id)
-    frame = frame_id[len(process) + 1 :] if process else frame_id
-    _, sep, generation = frame.rpartition("~")
-    return int(generation) if sep and generation.isdigit() else 0
 
 
 class FunctionKey(NamedTuple):

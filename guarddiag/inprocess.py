@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from guarddiag.ids import CompileId
+from guarddiag.ids import CompileId, FrameId
 from guarddiag.logparse.events import CompileSeen, Event
 from guarddiag.model import Cause, FunctionSummary, Run, lost_lines
 from guarddiag.pipeline import LogReader
@@ -219,7 +219,7 @@ class Watch:
         self.only: frozenset[str] | None = frozenset(functions) if functions is not None else None
         self._lock = threading.Lock()
         # Frames whose first compile (number 0) the log showed inside the watch.
-        self._first_compiled: set[str] = set()
+        self._first_compiled: set[FrameId] = set()
         self._reader = LogReader(guards=None, on_event=self._saw)
         self._fed = 0
         self._active = False

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from guarddiag import ids
-from guarddiag.ids import CompileId
+from guarddiag.ids import CompileId, FrameId
 from guarddiag.model import FailedCompile, FunctionSummary
 from guarddiag.wrapped import frame_package
 
@@ -23,9 +22,10 @@ from guarddiag.wrapped import frame_package
 @dataclass(frozen=True)
 class CompileRecord:
     """One compile attempt as torch itself recorded it. ``name`` is None for an attempt refused at
-    the recompile limit (torch records no code object for it)."""
+    the recompile limit (torch records no code object for it). ``compile_id``: None where torch's
+    text is no compile id."""
 
-    compile_id: str
+    compile_id: CompileId | None
     name: str | None
     file: str | None
     line: int | None
@@ -54,7 +54,7 @@ def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
         if isinstance(raw, dict) and "compile_id" in raw:
             records.append(
                 CompileRecord(
-                    str(raw["compile_id"]),
+                    CompileId.parse(str(raw["compile_id"])),
                     _text(raw.get("name")),
                     _text(raw.get("file")),
                     raw["line"] if isinstance(raw.get("line"), int) else None,
@@ -153,9 +153,9 @@ class LedgerIndex:
 
     def __init__(self, records: Sequence[CompileRecord]) -> None:
         self._by_key: dict[tuple[str | None, int | None, int], list[CompileRecord]] = {}
-        self._frame_names: dict[str, tuple[str | None, int | None]] = {}
+        self._frame_names: dict[FrameId, tuple[str | None, int | None]] = {}
         for r in records:
-            cid = CompileId.parse(r.compile_id)
+            cid = r.compile_id
             if cid is None:
                 continue
             if r.name is not None:
@@ -169,9 +169,9 @@ class LedgerIndex:
         found = self._by_key.get((name, line, number)) if number is not None else None
         return found.pop(0) if found else None
 
-    def failure(self, name: str, line: int | None, frame_id: str, number: int) -> FailedCompile:
+    def failure(self, name: str, line: int | None, frame_id: FrameId, number: int) -> FailedCompile:
         """Why compile ``number`` of a frame installed no code, as torch recorded it (taken once)."""
-        compile_id = ids.compile_id(frame_id, number)
+        compile_id = frame_id.compile(number)
         record = self._take(name, line, number)
         if record is None:
             return FailedCompile(compile_id, "no_code")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from guarddiag.ids import in_record, rank_of, relabel, with_process
+from guarddiag.ids import in_record, rank_of
 from guarddiag.logparse.parser import MAX_SAMPLES
 from guarddiag.model import FunctionSummary, Job, JobProcess, JobRecord, ParseStats, Run
 
@@ -18,10 +18,10 @@ def in_process(f: FunctionSummary, tag: str) -> FunctionSummary:
     """The same function as compiled in another process (``child1``): its frame and compile ids carry the tag."""
     return replace(
         f,
-        frame_ids=tuple(with_process(tag, i) for i in f.frame_ids),
-        recompile_events=tuple(replace(e, compile_id=with_process(tag, e.compile_id)) for e in f.recompile_events),
-        limit_hits=tuple(replace(h, compile_id=with_process(tag, h.compile_id) if h.compile_id else None) for h in f.limit_hits),
-        failed_compiles=tuple(replace(c, compile_id=with_process(tag, c.compile_id)) for c in f.failed_compiles),
+        frame_ids=tuple(i.in_process(tag) for i in f.frame_ids),
+        recompile_events=tuple(replace(e, compile_id=e.compile_id.in_process(tag)) for e in f.recompile_events),
+        limit_hits=tuple(replace(h, compile_id=h.compile_id.in_process(tag) if h.compile_id else None) for h in f.limit_hits),
+        failed_compiles=tuple(replace(c, compile_id=c.compile_id.in_process(tag)) for c in f.failed_compiles),
     )
 
 
@@ -40,10 +40,10 @@ def retagged(f: FunctionSummary, process: str) -> FunctionSummary:
     """The same function moved to another process label (``rank1`` -> ``py311/rank1``): every id follows."""
     return replace(
         f,
-        frame_ids=tuple(relabel(i, process) for i in f.frame_ids),
-        recompile_events=tuple(replace(e, compile_id=relabel(e.compile_id, process)) for e in f.recompile_events),
-        limit_hits=tuple(replace(h, compile_id=relabel(h.compile_id, process) if h.compile_id else None) for h in f.limit_hits),
-        failed_compiles=tuple(replace(c, compile_id=relabel(c.compile_id, process)) for c in f.failed_compiles),
+        frame_ids=tuple(replace(i, process=process) for i in f.frame_ids),
+        recompile_events=tuple(replace(e, compile_id=replace(e.compile_id, process=process)) for e in f.recompile_events),
+        limit_hits=tuple(replace(h, compile_id=replace(h.compile_id, process=process) if h.compile_id else None) for h in f.limit_hits),
+        failed_compiles=tuple(replace(c, compile_id=replace(c.compile_id, process=process)) for c in f.failed_compiles),
     )
 
 

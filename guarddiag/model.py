@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from guarddiag.guardkinds import SHAPE_FORM_NAMES, category
-from guarddiag.ids import FunctionKey, process_of
+from guarddiag.ids import CompileId, FrameId, FunctionKey
 
 SCHEMA = "guarddiag.run/2"
 
@@ -118,7 +118,8 @@ class Cause:
     known: bool = True
     reset: bool = False
     inferred: Inferred | None = None
-    cache_entry: str | None = None
+    # The cache entry whose guard failed, as torch names it (``0/1``: no process).
+    cache_entry: CompileId | None = None
     # The user's line behind the guard: ``model.py:21 in forward`` and its code (the innermost frame of the
     # user's code in torch's stack of the guard, else torch's ``#`` comment when that line is the user's);
     # empty when the log does not show it.
@@ -160,7 +161,7 @@ class RecompileEvent:
     newest entry first, whose reason is often not the change that matters). ``also``: what else
     changed against that entry, read from the guard listings."""
 
-    compile_id: str
+    compile_id: CompileId
     logged: bool
     causes: tuple[Cause, ...]
     also: tuple[Cause, ...] = ()
@@ -177,9 +178,11 @@ class LimitHit:
     ``outcome``: ``eager`` (it runs the function without compiling from here on), ``raised``
     (``fail_on_recompile_limit_hit`` or ``fullgraph=True``: the call raised FailOnRecompileLimitHit),
     ``compiled_again`` (a later call compiled it again: the limit was raised, its cache reset, or an
-    isolated region of its own). ``cause``: ``last_reason`` classified like a recompile's cause."""
+    isolated region of its own). ``cause``: ``last_reason`` classified like a recompile's cause.
+    ``compile_id``: the call refused, where the log names it; else its process alone (``rank1:``, a
+    :class:`~guarddiag.ids.FrameId` without frame) or None (the main process)."""
 
-    compile_id: str | None
+    compile_id: CompileId | FrameId | None
     limit: str
     value: int | None
     last_reason: str
@@ -230,16 +233,16 @@ class FailedCompile:
     exception), ``skipped`` (Dynamo found nothing to compile and runs the frame eagerly), or
     ``no_code`` (the log shows the attempt but no guards for it, and nothing says why)."""
 
-    compile_id: str
+    compile_id: CompileId
     kind: str
     reason: str = ""
 
 
 @dataclass(frozen=True)
 class GraphBreak:
-    """A graph break inside a compiled function."""
+    """A graph break inside a compiled function; ``compile_id`` as a :class:`LimitHit`'s."""
 
-    compile_id: str | None
+    compile_id: CompileId | FrameId | None
     location: str
     reason: str
 
@@ -294,7 +297,7 @@ class FunctionSummary:
     name: str
     file: str
     line: int | None
-    frame_ids: tuple[str, ...]
+    frame_ids: tuple[FrameId, ...]
     compiles: int
     recompile_events: tuple[RecompileEvent, ...]
     limit_hits: tuple[LimitHit, ...] = ()
@@ -342,7 +345,7 @@ class FunctionSummary:
         """The process it was compiled in when not the main one: ``rank1`` (torchrun), ``child1`` (a
         process the script started, numbered in start order), ``local1``, ``log2`` or ``L/rank1`` (the
         labels of :mod:`guarddiag.ids`), else ``""``."""
-        return process_of(self.frame_ids[0]) if self.frame_ids else ""
+        return self.frame_ids[0].process if self.frame_ids else ""
 
     @property
     def key(self) -> FunctionKey:
@@ -358,7 +361,7 @@ class ParseStats:
     torch_lines: int = 0
     unrecognized: int = 0
     unrecognized_samples: tuple[str, ...] = ()
-    unidentified_frames: tuple[str, ...] = ()
+    unidentified_frames: tuple[FrameId, ...] = ()
     # Read as a paste (no framed torch line): how many torch messages were recognised; None for a log.
     paste_messages: int | None = None
 

@@ -224,12 +224,12 @@ class Variety:
         return known
 
 
-def entry_numbers(cache_entries: Sequence[str | None], earlier: Sequence[int]) -> tuple[int | None, ...]:
+def entry_numbers(cache_entries: Sequence[CompileId | None], earlier: Sequence[int]) -> tuple[int | None, ...]:
     """The entry each of a recompile's reasons is against: the compile number torch names (``0/1:``), or,
     where no reason names one (torch < 2.5) and there are as many reasons as earlier entries, by position
     (torch prints the newest entry first); None where neither tells. ``earlier``: the frame's listed
     compiles before this one."""
-    named = [cid.number if (cid := CompileId.parse(e or "")) is not None else None for e in cache_entries]
+    named = [e.number if e is not None else None for e in cache_entries]
     if any(n is not None for n in named) or len(cache_entries) != len(earlier):
         return tuple(named)
     return tuple(sorted(earlier, reverse=True))

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from guarddiag.errors import InputError
 from guarddiag.filekinds import RUN_RECORD, wrong_file
+from guarddiag.ids import CompileId, FrameId, parse_place, place_text
 from guarddiag.model import (
     HOOK_KINDS,
     JOB_READS,
@@ -97,7 +98,7 @@ def run_to_dict(run: Run, rank_divergence: list[dict[str, object]]) -> dict[str,
             "torch_lines": run.parse.torch_lines,
             "unrecognized": run.parse.unrecognized,
             "unrecognized_samples": list(run.parse.unrecognized_samples),
-            "unidentified_frames": list(run.parse.unidentified_frames),
+            "unidentified_frames": [str(i) for i in run.parse.unidentified_frames],
             # Only a paste has it: a framed log's record is unchanged.
             **({"paste_messages": run.parse.paste_messages} if run.parse.paste_messages is not None else {}),
         },
@@ -112,22 +113,25 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         "name": f.name,
         "file": f.file,
         "line": f.line,
-        "frame_ids": list(f.frame_ids),
+        "frame_ids": [str(i) for i in f.frame_ids],
         "compiles": f.compiles,
         "recompiles": f.recompiles,
         "limit_hit": f.limit_hit,
         "recompile_events": [
             {
-                "compile_id": e.compile_id,
+                "compile_id": str(e.compile_id),
                 "logged": e.logged,
                 "causes": [_cause_dict(c) for c in e.causes],
                 "also": [_cause_dict(c) for c in e.also],
             }
             for e in f.recompile_events
         ],
-        "limit_hits": [{**asdict(h), "cause": None if h.cause is None else _cause_dict(h.cause)} for h in f.limit_hits],
-        "graph_breaks": [asdict(g) for g in f.graph_breaks],
-        "failed_compiles": [asdict(c) for c in f.failed_compiles],
+        "limit_hits": [
+            {**asdict(h), "compile_id": place_text(h.compile_id), "cause": None if h.cause is None else _cause_dict(h.cause)}
+            for h in f.limit_hits
+        ],
+        "graph_breaks": [{**asdict(g), "compile_id": place_text(g.compile_id)} for g in f.graph_breaks],
+        "failed_compiles": [{**asdict(c), "compile_id": str(c.compile_id)} for c in f.failed_compiles],
         "compiled_for": [asdict(c) for c in f.compiled_for],
         "dynamic_dims": [{"source": d.source, "dims": list(d.dims)} for d in f.dynamic_dims],
         "compile_s": f.compile_s,
@@ -138,10 +142,20 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         # Only a resume function after a graph break has it.
         **({"resume": _resume_to_dict(f.resume)} if f.resume is not None else {}),
         # Only a function whose calls a compiler stance refused.
-        **({"refused_calls": f.refused_calls, "refusals": [asdict(r) for r in f.refusals]} if f.refusals else {}),
+        **({"refused_calls": f.refused_calls, "refusals": [_refusal_dict(r) for r in f.refusals]} if f.refusals else {}),
         # Only where the run's ledger named who called it.
         **({"callers": list(f.callers)} if f.callers else {}),
     }
+
+
+def _refusal_dict(r: Refusal) -> dict[str, object]:
+    """A refusal with its cause in full (every field, unlike a recompile's), as records have kept it."""
+    cause = None if r.cause is None else {**asdict(r.cause), "cache_entry": _entry_text(r.cause)}
+    return {**asdict(r), "cause": cause}
+
+
+def _entry_text(c: Cause) -> str | None:
+    return None if c.cache_entry is None else str(c.cache_entry)
 
 
 def _resume_to_dict(r: Resume) -> dict[str, object]:
@@ -244,7 +258,7 @@ def _run(data: dict) -> Run:
             _whole(p.get("torch_lines", 0), "parse.torch_lines") or 0,
             _whole(p.get("unrecognized", 0), "parse.unrecognized") or 0,
             _strings(p.get("unrecognized_samples", []), "parse.unrecognized_samples"),
-            _strings(p.get("unidentified_frames", []), "parse.unidentified_frames"),
+            tuple(FrameId.parse(i) for i in _strings(p.get("unidentified_frames", []), "parse.unidentified_frames")),
             _whole(p.get("paste_messages"), "parse.paste_messages", optional=True),
         ),
         torch_version=_str(data.get("torch_version"), "torch_version", optional=True),
@@ -294,7 +308,7 @@ def _function(f: dict, where: str) -> FunctionSummary:
         name=str(_str(f["name"], f"{where}.name")),
         file=str(_str(f["file"], f"{where}.file")),
         line=_whole(f["line"], f"{where}.line", optional=True),
-        frame_ids=_strings(f.get("frame_ids", []), f"{where}.frame_ids"),
+        frame_ids=tuple(FrameId.parse(i) for i in _strings(f.get("frame_ids", []), f"{where}.frame_ids")),
         compiles=compiles,
         recompile_events=tuple(
             _event_from_dict(_object(e, f"{where}.recompile_events[{i}]"), f"{where}.recompile_events[{i}]")
@@ -304,11 +318,11 @@ def _function(f: dict, where: str) -> FunctionSummary:
             _limit_hit(h, f"{where}.limit_hits[{i}]") for i, h in enumerate(_list(f.get("limit_hits", []), f"{where}.limit_hits"))
         ),
         graph_breaks=tuple(
-            _typed(GraphBreak, g, f"{where}.graph_breaks[{i}]")
+            _typed(GraphBreak, _placed(g, f"{where}.graph_breaks[{i}]"), f"{where}.graph_breaks[{i}]")
             for i, g in enumerate(_list(f.get("graph_breaks", []), f"{where}.graph_breaks"))
         ),
         failed_compiles=tuple(
-            _typed(FailedCompile, c, f"{where}.failed_compiles[{i}]")
+            _typed(FailedCompile, _compiled(c, f"{where}.failed_compiles[{i}]"), f"{where}.failed_compiles[{i}]")
             for i, c in enumerate(_list(f.get("failed_compiles", []), f"{where}.failed_compiles"))
         ),
         compiled_for=tuple(
@@ -364,8 +378,31 @@ def _dynamic_dims(raw: object, where: str) -> DynamicDims:
     return DynamicDims(str(_str(values.get("source", ""), f"{where}.source")), tuple(dims))
 
 
-def _limit_hit(raw: object, where: str) -> LimitHit:
+def _compile_id(value: object, where: str) -> CompileId:
+    """A compile id as records write it (``0/1``, ``rank1:0/1_1``), parsed."""
+    cid = CompileId.parse(_str(value, where))
+    if cid is None:
+        raise ValueError(f"{where}: expected a compile id (0/1, rank1:0/1), got {value!r}"[:200])
+    return cid
+
+
+def _compiled(raw: object, where: str) -> dict:
+    """A record's object with its ``compile_id`` parsed (a failed compile's)."""
     values = dict(_object(raw, where))
+    values["compile_id"] = _compile_id(values.get("compile_id"), f"{where}.compile_id")
+    return values
+
+
+def _placed(raw: object, where: str) -> dict:
+    """A record's object with its ``compile_id`` read as a place (a limit hit's, a graph break's: a compile id,
+    a bare process or null)."""
+    values = dict(_object(raw, where))
+    values["compile_id"] = parse_place(_str(values.get("compile_id"), f"{where}.compile_id", optional=True))
+    return values
+
+
+def _limit_hit(raw: object, where: str) -> LimitHit:
+    values = _placed(raw, where)
     cause = values.pop("cause", None)
     hit = _typed(LimitHit, values, where)
     if hit.outcome not in LIMIT_OUTCOMES:
@@ -434,6 +471,7 @@ _SOURCE_OPTIONAL = ("path", "module", "held", "line")
 
 def _cause_dict(c: Cause) -> dict:
     values = {k: v for k, v in asdict(c).items() if k not in _CAUSE_OPTIONAL or v or v == 0 and v is not False}
+    values["cache_entry"] = _entry_text(c)
     if c.guarded is not None:
         values["guarded"] = {k: v for k, v in asdict(c.guarded).items() if k not in _SOURCE_OPTIONAL or v or v == 0}
     return values
@@ -447,6 +485,8 @@ def cause_from_dict(raw: object, where: str = "cause") -> Cause:
     guarded = values.pop("guarded", None)
     inferred = values.pop("inferred", None)
     aliased = _strings(values.pop("aliased", []), f"{where}.aliased")
+    entry = values.get("cache_entry")
+    values["cache_entry"] = None if entry is None else _compile_id(entry, f"{where}.cache_entry")
     for flag in ("known", "reset"):
         if not isinstance(values.get(flag, False), bool):
             raise TypeError(f"{where}.{flag}: expected true or false, got {values[flag]!r}"[:200])
@@ -489,7 +529,7 @@ def _event_from_dict(e: dict, where: str) -> RecompileEvent:
     if not isinstance(logged, bool):
         raise TypeError(f"{where}.logged: expected true or false, got {logged!r}"[:200])
     also = tuple(cause_from_dict(c, f"{where}.also[{i}]") for i, c in enumerate(_list(e.get("also", []), f"{where}.also")))
-    return RecompileEvent(str(_str(e["compile_id"], f"{where}.compile_id")), logged, causes, also)
+    return RecompileEvent(_compile_id(e["compile_id"], f"{where}.compile_id"), logged, causes, also)
 
 
 def write_atomic(path: Path, text: str, follow: bool = True) -> None:

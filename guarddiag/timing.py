@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from guarddiag.ids import CompileId
 from guarddiag.ledger import CompileRecord
 from guarddiag.model import FunctionSummary
 
@@ -44,7 +43,7 @@ def _times(f: FunctionSummary, mine: list[CompileRecord]) -> dict[str, object]:
         return {"recompile_limit": limit}  # some compile torch did not time, or guarddiag did not see
     # Each code object's first compile is none of its recompiles: the first compiles numbered 0, one per
     # code object of this name and line (its first compile after a reset is a recompile).
-    firsts = [i for i, r in enumerate(mine) if (cid := CompileId.parse(r.compile_id)) is not None and cid.number == 0]
+    firsts = [i for i, r in enumerate(mine) if r.compile_id is not None and r.compile_id.number == 0]
     firsts = firsts[: f.code_objects] or [0]
     return {
         "compile_s": round(sum(seconds), 6),  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from guarddiag.compare import CompareReport, FlipOutcome
 from guarddiag.diff import CauseKey, cause_key
-from guarddiag.ids import FunctionKey
+from guarddiag.ids import FrameId, FunctionKey
 from guarddiag.model import Cause, CauseIdentity, FunctionSummary, Guard, Run
 from guarddiag.render.words import cause_subject
 from guarddiag.shell import quote
@@ -364,7 +364,7 @@ def hint_check(
     return HintCheck(_status(outcomes), flags[0], outcomes, command, run_flags)
 
 
-Listings = Mapping[str, Mapping[int, tuple[Guard, ...]]]
+Listings = Mapping[FrameId, Mapping[int, tuple[Guard, ...]]]
 
 
 def run_hints(run: Run, listings: Listings | None) -> list[tuple[FixHint, ...]]:

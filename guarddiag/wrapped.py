@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from guarddiag.ids import CompileId
 from guarddiag.logparse.guards import location_of
 from guarddiag.model import Cause, CompiledFor, FunctionSummary, Guard, Source
 from guarddiag.places import users_file
@@ -98,7 +99,9 @@ def _traced_function(guards: Sequence[Guard]) -> tuple[str, str]:
     return best[0], best[1]
 
 
-def wrapped_parameters(f: FunctionSummary, known_files: Iterable[str]) -> tuple[CompiledFor | None, Mapping[int, str], frozenset[str]]:
+def wrapped_parameters(
+    f: FunctionSummary, known_files: Iterable[str]
+) -> tuple[CompiledFor | None, Mapping[int, str], frozenset[CompileId]]:
     """The function torch's ``inner`` frame ``f`` ran, the name of each of its positional arguments
     (``{2: "lr"}``), and the cache entries whose failing guard was read in it (compile ids); None and
     empty when that cannot be known."""
@@ -107,7 +110,7 @@ def wrapped_parameters(f: FunctionSummary, known_files: Iterable[str]) -> tuple[
         return unknown
     files = tuple(known_files)
     found: dict[tuple[str, str, int], tuple[str, ...]] = {}
-    entries: set[str] = set()
+    entries: set[CompileId] = set()
     for event in f.recompile_events:
         for c in (*event.causes, *event.also):
             m = _LOCATION.match(c.location)
@@ -171,7 +174,7 @@ def _named(f: FunctionSummary, files: tuple[str, ...]) -> FunctionSummary:
     if not params:
         return f
 
-    def cause(c: Cause, entry: str | None) -> Cause:
+    def cause(c: Cause, entry: CompileId | None) -> Cause:
         return renamed_cause(c, params) if entry in located else c
 
     events = tuple(

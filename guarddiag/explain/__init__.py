@@ -27,7 +27,7 @@ from guarddiag.explain.model import (
 from guarddiag.explain.objects import Memo, objects_of
 from guarddiag.guardexpr import condition_key, size_condition, symbolic_condition
 from guarddiag.guardkinds import FLAT_FALLBACK as SHAPE_GUARD_KIND
-from guarddiag.ids import CompileId, compile_id
+from guarddiag.ids import CompileId, FrameId
 from guarddiag.logparse.events import Event, GuardListing, SizeGuardAdded, SymbolCreated
 from guarddiag.logparse.guards import location_of
 from guarddiag.model import CauseIdentity, FunctionSummary, Guard
@@ -62,7 +62,7 @@ class GuardListings:
     its compile's shape environment logged when it added the guard."""
 
     def __init__(self) -> None:
-        self.by_frame: dict[str, dict[int, tuple[Guard, ...]]] = {}
+        self.by_frame: dict[FrameId, dict[int, tuple[Guard, ...]]] = {}
         self._symbols: dict[CompileId, dict[str, str]] = {}
         self._lines: dict[CompileId, dict[tuple[str, ...], str]] = {}
 
@@ -163,7 +163,7 @@ def _explain_function(
     entries = []
     for number in sorted(listings):
         objects, ambient = objects_of(listings[number], roles, full, memo)
-        entries.append(CacheEntry(compile_id(f.frame_ids[0], number), objects, ambient))
+        entries.append(CacheEntry(f.frame_ids[0].compile(number), objects, ambient))
     named = named_arguments(f, entries, files)
     entries = [named.entry(e) for e in entries]
     causes: dict[CauseIdentity, CauseCount] = {}

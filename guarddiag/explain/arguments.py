@@ -26,6 +26,7 @@ from guarddiag.explain.model import (
     TypeObject,
     ValueObject,
 )
+from guarddiag.ids import CompileId
 from guarddiag.model import Cause, FunctionSummary
 from guarddiag.sourceinfo import ARGUMENT
 from guarddiag.wrapped import renamed_cause, renamed_name, wrapped_parameters
@@ -38,7 +39,7 @@ class NamedArguments:
     """The parameter names of torch's ``inner`` frame's ``args`` in the entries compiled for one function."""
 
     params: Mapping[int, str]
-    entries: frozenset[str]
+    entries: frozenset[CompileId]
     every: bool
 
     def entry(self, e: CacheEntry) -> CacheEntry:

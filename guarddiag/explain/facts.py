@@ -16,7 +16,6 @@ from typing import NamedTuple
 
 from guarddiag.guardexpr import readable_source, source_group
 from guarddiag.guardkinds import AMBIENT_KINDS
-from guarddiag.ids import CompileId
 from guarddiag.logparse.guards import location_of
 from guarddiag.model import Guard
 
@@ -205,9 +204,3 @@ def role(src: str, roles: Mapping[str, str]) -> str:
 
 def short_type(qualname: str) -> str:
     return qualname.rsplit(".", 1)[-1] if qualname else ""
-
-
-def frame_of(compile_id: str) -> tuple[str | None, int]:
-    """``rank1:3/2`` -> (``rank1:3``, 2); (None, 0) when it is not a compile id."""
-    cid = CompileId.parse(compile_id)
-    return (cid.frame_id, cid.number) if cid is not None else (None, 0)

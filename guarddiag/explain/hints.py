@@ -25,6 +25,7 @@ from guarddiag.explain.model import Choice, CodeLine, FixHint
 from guarddiag.flags import flag_name
 from guarddiag.guardexpr import as_source, readable_source, size_terms
 from guarddiag.guardkinds import KINDS, UNKNOWN_KIND, failure_kind, kind
+from guarddiag.ids import CompileId
 from guarddiag.model import Cause, CauseIdentity, DynamicDims, FunctionSummary, GraphBreak, Guard, StackSlot
 from guarddiag.sourceinfo import NN_MODULE, FunctionSource, Statement, class_kind, function_at, local_roles
 from guarddiag.wrapped import frame_package
@@ -233,7 +234,7 @@ def fix_hints(
     ``listings``: the function's guard listings by compile number; ``graph_breaks``: every graph break of the
     run (a resume function's value is read on a line its parent function broke the graph at)."""
     listings = listings or {}
-    seen: dict[CauseIdentity, tuple[Cause, int, str]] = {}
+    seen: dict[CauseIdentity, tuple[Cause, int, CompileId]] = {}
     for event in f.recompile_events:
         c = event.causes[0]
         # One per cause group, as run's report groups them: two dims of one tensor are two causes, each with its hint.
@@ -358,7 +359,7 @@ def _family(c: Cause) -> tuple[str, str, Mapping[str, str]]:
 def _facts(
     c: Cause,
     count: int,
-    compile_id: str,
+    compile_id: CompileId,
     f: FunctionSummary,
     torch_version: str | None,
     era: str,
@@ -368,8 +369,8 @@ def _facts(
     family, row, groups = _family(c)
     source = _listing_source(c, f, listings)
     guards = tuple(g for gs in listings.values() for g in gs)
-    number = F.frame_of(compile_id)[1]
-    before = listings.get(F.frame_of(c.cache_entry)[1], ()) if c.cache_entry else ()
+    number = compile_id.number
+    before = listings.get(c.cache_entry.number, ()) if c.cache_entry else ()
     function = function_at(f.file, f.line or 0) if f.file else None
     return CauseFacts(
         c,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from guarddiag.ids import CompileId
 from guarddiag.model import Cause, FunctionSummary
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ GuardedObject = TensorObject | ValueObject | IdentityObject | TypeObject | Conte
 class CacheEntry:
     """The guard model of one compile of a frame; ``ambient``: the global state it checks."""
 
-    compile_id: str
+    compile_id: CompileId
     objects: tuple[GuardedObject, ...]
     ambient: tuple[Ambient, ...]
     # Rows the default view folded into FoldedObject rows (0 with --full).

@@ -153,7 +153,7 @@ class RecompileBlock(Block):
                 self._stack_line(rest.strip())
             return True
         self._end_stack()
-        self.failures.append(GuardFailure(m["ce"], rest))
+        self.failures.append(GuardFailure(CompileId.parse(m["ce"]), rest))
         return True
 
     def _stack_line(self, text: str) -> None:

@@ -46,7 +46,7 @@ class StackFrame:
 class GuardFailure:
     """One reason a cache entry rejected a call, as torch printed it, and the user stack torch printed under it."""
 
-    cache_entry: str | None
+    cache_entry: CompileId | None
     text: str
     stack: tuple[StackFrame, ...] = ()
 

@@ -212,7 +212,7 @@ def _entry(entry: CacheEntry, said: dict[int, ObjectWords], matters: frozenset[s
     rows = tuple(_marked(object_words(o, said), matters) for o in entry.objects)
     # Distinct states can read alike (a snapshot's grad mode and a grad-mode guard): each is said once.
     ambient = ", ".join(dict.fromkeys(ambient_words(a) for a in entry.ambient))
-    return EntryWords(entry.compile_id, rows, ambient, (), entry.folded)
+    return EntryWords(str(entry.compile_id), rows, ambient, (), entry.folded)
 
 
 # The global state explain lists beside an entry's objects, beyond a guard kind's own name (guardkinds.AMBIENT_KINDS).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from guarddiag.diff import RESET_PATTERN
 from guarddiag.guardexpr import readable_source
+from guarddiag.ids import FrameId
 from guarddiag.limits import LimitBudget
 from guarddiag.model import (
     Cause,
@@ -48,7 +49,7 @@ def function_label(f: FunctionSummary, process: bool = True) -> str:
     (``Sequential (module)``); the frame id when the log never named the frame. ``process=False`` leaves
     out the process (a sentence that names the ranks itself)."""
     if not f.name:
-        return f"<unidentified frame {', '.join(f.frame_ids)}>"
+        return f"<unidentified frame {', '.join(map(str, f.frame_ids))}>"
     # torch compiled its wrapper (`inner`, a library's decorator): the user knows what they compiled.
     compiled = ", ".join(compiled_for_name(c) for c in f.compiled_for)
     label = compiled or place_label(f.name, f.file, f.line, f.resume)
@@ -311,7 +312,9 @@ def keys_sentence(keys: DictKeys) -> str:
 def limit_sentence(hit: LimitHit) -> str:
     """``hit recompile_limit (8) at 0/8 on value of argument `n`: torch runs it without compiling from here on``."""
     # A paste's hit may name its process alone (``rank7:``): no compile number.
-    where = "" if not hit.compile_id else f" in {hit.compile_id[:-1]}" if hit.compile_id.endswith(":") else f" at {hit.compile_id}"
+    place = hit.compile_id
+    bare = isinstance(place, FrameId) and not place.frame
+    where = "" if place is None else f" in {place.process}" if bare else f" at {place}"
     why = f" on {cause_words(hit.cause)}" if hit.cause is not None else ""
     if hit.cause is not None and hit.cause.keys is not None:
         why += f" ({keys_sentence(hit.cause.keys)})"

@@ -8,7 +8,7 @@ import re
 
 from guarddiag.guardexpr import SOURCE_ROOT
 from guarddiag.guardkinds import EQUALITY_OPS, GUARD_HELPER, MISMATCH, TENSOR_FAILURE_START
-from guarddiag.ids import CACHE_ENTRY
+from guarddiag.ids import CACHE_ENTRY, CompileId
 from guarddiag.logparse.blocks import (
     FUNCTION_NAME,
     LIMIT_ADVICE,
@@ -123,16 +123,16 @@ def failure_of(text: str) -> GuardFailure:
     return GuardFailure(entry, repad(rest))
 
 
-def split_tag(text: str) -> tuple[str | None, str]:
+def split_tag(text: str) -> tuple[CompileId | None, str]:
     m = TAGGED.match("- " + text)
-    return (m["ce"], m["text"]) if m else (None, text)
+    return (CompileId.parse(m["ce"]), m["text"]) if m else (None, text)
 
 
 def orphan_failure(text: str) -> GuardFailure | None:
     """A ``- 0/1: ...`` line, or a ``- ...`` line that reads as a guard failure."""
     m = TAGGED.match(text)
     if m is not None:
-        return GuardFailure(m["ce"], repad(m["text"]))
+        return GuardFailure(CompileId.parse(m["ce"]), repad(m["text"]))
     rest = text[2:].strip()
     return GuardFailure(None, repad(rest)) if _GUARDISH.search(rest) else None
 

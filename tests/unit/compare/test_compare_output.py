@@ -10,6 +10,7 @@ import pytest
 
 from guarddiag.compare import OutputChange, VariantResult, build_report, first_difference, plan_compare
 from guarddiag.flags import catalog_from_dict
+from guarddiag.ids import FrameId
 from guarddiag.pipeline import parse_logs
 from guarddiag.render import FORMATS
 from guarddiag.render.compare import COMPARE_SCHEMA, render_compare
@@ -102,7 +103,7 @@ def test_a_cause_no_flip_answers_is_not_said_to_need_a_code_change():
     from guarddiag.model import FunctionSummary
     from guarddiag.render.flips import cause_lines
 
-    f = FunctionSummary("forward", "model.py", 3, ("0",), 2, ())
+    f = FunctionSummary("forward", "model.py", 3, (FrameId("0"),), 2, ())
     target = Target(f, ("global_state", "", "grad mode"), "global_state", "grad mode", 1, 0, frozenset(), ())
     (line,) = cause_lines(CauseResult(target, ()), 6)
     assert "needs a change of the code" not in line and "expected" in line

@@ -412,7 +412,7 @@ def test_a_limit_warning_mangled_onto_another_prefix_does_not_take_back_a_compil
     run = _parse(lines)
     _sane(run)
     (f,) = run.functions
-    assert (f.compiles, len(f.recompile_events), [h.compile_id for h in f.limit_hits]) == (2, 1, ["0/2"])
+    assert (f.compiles, len(f.recompile_events), [str(h.compile_id) for h in f.limit_hits]) == (2, 1, ["0/2"])
     assert run.functions == _parse(original).functions
 
 

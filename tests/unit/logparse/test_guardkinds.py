@@ -26,6 +26,7 @@ from guarddiag.guardkinds import (
     category,
     kind,
 )
+from guarddiag.ids import CompileId
 from guarddiag.logparse.framing import frame
 from guarddiag.logparse.guards import TreeReader, flat_guard
 from guarddiag.model import Cause, Guard
@@ -212,9 +213,9 @@ def test_flat_listing_line_reads_as_its_kind(name: str, where: str, start: str):
 
 @pytest.mark.parametrize(("name", "where", "text", "expected"), FAILURES, ids=[f"{k}-{w}" for k, w, *_ in FAILURES])
 def test_failure_text_classifies_to_its_kinds_category(name: str, where: str, text: str, expected: str):
-    cause = classify_failure(_real(where, text), "0/0")
+    cause = classify_failure(_real(where, text), CompileId("0", 0))
     assert cause.category == expected == BY_NAME[name].category
-    assert cause.cache_entry == "0/0"
+    assert str(cause.cache_entry) == "0/0"
 
 
 @pytest.mark.parametrize(("name", "where", "line", "expected"), TREE, ids=[k for k, *_ in TREE])

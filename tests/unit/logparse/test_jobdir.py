@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from guarddiag.errors import InputError
-from guarddiag.ids import CompileId, FunctionKey, in_record, is_process, process_of, rank_of, relabel
+from guarddiag.ids import CompileId, FunctionKey, in_record, is_process, process_of, rank_of
 from guarddiag.logparse.jobdir import layout
 from guarddiag.merge import RankClash, merge_runs
 from guarddiag.model import Run
@@ -151,8 +151,8 @@ def test_process_labels_read_back_as_themselves(text: str):
 
 
 def test_relabelling_moves_an_id_to_a_record():
-    assert relabel("rank1:0/3", in_record("py311", "rank1")) == "py311/rank1:0/3"
-    assert relabel("0/3", in_record("py311", "")) == "py311/main:0/3"
+    assert str(replace(CompileId.parse("rank1:0/3"), process=in_record("py311", "rank1"))) == "py311/rank1:0/3"
+    assert str(replace(CompileId.parse("0/3"), process=in_record("py311", ""))) == "py311/main:0/3"
     assert rank_of("py311/rank7") == 7 and rank_of("local7") is None and rank_of("") is None
     assert process_of("?forward@C:\\x.py") == ""  # a frame named from a Windows path is no process
 

@@ -9,6 +9,7 @@ import pytest
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, guarded_source, keys_cause
 from guarddiag.guardkinds import kind
+from guarddiag.ids import CompileId
 from guarddiag.model import Cause, DictKeys, Guard, Inferred, Source
 from guarddiag.sourceinfo import Roles
 from guarddiag.wrapped import renamed_cause, renamed_source
@@ -16,7 +17,7 @@ from guarddiag.wrapped import renamed_cause, renamed_source
 
 def test_a_tensor_failure_is_its_kind_object_property_and_dim():
     text = "tensor 'x' size mismatch at index 0. expected 32, actual 20"
-    cause = classify_failure(text, "0/0", {"x": "argument"})
+    cause = classify_failure(text, CompileId("0", 0), {"x": "argument"})
     assert (cause.kind, cause.category, cause.guarded, cause.checked, cause.dim) == (
         "TENSOR_MATCH",
         "tensor",
@@ -84,8 +85,8 @@ def test_a_source_refuses_a_role_it_does_not_know():
 
 
 def test_the_key_is_the_cause_not_where_or_how_torch_said_it():
-    a = classify_failure("tensor 'x' size mismatch at index 0. expected 32, actual 20  # y = x @ w  # m.py:3 in f", "0/0")
-    b = classify_failure("tensor 'x' size mismatch at index 0. expected 20, actual 48", "0/1")
+    a = classify_failure("tensor 'x' size mismatch at index 0. expected 32, actual 20  # y = x @ w  # m.py:3 in f", CompileId("0", 0))
+    b = classify_failure("tensor 'x' size mismatch at index 0. expected 20, actual 48", CompileId("0", 1))
     assert a.key == b.key and len({a.key, b.key}) == 1
     other_dim = classify_failure("tensor 'x' size mismatch at index 1. expected 8, actual 9")
     assert other_dim.key != a.key

@@ -6,6 +6,7 @@ import pytest
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, guarded_source
 from guarddiag.guardexpr import normalize_guard, readable_source
+from guarddiag.ids import CompileId
 from guarddiag.model import Guard
 from guarddiag.render.words import cause_subject, source_words
 from tests.conftest import LOGS
@@ -53,9 +54,9 @@ from tests.conftest import LOGS
     ],
 )
 def test_classify_failure(text, category, source, about):
-    cause = classify_failure(text, "0/0")
+    cause = classify_failure(text, CompileId("0", 0))
     assert (cause.category, cause.source, cause_subject(cause)) == (category, source, about)
-    assert cause.cache_entry == "0/0"
+    assert str(cause.cache_entry) == "0/0"
 
 
 def test_guard_normalization_drops_ids_and_sizes():
@@ -130,5 +131,6 @@ def test_torchs_own_hint_on_an_nn_module_int_is_kept_as_a_fact():
         for line in (LOGS / "torch-2.13.0" / "module_int_attribute.log").read_text().splitlines()
         if "[__recompiles]     - 0/0: self.layer_idx == 0" in line
     )
-    assert classify_failure(line, "0/0").torch_hint == "nn_module_int"
-    assert classify_failure("cfg.top_k == 3  # vals, idx = scaled.topk(cfg.top_k, dim=-1)  # x.py:20 in f", "0/0").torch_hint == ""
+    assert classify_failure(line, CompileId("0", 0)).torch_hint == "nn_module_int"
+    plain = classify_failure("cfg.top_k == 3  # vals, idx = scaled.topk(cfg.top_k, dim=-1)  # x.py:20 in f", CompileId("0", 0))
+    assert plain.torch_hint == ""

@@ -39,7 +39,7 @@ def test_one_graph_break_per_compile_that_breaks_as_torch_records_them(kind: str
     broken, truth = _broken(kind)
     by_compile: dict[str, int] = {}
     for g in broken.graph_breaks:
-        by_compile[g.compile_id] = by_compile.get(g.compile_id, 0) + 1
+        by_compile[str(g.compile_id)] = by_compile.get(str(g.compile_id), 0) + 1
     assert by_compile == truth["by_compile"]
     assert all(g.reason.startswith(REASONS[kind]) for g in broken.graph_breaks), [g.reason for g in broken.graph_breaks]
 

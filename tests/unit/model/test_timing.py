@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from guarddiag.ids import FrameId
 from guarddiag.ledger import read_ledger
 from guarddiag.limits import LimitBudget, limit_budget
 from guarddiag.model import Run
@@ -139,7 +140,7 @@ def test_no_warning_far_from_the_limit_across_a_reset_or_for_a_failed_attempt():
     run = _run(TIMING / "near_limit-2.13")
     step = run.functions[0]
     assert limit_budget(run, replace(step, recompile_limit=9)) is None  # 7 of 9: two left
-    assert limit_budget(run, replace(step, frame_ids=("0", "0~1"))) is None  # counts restart at a reset
+    assert limit_budget(run, replace(step, frame_ids=(FrameId("0"), FrameId("0~1")))) is None  # counts restart at a reset
     failed = _run(TIMING / "reset_and_failures-2.13")
     assert all(limit_budget(failed, replace(f, recompile_limit=2)) is None for f in failed.functions)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from guarddiag.ids import FrameId
 from guarddiag.model import ParseStats, Run
 from guarddiag.pipeline import parse_logs
 from guarddiag.render import markdown, table
@@ -93,8 +94,8 @@ def test_markdown_of_a_paste_and_of_a_log_without_torch_lines():
 def test_function_labels():
     (f,) = parse_logs([str(LIMIT)]).functions
     assert function_label(f) == "rollout (scenarios/recompile_limit.py:24)"
-    assert function_label(replace(f, frame_ids=("rank1:0",))) == "rollout (scenarios/recompile_limit.py:24) [rank1]"
+    assert function_label(replace(f, frame_ids=(FrameId("0", "rank1"),))) == "rollout (scenarios/recompile_limit.py:24) [rank1]"
     assert function_label(replace(f, line=None)) == "rollout (scenarios/recompile_limit.py)"
     assert function_label(replace(f, file="")) == "rollout (?)"
-    assert function_label(replace(f, name="", frame_ids=("0", "1"))) == "<unidentified frame 0, 1>"
+    assert function_label(replace(f, name="", frame_ids=(FrameId("0"), FrameId("1")))) == "<unidentified frame 0, 1>"
     assert short_path("C:\\work\\proj\\model.py") == "proj/model.py" and short_path("model.py") == "model.py"

@@ -11,6 +11,7 @@ import pytest
 from guarddiag.config import Settings
 from guarddiag.errors import OK
 from guarddiag.gate import evaluate
+from guarddiag.ids import FrameId
 from guarddiag.model import Job, JobProcess, Run
 from guarddiag.render import render
 from guarddiag.render.gate import render_check
@@ -48,7 +49,7 @@ def test_torchrun_workers_are_ranks_with_their_node_and_the_process_a_rank_start
     counted = _per_process(logs.functions)
     assert [p.torch_compiles for p in logs.processes] == [counted.get(p.process, 0) for p in logs.processes]
     # No frame or compile id carries two processes (child1:rank0:0), nor the launcher's.
-    ids = [i for f in logs.functions for i in (*f.frame_ids, *(e.compile_id for e in f.recompile_events))]
+    ids = [str(i) for f in logs.functions for i in (*f.frame_ids, *(e.compile_id for e in f.recompile_events))]
     assert ids and all(i.count(":") == 1 for i in ids)
     assert logs.torch_compiles == 0  # the launcher compiled nothing
 
@@ -59,8 +60,8 @@ def test_spawned_workers_are_named_by_their_log_prefix_and_the_main_process_stay
         ("rank0", 0, None, "prefix"), ("rank1", 1, None, "prefix")
     ]
     main = [f for f in logs.functions if not f.rank]
-    assert [f.frame_ids for f in main] == [("0",)] and logs.torch_compiles == 1
-    assert sorted(f.frame_ids for f in logs.functions if f.rank) == [("rank0:0",), ("rank1:0",)]
+    assert [f.frame_ids for f in main] == [(FrameId("0"),)] and logs.torch_compiles == 1
+    assert sorted(str(f.frame_ids[0]) for f in logs.functions if f.rank) == ["rank0:0", "rank1:0"]
 
 
 def test_process_logs_name_each_log_as_the_report_does():
