@@ -15,6 +15,7 @@ from guarddiag.logparse.parser import LogParser
 from guarddiag.model import Resume, StackSlot
 from guarddiag.pipeline import build_from_lines, parse_log
 from guarddiag.render import table
+from guarddiag.render.explain_words import explanation_words
 from guarddiag.render.gate import finding_message
 from guarddiag.render.summary import cause_groups, function_detail_lines
 from guarddiag.render.words import function_label
@@ -72,7 +73,8 @@ def test_explain_and_run_name_every_function_alike():
         text = in_checkout((LOGS / log).read_text())
         functions, _ = build_from_lines(text.splitlines())
         explained = explain_events(LogParser(locations=False).parse(text.splitlines(keepends=True)))
-        assert sorted(f.label for f in explained.functions) == sorted(function_label(f) for f in functions), log
+        said = explanation_words(explained).functions
+        assert sorted(f.label for f in said) == sorted(function_label(f) for f in functions), log
 
 
 def test_a_wrapper_is_named_by_what_the_user_compiled_and_its_section_names_the_wrapper():
