@@ -33,7 +33,7 @@ XDIST ?= -n auto --dist worksteal
 
 # compileall first: where PYTHONDONTWRITEBYTECODE is set (CI here), every guarddiag process would compile
 # guarddiag's sources again, 0.3 s of CPU each, and the suite starts several hundred of them.
-test: venv  ## Run the whole test suite (unit + end-to-end with real torch, inductor checks apart) on every core; about 26 min on this 2-core machine (1553 s of pytest in a clean clone, 2477 tests; goal: 10, issue 26)
+test: venv  ## Run the test suite CI runs (unit, end-to-end with real torch, hygiene; the inductor corpus and the oracle beyond its sample apart) on every core; about 26 min on this 2-core machine (1553 s of pytest in a clean clone, 2477 tests; goal: 10, issue 26)
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor and not oracle" --durations=15 $(PYTEST_ARGS)
 
@@ -45,7 +45,7 @@ test-inductor: venv  ## The corpus on the inductor backend it is written for: co
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python -m pytest -q $(XDIST) -m inductor --durations=15 $(PYTEST_ARGS)
 
-test-fast: venv  ## Unit tests (no torch, enforced): parsers, model, gate, renderers on recorded logs (about 2 min)
+test-fast: venv  ## Unit tests (no torch, enforced): parsers, model, gate, renderers on recorded logs (about 1 min on 2 cores)
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python -m pytest -q $(XDIST) tests/unit $(PYTEST_ARGS)
 
