@@ -150,12 +150,8 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
 
 def _refusal_dict(r: Refusal) -> dict[str, object]:
     """A refusal with its cause in full (every field, unlike a recompile's), as records have kept it."""
-    cause = None if r.cause is None else {**asdict(r.cause), "cache_entry": _entry_text(r.cause)}
+    cause = None if r.cause is None else {**asdict(r.cause), "cache_entry": place_text(r.cause.cache_entry)}
     return {**asdict(r), "cause": cause}
-
-
-def _entry_text(c: Cause) -> str | None:
-    return None if c.cache_entry is None else str(c.cache_entry)
 
 
 def _resume_to_dict(r: Resume) -> dict[str, object]:
@@ -471,7 +467,7 @@ _SOURCE_OPTIONAL = ("path", "module", "held", "line")
 
 def _cause_dict(c: Cause) -> dict:
     values = {k: v for k, v in asdict(c).items() if k not in _CAUSE_OPTIONAL or v or v == 0 and v is not False}
-    values["cache_entry"] = _entry_text(c)
+    values["cache_entry"] = place_text(c.cache_entry)
     if c.guarded is not None:
         values["guarded"] = {k: v for k, v in asdict(c.guarded).items() if k not in _SOURCE_OPTIONAL or v or v == 0}
     return values

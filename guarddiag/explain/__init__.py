@@ -177,16 +177,4 @@ def _explain_function(
         # recompiled folds whole: compiled after a graph break in library code, nothing in it changed.
         package = "" if torch_wrapper(f.file) or f.compiles > 1 else frame_package(f.file)
         entries = [fold_entry(e, keep, library_frame(f.file), package) for e in entries]
-    return FunctionExplanation(
-        f,
-        f.name,
-        f.file,
-        f.line,
-        f.compiles,
-        f.recompiles,
-        tuple(entries),
-        tuple(sorted(causes.values(), key=lambda c: -c.count)),
-        hints,
-        len(f.failed_compiles),
-        keep,
-    )
+    return FunctionExplanation(f, tuple(entries), tuple(sorted(causes.values(), key=lambda c: -c.count)), hints, keep)

@@ -253,21 +253,39 @@ class FixHint:
 @dataclass(frozen=True)
 class FunctionExplanation:
     """A compiled function: its cache entries' guard models, why it recompiled and how to fix it.
-    ``function``: the run's summary of it (renderers name it from that)."""
+    ``function``: the run's summary of it (its name, place and counts; renderers name it from that)."""
 
     function: FunctionSummary
-    name: str
-    file: str
-    line: int | None
-    compiles: int
-    recompiles: int
     entries: tuple[CacheEntry, ...]
     causes: tuple[CauseCount, ...] = ()
     hints: tuple[FixHint, ...] = ()
-    # Compiles that installed no code (they raised, or Dynamo skipped the frame): no cache entry of theirs.
-    no_code: int = 0
     # The sources of the rows a user must act on: they differ between cache entries, or a cause names them.
     matters: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.function.name
+
+    @property
+    def file(self) -> str:
+        return self.function.file
+
+    @property
+    def line(self) -> int | None:
+        return self.function.line
+
+    @property
+    def compiles(self) -> int:
+        return self.function.compiles
+
+    @property
+    def recompiles(self) -> int:
+        return self.function.recompiles
+
+    @property
+    def no_code(self) -> int:
+        """Compiles that installed no code (they raised, or Dynamo skipped the frame): no cache entry of theirs."""
+        return len(self.function.failed_compiles)
 
 
 @dataclass(frozen=True)
