@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test test-oracle test-inductor test-fast test-transformers fuzz bench bench-explain bench-startup lint record-fixtures record-torchrun clean
+.PHONY: help venv demo test test-slow test-all test-oracle test-inductor test-fast test-transformers fuzz bench bench-explain bench-startup lint record-fixtures record-torchrun clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -33,15 +33,23 @@ XDIST ?= -n auto --dist worksteal
 
 # compileall first: where PYTHONDONTWRITEBYTECODE is set (CI here), every guarddiag process would compile
 # guarddiag's sources again, 0.3 s of CPU each, and the suite starts several hundred of them.
-test: venv  ## Run the test suite CI runs (unit, end-to-end with real torch, hygiene; the inductor corpus and the oracle beyond its sample apart) on every core; about 26 min on this 2-core machine (1553 s of pytest in a clean clone, 2477 tests; goal: 10, issue 26)
+test: venv  ## The suite CI runs: every unit and hygiene test, and end to end on real torch each command's paths and errors (make test-slow, test-oracle and test-inductor run the breadth); under 10 min on 2 cores
 	$(BIN)/python -m compileall -q guarddiag
-	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor and not oracle" --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor and not oracle and not slow" --durations=15 $(PYTEST_ARGS)
 
-test-oracle: venv  ## Every port of PyTorch's recompile tests, guarddiag's counts against torch's (make test runs a sample of 13; about 3 min on 2 cores)
+test-slow: venv  ## The end-to-end breadth make test leaves out: every scenario, corpus script and hint, torchrun jobs, timeouts and signals, every format (about 20 min on 2 cores; run before an issue is resolved)
+	$(BIN)/python -m compileall -q guarddiag
+	$(BIN)/python -m pytest -q $(XDIST) -m "slow and not inductor" --durations=15 $(PYTEST_ARGS)
+
+test-all: venv  ## Everything but the inductor corpus: make test, test-slow and test-oracle in one run (about 30 min on 2 cores)
+	$(BIN)/python -m compileall -q guarddiag
+	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor" --durations=15 $(PYTEST_ARGS)
+
+test-oracle: venv  ## Every port of PyTorch's recompile tests, guarddiag's counts against torch's (make test runs a sample of 7; about 3 min on 2 cores)
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python -m pytest -q $(XDIST) tests/realtorch/test_pytorch_oracle.py --durations=5 $(PYTEST_ARGS)
 
-test-inductor: venv  ## The corpus on the inductor backend it is written for: counts against torch's, every fix hint applied (several minutes; make test runs the same on eager)
+test-inductor: venv  ## The corpus on the inductor backend it is written for: counts against torch's, every fix hint applied (several minutes; make test-slow runs the same on eager)
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python -m pytest -q $(XDIST) -m inductor --durations=15 $(PYTEST_ARGS)
 

@@ -60,10 +60,18 @@ def test_rewrite_replaces_only_the_stale_block():
     assert tool.rewrite(text, {first.start: "$ guarddiag version\nnew\n"}) == text.replace("old\n", "$ guarddiag version\nnew\n")
 
 
+def _marks(document, example) -> list:
+    """torch when the example runs a script; slow too when that example is in docs/ (make test checks the
+    README's and every example read from a recorded file, make test-slow the docs' examples that run torch)."""
+    if not example.runs_torch:
+        return []
+    return [pytest.mark.torch] + ([] if document == tool.README else [pytest.mark.slow])
+
+
 def _cases() -> list:
-    """One case per example, marked torch when it runs a script."""
+    """One case per example."""
     return [
-        pytest.param(document, e, id=f"{document.stem}-{i}-{e.commands[-1].split()[1]}", marks=[pytest.mark.torch] if e.runs_torch else [])
+        pytest.param(document, e, id=f"{document.stem}-{i}-{e.commands[-1].split()[1]}", marks=_marks(document, e))
         for i, (document, e) in enumerate(EXAMPLES)
     ]
 

@@ -18,6 +18,7 @@ from guarddiag.ledger import compiles_in, read_ledger
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_runs_that_meet_at_one_address_take_turns_and_others_do_not(tmp_path, capfd):
     """Real runs of a script named ``torchrun`` (it only notes when it started and ended): two that
     share the default address run one after the other; with --standalone, side by side."""

@@ -10,7 +10,7 @@ import junitparser
 import pytest
 import yaml
 
-from tests.conftest import SCENARIOS, run_guarddiag
+from tests.conftest import SCENARIOS, in_make_test, run_guarddiag
 from tests.shared_runs import Result, guarddiag_once
 
 pytestmark = pytest.mark.torch
@@ -76,6 +76,7 @@ def test_more_recompiles_fail_with_the_function_and_the_cause(project):
     assert "2 over the 5 allowed" in failed[0].result[0].message
 
 
+@pytest.mark.slow
 def test_improvement_passes_and_says_how_to_record_it(project):
     _set_layers(project, 3)
     proc = run_guarddiag("check", "model.py", cwd=project)
@@ -106,6 +107,7 @@ def test_ci_outputs_step_summary_and_annotations(project):
     assert "file=model.py,line=30" in line and "2 over the 5 allowed" in line
 
 
+@pytest.mark.slow
 def test_config_in_pyproject_makes_check_one_command(project):
     (project / "pyproject.toml").write_text(
         textwrap.dedent(
@@ -126,6 +128,7 @@ def test_config_in_pyproject_makes_check_one_command(project):
     assert run_guarddiag("check", cwd=project, env={"GUARDDIAG_MAX_RECOMPILES": "3"}).returncode == 5
 
 
+@pytest.mark.slow
 def test_thresholds_without_a_baseline_and_run_records(workdir):
     record = workdir / "run.json"
     assert run_guarddiag("run", str(SCENARIOS / "recompile_limit.py"), "-o", str(record), cwd=workdir).returncode == 0
@@ -147,6 +150,7 @@ def test_broken_baseline_is_one_clear_line(project):
     assert "functions[0].recompiles" in line and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_log_that_lost_lines_is_not_a_pass(project):
     # A script that silences logging: torch still compiles (and regresses), its log shows nothing.
     path = project / "model.py"
@@ -159,6 +163,7 @@ def test_a_log_that_lost_lines_is_not_a_pass(project):
     assert run.returncode == 0 and "warning: torch compiled" in run.stdout
 
 
+@pytest.mark.slow
 def test_torch_logs_format_of_the_user_does_not_change_the_counts(project):
     proc = run_guarddiag("run", "model.py", "-o", "r.json", cwd=project, env={"TORCH_LOGS_FORMAT": "%(message)s"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -166,7 +171,7 @@ def test_torch_logs_format_of_the_user_does_not_change_the_counts(project):
     assert record["totals"]["compiles"] == record["torch_compiles"] == 6
 
 
-@pytest.mark.parametrize("fmt", ["json", "yaml", "markdown"])
+@pytest.mark.parametrize("fmt", in_make_test(["json", "yaml", "markdown"], {"markdown"}))
 def test_check_in_every_format_keeps_annotations_off_stdout(project, fmt):
     """The table is tested above; the other formats are one document on stdout even on a CI runner."""
     from tests.documents import assert_document

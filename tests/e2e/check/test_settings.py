@@ -27,6 +27,7 @@ def test_two_settings_files_in_one_folder_are_refused_naming_both(project):
     assert "keep them in one file" in line and proc.stdout == ""
 
 
+@pytest.mark.slow
 def test_check_from_a_subfolder_uses_the_settings_above_and_names_them(project):
     """From a subfolder no settings were found and nothing said so ('nothing to check')."""
     (project / "pyproject.toml").write_text('[tool.guarddiag]\nmax_recompiles = 0\nscripts = ["model.py"]\n')
@@ -65,6 +66,7 @@ def _baseline_torch(project, version: str | None) -> None:
 
 
 @pytest.mark.parametrize(("layers", "code"), [(8, 5), (3, 0)])
+@pytest.mark.slow
 def test_a_count_that_moved_against_a_baseline_of_another_torch_says_torch_changed(project, layers, code):
     _baseline_torch(project, "2.12.0")
     _set_layers(project, layers)
@@ -76,6 +78,7 @@ def test_a_count_that_moved_against_a_baseline_of_another_torch_says_torch_chang
     assert report["torch"]["baseline"] == "2.12.0" and report["torch"]["now"].startswith("2.13")
 
 
+@pytest.mark.slow
 def test_a_baseline_that_does_not_say_its_torch_is_said_to_be_not_known(project):
     _baseline_torch(project, None)
     _set_layers(project, 8)
@@ -84,6 +87,7 @@ def test_a_baseline_that_does_not_say_its_torch_is_said_to_be_not_known(project)
     assert "note: the baseline does not say which torch recorded it (torch now: 2.13" in proc.stdout
 
 
+@pytest.mark.slow
 def test_the_same_torch_or_no_moved_count_says_nothing_of_torch(project):
     _set_layers(project, 8)
     proc = run_guarddiag("check", "model.py", cwd=project)  # the baseline's own torch: a regression, no note

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from guarddiag.child.runner import merge_torch_logs
-from tests.conftest import LOGS, SCENARIOS, run_guarddiag
+from tests.conftest import LOGS, SCENARIOS, in_make_test, run_guarddiag
 from tests.flag_catalog import cache_flag_catalog
 from tests.scenario_runs import scenario_record
 
@@ -238,7 +238,7 @@ def test_directories_where_files_belong(workdir):
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("fmt", ["table", "json", "yaml", "markdown"])
+@pytest.mark.parametrize("fmt", in_make_test(["table", "json", "yaml", "markdown"], {"table", "json"}))
 def test_run_in_every_format(workdir, fmt):
     from tests.documents import assert_document
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LOGS, SCENARIOS, run_guarddiag
+from tests.conftest import LOGS, SCENARIOS, in_make_test, run_guarddiag
 from tests.flag_catalog import cache_flag_catalog
 from tests.truth_runs import compare_once, shared_truth
 
@@ -32,6 +32,7 @@ def _check_against_torch(scenario: str, function: str, fdelta: dict, flag: str) 
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_allow_unspec_int_on_nn_module_removes_the_layer_idx_recompiles():
     doc = _compare("module_int_attribute", "--flag", "allow_unspec_int_on_nn_module")
     base, flipped = doc["runs"]
@@ -45,6 +46,7 @@ def test_allow_unspec_int_on_nn_module_removes_the_layer_idx_recompiles():
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_automatic_dynamic_shapes_off_adds_shape_recompiles():
     doc = _compare("tensor_shape", "--flag", "automatic_dynamic_shapes")
     (diff,) = doc["diffs"]
@@ -55,6 +57,7 @@ def test_automatic_dynamic_shapes_off_adds_shape_recompiles():
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_specialize_float_and_recompile_limit_in_one_compare():
     made, doc = compare_once(str(SCENARIOS / "float_hyperparameter.py"), "--flag", "specialize_float", "--flag", "recompile_limit=16")
     labels = [r["label"] for r in doc["runs"]]
@@ -73,6 +76,7 @@ def test_specialize_float_and_recompile_limit_in_one_compare():
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_raising_the_recompile_limit_removes_the_limit_hit():
     doc = _compare("recompile_limit", "--flag", "recompile_limit=16")
     rollout = _function(doc["diffs"][0], "rollout")
@@ -126,6 +130,7 @@ def test_diff_of_recorded_torch_2_4_logs_shows_inlining_removes_identity_recompi
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_same_environment_twice_with_repeats_changes_nothing():
     import sys
 
@@ -157,7 +162,8 @@ def tiny_project(tmp_path_factory):
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("fmt", ["table", "json", "yaml", "markdown"])
+# Each format is a compare of its own: make test runs JSON (the report itself) and Markdown (the PR comment).
+@pytest.mark.parametrize("fmt", in_make_test(["table", "json", "yaml", "markdown"], {"json", "markdown"}))
 def test_compare_in_every_format(tiny_project, fmt):
     from tests.documents import assert_document
 

@@ -41,6 +41,7 @@ def compared_module_int(tmp_path_factory):
     return workdir, json.loads(out.read_text()), proc.stdout
 
 
+@pytest.mark.slow
 def test_compare_without_a_flag_measures_each_flip_the_cause_calls_for(compared_module_int):
     workdir, doc, stdout = compared_module_int
     (cause,) = doc["causes"]
@@ -57,6 +58,7 @@ def test_compare_without_a_flag_measures_each_flip_the_cause_calls_for(compared_
     assert "removes 5 of 5 recompiles" in stdout and "apply: torch.compiler.config.dynamic_sources" in stdout
 
 
+@pytest.mark.slow
 def test_run_and_explain_of_the_compared_script_say_the_hint_was_verified(compared_module_int):
     workdir, _, _ = compared_module_int
     run = run_guarddiag("run", "model.py", cwd=workdir)
@@ -83,6 +85,7 @@ def test_a_script_that_does_not_recompile_has_nothing_to_compare(workdir):
     assert nothing in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_raised_limit_keeps_the_code_compiled_and_is_no_fix(workdir):
     doc = _compare(workdir, SCENARIOS / "recompile_limit.py", "--max-flips", "3")
     limited = next(c for c in doc["causes"] if c["limit_hits"])
@@ -93,6 +96,7 @@ def test_a_raised_limit_keeps_the_code_compiled_and_is_no_fix(workdir):
     assert {f["status"] for f in diff["functions"] if f["name"] == "rollout"} == {"kept_compiled"}
 
 
+@pytest.mark.slow
 def test_flag_reaches_the_compiler_and_fx_config_modules(workdir):
     """Dynamic sources named in torch.compiler.config remove both of tensor_shape's recompiles without a code change."""
     record = workdir / "run.json"

@@ -86,6 +86,7 @@ def _probe_truth(python: str) -> dict[str, int]:
 
 @pytest.mark.torch
 @pytest.mark.parametrize("variable", PYTHONS)
+@pytest.mark.slow
 def test_every_recompile_claim_holds_when_the_change_is_made(variable: str, tmp_path: Path, monkeypatch):
     python = other_torch_python(variable) if variable else sys.executable
     assert python is not None
@@ -103,6 +104,7 @@ def test_every_recompile_claim_holds_when_the_change_is_made(variable: str, tmp_
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_300_module_model_fits_on_one_screen(tmp_path: Path):
     proc = run_guarddiag("explain", str(DEEP), cwd=tmp_path) if _has_command() else None
     if proc is not None:
@@ -190,6 +192,7 @@ def _applied(scenario: str, hint: HintWords, tmp_path: Path, choice: str = "") -
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_hint_tensor_instead_of_float_removes_the_lr_recompile(tmp_path: Path):
     (hint,) = _hints(LOGS / "torch-2.13.0" / "float_hyperparameter.log", "sgd_update")
     assert hint.fact.hint == "float_as_tensor" and [line.code for line in hint.fact.lines] == ["torch.tensor(lr)"]
@@ -199,6 +202,7 @@ def test_hint_tensor_instead_of_float_removes_the_lr_recompile(tmp_path: Path):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_hint_maybe_mark_dynamic_removes_the_batch_size_recompile(tmp_path: Path):
     (hint, _) = _hints(LOGS / "torch-2.13.0" / "tensor_shape.log", "train_step")
     # torch named the index (size mismatch at index 0), and y's size changed with x's: the hint marks both.
@@ -211,6 +215,7 @@ def test_hint_maybe_mark_dynamic_removes_the_batch_size_recompile(tmp_path: Path
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_hint_size_one_removes_the_size_one_recompile_too(tmp_path: Path):
     """The batch-1 entry the dynamic entry leaves (torch specializes size 1): size-oblivious backed sizes, with the
     batch dim marked as the other hint says, leave one compile for every batch size."""
@@ -238,6 +243,7 @@ def test_hint_same_keys_every_call_removes_the_dict_recompiles(tmp_path: Path):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_hint_same_length_every_call_removes_the_list_recompiles(tmp_path: Path):
     (hint,) = _hints(LOGS / "torch-2.13.0" / "list_length.log", "fuse_pyramid")
     assert hint.kind == "fix" and "same keys/length" in hint.hint

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.apply_hints import apply_lines
-from tests.conftest import ROOT, run_guarddiag, torch_truth
+from tests.conftest import ROOT, in_make_test, run_guarddiag, torch_truth
 from tests.corpus_runs import corpus_run
 
 CORPUS = ROOT / "tests" / "corpus"
@@ -47,6 +47,9 @@ CASES = [
     ("history_append.py", "train_step", "mutated_argument", None, "history"),
     ("train_logging.py", "train_step", "move_out_of_compiled", None, "step"),
 ]
+# make test applies the hints of two scripts (a batch size: maybe_mark_dynamic and the dynamic-sources choice; a
+# float: a tensor instead); make test-slow applies every case.
+SAMPLE = {"ragged_dataloader.py", "lr_schedule.py"}
 BACKENDS = [
     pytest.param("eager", id="eager"),
     pytest.param(
@@ -105,7 +108,9 @@ def _about(reasons: list[str], name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize(("script", "function", "hint", "choice", "subject"), CASES, ids=[f"{c[0]}-{c[3] or c[2]}" for c in CASES])
+@pytest.mark.parametrize(
+    ("script", "function", "hint", "choice", "subject"), in_make_test(CASES, SAMPLE), ids=[f"{c[0]}-{c[3] or c[2]}" for c in CASES]
+)
 def test_the_hint_applied_removes_its_recompile(
     script: str, function: str, hint: str, choice: str | None, subject: str, backend: str, tmp_path: Path
 ):
@@ -124,6 +129,7 @@ def test_the_hint_applied_removes_its_recompile(
     assert total < sum(f["ok"] + f["failed"] for f in before["functions"]), after["functions"]
 
 
+@pytest.mark.slow
 def test_two_hints_that_set_one_setting_applied_together_remove_both_recompiles(tmp_path: Path):
     # tests/fixtures/causes/two_dims.py: a padded length, then a short last batch; one hint for each, each
     # with the dynamic-sources choice. A user who writes both choices' lines (a later one replaces an earlier

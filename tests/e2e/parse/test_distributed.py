@@ -117,6 +117,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_parse_a_log_dir_torchrun_writes_now(tmp_path: Path):
     """A fresh real torchrun job (2 ranks, gloo, c10d on localhost) with the installed torch."""
     env = {

@@ -64,6 +64,7 @@ def test_a_tensor_the_library_builds_is_out_of_the_scripts_reach(tmp_path: Path)
     assert [h["id"] for h in hints] == ["library_input"]
 
 
+@pytest.mark.slow
 def test_a_tensor_the_script_passes_to_a_library_function_gets_a_line_of_the_script(tmp_path: Path):
     function, hints = _explained(tmp_path, BY_SCRIPT)
     assert function["recompiles"] == 1 and function["callers"] == [""]

@@ -31,6 +31,7 @@ def _torch_compiles(script: Path, tmp_path: Path, env: dict[str, str]) -> int:
     return compiles
 
 
+@pytest.mark.slow
 def test_the_smoothing_decides_six_recompiles_as_torch_counts_them(tmp_path: Path):
     proc = run_guarddiag("run", str(SMOOTHING), "--out", str(tmp_path / "run.json"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -118,6 +119,7 @@ def test_explain_says_no_recompile_only_for_sizes_that_keep_every_guard(tmp_path
     assert measured["pad_to_multiple"]["[[4, 20]]"] == 1 and measured["pad_to_multiple"]["[[4, 32]]"] == 0
 
 
+@pytest.mark.slow
 def test_inductors_own_size_bound_is_said_and_holds(tmp_path: Path):
     """Inductor bounds a reduction's size itself (2 <= x.size(0) <= 4096): explain names the bound, and 5000 rows
     recompile on inductor (on eager they reuse the entry: the other test)."""

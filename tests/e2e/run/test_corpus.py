@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, recorded_subject, run_guarddiag, truth_counts
+from tests.conftest import ROOT, in_make_test, recorded_subject, run_guarddiag, truth_counts
 from tests.corpus_runs import corpus_run
 
 CORPUS = ROOT / "tests" / "corpus"
@@ -30,12 +30,15 @@ def _counts_by_guarddiag(run: dict) -> dict[tuple[str, int], int]:
     return counts
 
 
+# make test runs the scripts whose first cause and fix are checked below (a tensor size, a float, a container)
+# and optim_step.py (a name torch's wrapper hides); make test-slow runs the rest of the corpus.
+SAMPLE = {"gpt_generate.py", "lr_schedule.py", "containers.py", "optim_step.py"}
 # The scripts written for the default inductor backend run on it too, in make test-inductor.
 ON_INDUCTOR = [s for s in SCRIPTS if "backend=" not in (CORPUS / s).read_text(encoding="utf-8")]
 BACKENDS = [(s, "eager") for s in SCRIPTS] + [pytest.param(s, "inductor", marks=pytest.mark.inductor) for s in ON_INDUCTOR]
 
 
-@pytest.mark.parametrize(("script", "backend"), BACKENDS)
+@pytest.mark.parametrize(("script", "backend"), in_make_test(BACKENDS, SAMPLE))
 def test_counts_equal_torch(script: str, backend: str, tmp_path: Path):
     _needs(script)
     run, truth, _ = corpus_run(script, backend=backend)
@@ -46,7 +49,7 @@ def test_counts_equal_torch(script: str, backend: str, tmp_path: Path):
 FIXED = [s for s in SCRIPTS if "CORPUS_FIX=1" in (CORPUS / s).read_text(encoding="utf-8")]
 
 
-@pytest.mark.parametrize("script", FIXED)
+@pytest.mark.parametrize("script", in_make_test(FIXED, {"lr_schedule.py"}))
 def test_the_fix_removes_the_recompile(script: str, tmp_path: Path):
     _needs(script)
     before, _, _ = corpus_run(script)
@@ -101,6 +104,7 @@ def test_the_first_cause_is_the_one_the_fix_removes(script: str, tmp_path: Path)
     assert hints and fix in " ".join([hints[0]["hint"], *(line["code"] for line in hints[0]["lines"])]), hints
 
 
+@pytest.mark.slow
 def test_eval_under_no_grad_names_the_training_flags_too(tmp_path: Path):
     run, _, out = corpus_run("train_eval.py")
     (f,) = run["functions"]
@@ -113,7 +117,7 @@ def test_eval_under_no_grad_names_the_training_flags_too(tmp_path: Path):
     assert "also changed since that cache entry" in out
 
 
-@pytest.mark.parametrize("backend", ["eager", pytest.param("inductor", marks=pytest.mark.inductor)])
+@pytest.mark.parametrize("backend", [pytest.param("eager", marks=pytest.mark.slow), pytest.param("inductor", marks=pytest.mark.inductor)])
 def test_a_partial_loss_recompiles_on_its_smoothing_not_on_grad_mode(backend: str, tmp_path: Path):
     """partial_loss.py (#25): torch's first reason is grad mode for every call (train and eval alternate, the newest
     entry is the other mode's) and so is its limit warning's last reason; 6 of the 7 recompiles come from the
@@ -141,7 +145,7 @@ NAMES = {
 CAUSE_NAMES = {"optim_step.py": "  1x value: value of argument `lr`"}
 
 
-@pytest.mark.parametrize("script", sorted(NAMES))
+@pytest.mark.parametrize("script", in_make_test(sorted(NAMES), SAMPLE & set(NAMES)))
 def test_the_name_shown_is_the_users(script: str, tmp_path: Path):
     _needs(script)
     _, _, out = corpus_run(script)
@@ -165,7 +169,7 @@ def _explain_both(log_path: str, cwd: Path) -> tuple[str, dict, dict]:
     return text.stdout, _explain(log_path, cwd), json.loads(full.stdout)
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("script", in_make_test(SCRIPTS, SAMPLE))
 def test_explain_fits_on_a_screen_and_full_lists_what_it_folds(script: str, tmp_path: Path):
     _needs(script)
     run, _, _ = corpus_run(script)

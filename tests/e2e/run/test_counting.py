@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, recorded_subject, run_guarddiag
+from tests.conftest import FIXTURES, in_make_test, recorded_subject, run_guarddiag
 
 COUNTING = FIXTURES / "counting"
 pytestmark = pytest.mark.torch
@@ -58,11 +58,13 @@ def test_ids_reused_after_reset_failed_and_skipped_compiles(tmp_path: Path):
     assert "compile 0/0 skipped" in out and f"compile {failed['compile_id']} failed: Unsupported" in out
 
 
+@pytest.mark.slow
 def test_torch_count_is_exact_past_its_64_entry_buffer(tmp_path: Path):
     record, _ = _run(COUNTING / "many_compiles.py", tmp_path)
     assert record["torch_compiles"] == 70 == record["totals"]["compiles"]
 
 
+@pytest.mark.slow
 def test_lost_log_lines_past_the_buffer_are_told(tmp_path: Path):
     """The script silences torch's logger for its last 6 compiles: only torch's own count knows them."""
     script = tmp_path / "quiet.py"
@@ -87,6 +89,7 @@ def test_lost_log_lines_past_the_buffer_are_told(tmp_path: Path):
     assert "torch compiled 70 times in the script's process but its log shows 64" in out
 
 
+@pytest.mark.slow
 def test_a_fork_of_a_forked_child_gets_its_own_log(tmp_path: Path):
     script = tmp_path / "forks.py"
     script.write_text(textwrap.dedent(
@@ -122,6 +125,7 @@ def test_a_fork_of_a_forked_child_gets_its_own_log(tmp_path: Path):
     assert not any(c.get("reset") for c in causes)
 
 
+@pytest.mark.slow
 def test_a_python_child_started_with_its_own_env_is_said_to_run_unobserved(tmp_path: Path):
     script = tmp_path / "own_env.py"
     script.write_text(textwrap.dedent(
@@ -140,6 +144,7 @@ def test_a_python_child_started_with_its_own_env_is_said_to_run_unobserved(tmp_p
     assert "ran unobserved" in out and "its compiles are not counted" in out
 
 
+@pytest.mark.slow
 def test_guarddiag_run_inside_a_run_counts_the_inner_script(tmp_path: Path):
     inner = tmp_path / "inner.py"
     inner.write_text(textwrap.dedent(
@@ -163,7 +168,7 @@ def test_guarddiag_run_inside_a_run_counts_the_inner_script(tmp_path: Path):
     assert "the script ran guarddiag itself" in out
 
 
-@pytest.mark.parametrize("user_logs", ["-dynamo", "-dynamo,-guards", "+dynamo"])
+@pytest.mark.parametrize("user_logs", in_make_test(["-dynamo", "-dynamo,-guards", "+dynamo"], {"-dynamo,-guards"}))
 def test_a_user_torch_logs_cannot_turn_guarddiag_channels_off(tmp_path: Path, user_logs: str):
     script = tmp_path / "named.py"
     script.write_text(textwrap.dedent(
@@ -213,6 +218,7 @@ def test_a_run_whose_only_compile_failed_says_so(tmp_path: Path):
     assert "compile 0/0 failed: Unsupported" in out
 
 
+@pytest.mark.slow
 def test_code_objects_sharing_name_file_and_line_are_no_recompiles(tmp_path: Path):
     """A notebook cell run 8 times (exec'd source, one name, file and first line): 8 code objects, each
     compiled once, in 8 frames and 8 caches as torch itself records them. guarddiag said 7 recompiles

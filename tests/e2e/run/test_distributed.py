@@ -89,6 +89,7 @@ def _assert_named_by_rank(record: dict, truth: dict[str, int], nproc: int) -> No
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_every_rank_recompiles_alike_and_is_named_by_its_rank(tmp_path):
     # Two ranks show it; four ranks are named alike in the four-rank job of the divergence test below.
     proc = run_guarddiag("run", "--format", "json", "--out", str(tmp_path / "rec.json"), *_torchrun(2, tmp_path),
@@ -105,6 +106,7 @@ def test_every_rank_recompiles_alike_and_is_named_by_its_rank(tmp_path):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_one_rank_with_another_batch_shape_recompiles_alone(tmp_path):
     # RANK exported where guarddiag starts (some clusters do) hides no worker: torchrun gives each its own.
     proc = run_guarddiag("run", *_torchrun(2, tmp_path, "--odd-rank", "1", "--helper-rank", "1"), cwd=tmp_path,
@@ -142,6 +144,7 @@ def test_one_of_four_ranks_takes_another_branch_and_the_divergence_names_it_and_
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_rank_that_recompiles_as_often_as_the_others_into_another_graph_diverges(tmp_path):
     """Rank 1's recompile on the new batch size also takes the other branch: same counts, same decisive
     cause as rank 0, but another graph; what else changed against the entry it missed tells them apart."""
@@ -159,6 +162,7 @@ def test_a_rank_that_recompiles_as_often_as_the_others_into_another_graph_diverg
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_rank_whose_log_lost_its_lines_is_said_and_not_taken_for_a_rank_that_compiled_nothing(tmp_path):
     """Rank 1 turns logging off before it compiles: torch's own count in that worker (its ledger) says
     it compiled, its log shows nothing. The report says rank 1's log lost lines and does not compare
@@ -176,6 +180,7 @@ def test_a_rank_whose_log_lost_its_lines_is_said_and_not_taken_for_a_rank_that_c
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_two_nodes_each_under_its_own_guarddiag_are_merged_into_one_job_keyed_by_node_and_rank(tmp_path):
     """Two torchrun launches joined by one rendezvous on localhost, as two nodes of one job, each under
     its own guarddiag; rank 1 compiles nothing (it only waits at the barrier), rank 3 sees a third
@@ -243,6 +248,7 @@ def _node_rank_of(node_dir: Path) -> int:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_workers_started_without_torchrun_are_named_by_the_rank_torch_distributed_gave_them(tmp_path):
     proc = run_guarddiag("run", str(FIXTURES / "distributed" / "spawned.py"), "--", str(tmp_path), str(_free_port()),
                          cwd=tmp_path, env=ENV)
@@ -270,6 +276,7 @@ dist.destroy_process_group()
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_script_that_is_its_own_process_group_is_the_main_process(tmp_path):
     """torch prefixes its lines with [rank0]: once the script's own process joins a group: still the
     script's process, whose count torch's record checks (was: [rank0], and a warning that log lines were lost)."""
@@ -282,6 +289,7 @@ def test_a_script_that_is_its_own_process_group_is_the_main_process(tmp_path):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_rank_torchrun_restarts_is_a_new_process_whose_rank_the_record_keeps(tmp_path):
     """--max-restarts: each rank's process of the last restart is `rankN`; the one that failed before is
     a child, its rank and restart count among the job's processes; each process counts its own compiles."""
@@ -332,6 +340,7 @@ def _assert_stopped_with_partial_record(tmp_path: Path, proc: subprocess.Popen, 
 
 @pytest.mark.torch
 @pytest.mark.parametrize("group", [False, True], ids=["guarddiag-only", "process-group"])
+@pytest.mark.slow
 def test_ctrl_c_stops_every_rank_and_keeps_the_partial_record(tmp_path, group):
     proc = _start_sleeping_job(tmp_path, group=group)
     if group:
@@ -342,6 +351,7 @@ def test_ctrl_c_stops_every_rank_and_keeps_the_partial_record(tmp_path, group):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_timeout_stops_every_rank_and_keeps_the_partial_record(tmp_path):
     started = time.monotonic()
     proc = _start_sleeping_job(tmp_path, "--timeout", "30")  # the ranks compile in 8 s on 2 cores: room for a loaded machine
@@ -350,6 +360,7 @@ def test_timeout_stops_every_rank_and_keeps_the_partial_record(tmp_path):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_run_m_pytest_counts_the_tests_compiles(tmp_path):
     out = tmp_path / "truth.json"
     proc = run_guarddiag("run", "--out", str(tmp_path / "rec.json"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -380,6 +391,7 @@ json.dump({"argv": sys.argv, "path0": sys.path[0]}, open("seen.json", "w"))
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_local_module_runs_as_python_m_runs_it_and_check_keeps_it_in_the_baseline(tmp_path):
     (tmp_path / "tinymod.py").write_text(LOCAL_MODULE)
     (tmp_path / "pyproject.toml").write_text("[tool.guarddiag]\nscripts = [{module = 'tinymod', args = ['3']}]\n")
@@ -398,6 +410,7 @@ def test_a_local_module_runs_as_python_m_runs_it_and_check_keeps_it_in_the_basel
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_compare_and_explain_run_a_module(tmp_path):
     (tmp_path / "tinymod.py").write_text(LOCAL_MODULE)
     cache_flag_catalog(tmp_path)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)

@@ -44,6 +44,7 @@ def test_a_hook_added_after_the_first_compiled_call_is_reported_with_its_line_an
     assert Path(hook["file"]).name == "late_hook.py"
 
 
+@pytest.mark.slow
 def test_with_the_flag_off_the_late_hook_runs_and_nothing_is_reported(tmp_path: Path):
     record, truth, out = _run("late_hook.py", tmp_path, "--flag", FLAG)
     assert "activations captured by the hook: 3" in out
@@ -54,6 +55,7 @@ def test_with_the_flag_off_the_late_hook_runs_and_nothing_is_reported(tmp_path: 
     assert record["totals"]["compiles"] == truth["ok"] + truth["failed"]
 
 
+@pytest.mark.slow
 def test_hooks_registered_before_the_first_compiled_call_are_not_reported(tmp_path: Path):
     record, truth, out = _run("hook_before_compile.py", tmp_path)
     assert "forward hook ran: 3 pre-hook ran: 3" in out
@@ -65,6 +67,7 @@ def test_hooks_registered_before_the_first_compiled_call_are_not_reported(tmp_pa
     assert record["totals"]["compiles"] == truth["ok"] + truth["failed"]
 
 
+@pytest.mark.slow
 def test_a_late_hook_on_a_module_outside_compiled_code_is_not_watched(tmp_path: Path):
     record, _, out = _run("late_hook_uncompiled.py", tmp_path)
     assert "outputs seen by the head's hook: 3" in out

@@ -64,6 +64,7 @@ def test_a_cause_inside_torchs_module_dict_is_placed_at_the_users_line(tmp_path:
     assert "container.py" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_explain_passes_arguments_to_the_script_as_run_does(tmp_path: Path):
     (tmp_path / "argv.py").write_text(ARGV_SCRIPT)
     # without its argument the script fails (IndexError): exit 0 says it got "1", one compile says "1" it was
@@ -75,6 +76,7 @@ def test_explain_passes_arguments_to_the_script_as_run_does(tmp_path: Path):
     assert refused.stderr.count("\n") == 1 and "are for a script" in refused.stderr
 
 
+@pytest.mark.slow
 def test_explain_of_a_record_whose_run_folder_is_gone(tmp_path: Path):
     (tmp_path / "argv.py").write_text(ARGV_SCRIPT)
     proc = run_guarddiag("run", "argv.py", "--out", "kept.json", "--", "2", cwd=tmp_path)

@@ -81,6 +81,7 @@ def test_script_failures_are_recorded_and_reported(body, status, code):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_flag_value_outside_its_literal_choices_is_refused_before_running(workdir):
     # torch 2.13 would accept the string when set and raise only at the first dynamic recompile.
     proc = run_guarddiag("run", str(SCENARIOS / "tensor_shape.py"), "--flag", "automatic_dynamic_shapes_mark_as=bogus", cwd=workdir)
@@ -106,6 +107,7 @@ def test_deprecated_flag_under_warnings_as_errors_is_a_flag_error_not_a_script_f
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_deprecated_no_op_flag_is_run_and_said_in_guarddiags_words(workdir):
     proc = run_guarddiag("run", str(SCENARIOS / "tensor_shape.py"), "--flag", "inline_inbuilt_nn_modules=false", cwd=workdir)
     assert proc.returncode == 0, proc.stderr
@@ -134,6 +136,7 @@ def test_flag_value_torch_refuses_at_run_time_is_named(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_compare_does_not_credit_a_flag_whose_run_torch_refused(workdir):
     cache_flag_catalog(workdir)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)
     proc = run_guarddiag(
@@ -154,6 +157,7 @@ def test_script_that_compiles_then_crashes_keeps_its_counts():
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_megabytes_of_output_stdin_and_chdir(workdir):
     (workdir / "s.py").write_text(
         "import os, sys\n"
@@ -170,6 +174,7 @@ def test_megabytes_of_output_stdin_and_chdir(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_script_changing_torch_logging_itself(workdir):
     (workdir / "s.py").write_text("import logging, torch\ntorch._logging.set_logs(dynamo=logging.DEBUG, guards=False)\n" + COMPILE)
     proc = run_guarddiag("run", "s.py", "-o", "r.json", cwd=workdir)
@@ -179,6 +184,7 @@ def test_script_changing_torch_logging_itself(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_threads_compiling_concurrently_match_torch(workdir):
     (workdir / "s.py").write_text(
         textwrap.dedent(
@@ -214,6 +220,7 @@ def test_threads_compiling_concurrently_match_torch(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_dataloader_workers(workdir):
     (workdir / "s.py").write_text(
         COMPILE
@@ -231,6 +238,7 @@ def test_dataloader_workers(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_processes_the_script_spawns_are_logged_and_counted_apart(workdir):
     (workdir / "s.py").write_text(
         textwrap.dedent(
@@ -265,6 +273,7 @@ def test_processes_the_script_spawns_are_logged_and_counted_apart(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_forked_children_log_apart_from_the_parent(workdir):
     (workdir / "s.py").write_text(
         textwrap.dedent(
@@ -376,6 +385,7 @@ def test_ctrl_c_also_stops_the_processes_the_script_started(workdir):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="process trees are read from /proc")
+@pytest.mark.slow
 def test_timeout_also_stops_the_processes_the_script_started(workdir):
     (workdir / "s.py").write_text(GRANDCHILD)
     proc = run_guarddiag("run", "s.py", "--timeout", "8", cwd=workdir, timeout=120)
@@ -495,6 +505,7 @@ def test_internal_errors_are_one_line_unless_debug(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_scenario_runs_with_a_read_only_script(workdir):
     script = workdir / "ro.py"
     shutil.copy(SCENARIOS / "no_recompile.py", script)
@@ -503,6 +514,7 @@ def test_scenario_runs_with_a_read_only_script(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_torch_dynamo_reset_starts_new_frames_that_are_still_counted(workdir):
     (workdir / "s.py").write_text(
         textwrap.dedent(
@@ -542,6 +554,7 @@ SLOW = COMPILE + "\nimport time\nopen('ready', 'w').close()\ntime.sleep(120)\n"
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_ctrl_c_in_compare_stops_every_run_and_keeps_their_partial_records(workdir):
     (workdir / "s.py").write_text(SLOW)
     cache_flag_catalog(workdir)  # the flag catalog, read from torch once per session (tests/flag_catalog.py)
@@ -565,6 +578,7 @@ def test_ctrl_c_in_compare_stops_every_run_and_keeps_their_partial_records(workd
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_sigterm_is_handled_like_ctrl_c(workdir):
     proc = _start(workdir, SLOW)
     _wait_for_file(workdir / "ready")
@@ -601,6 +615,7 @@ def test_a_broken_link_as_run_folder_is_refused_not_looped_on(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_symlinked_script_imports_its_neighbours_as_python_does(workdir):
     (workdir / "real").mkdir()
     (workdir / "real" / "helper.py").write_text("VALUE = 3\n")
@@ -612,6 +627,7 @@ def test_a_symlinked_script_imports_its_neighbours_as_python_does(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_strict_does_not_hide_a_failed_script(workdir):
     (workdir / "s.py").write_text(COMPILE + "\nraise SystemExit(7)\n")
     proc = run_guarddiag("run", "s.py", "--strict", cwd=workdir)
@@ -702,6 +718,7 @@ DAEMON = textwrap.dedent(
 
 @pytest.mark.torch
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child subreaper is a Linux feature")
+@pytest.mark.slow
 def test_timeout_stops_a_double_forked_daemon_that_holds_the_pipe(workdir):
     """`guarddiag run x --timeout 5 | cat` took 130 s: the daemon left the process tree (its parent exited)
     and kept the pipe open. guarddiag is a child subreaper: the orphan is re-parented to it and stopped."""
@@ -735,6 +752,7 @@ def test_run_folders_are_pruned_to_the_newest_and_clean_removes_them(workdir):
 
 @pytest.mark.torch
 @pytest.mark.parametrize("removes", ["os.environ['GUARDDIAG_CHILD_LOG_DIR']", "'.guarddiag'"], ids=["run-folder", "dot-guarddiag"])
+@pytest.mark.slow
 def test_a_script_that_removes_its_run_folder_is_still_counted(workdir, removes):
     """The script ran fine: it gets no bootstrap traceback and no "exited without starting" error; guarddiag
     re-creates the folder from the log it held open, and says what it could not know."""
@@ -749,6 +767,7 @@ def test_a_script_that_removes_its_run_folder_is_still_counted(workdir, removes)
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_explain_of_a_script_that_fails_or_hangs_exits_as_run_does(workdir):
     (workdir / "fails.py").write_text(COMPILE + "\nraise SystemExit(4)\n")
     proc = run_guarddiag("explain", "fails.py", cwd=workdir)
@@ -808,6 +827,7 @@ def test_an_interrupted_parse_does_not_speak_of_run_folders(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_run_that_compiled_nothing_does_not_ask_about_torch_logs(workdir):
     (workdir / "s.py").write_text("import torch\nprint('no compile')\n")
     proc = run_guarddiag("run", "s.py", cwd=workdir)

@@ -287,6 +287,7 @@ def test_a_failed_run_record_in_check_is_exit_3_with_one_line(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_crashed_script_in_check_is_exit_3_with_one_line(workdir):
     shutil.copy(SCENARIOS / "module_int_attribute.py", workdir / "model.py")
     assert run_guarddiag("baseline", "model.py", cwd=workdir).returncode == 0

@@ -57,6 +57,7 @@ def _foreign(runs: Path) -> list[Path]:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_compare_with_more_runs_than_kept_keeps_its_own_folders_and_the_stdout_warning(workdir):
     """compare --repeat 11 listed folders that no longer existed and lost 'stdout differs': each run
     pruned to the newest 20 as it finished, deleting the command's own earlier folders. Two runs and one
@@ -78,6 +79,7 @@ def test_compare_with_more_runs_than_kept_keeps_its_own_folders_and_the_stdout_w
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_check_of_more_scripts_than_kept_points_at_logs_that_exist(workdir):
     """check of 21+ scripts pointed at a deleted log: the failing script's folder was pruned by the later runs.
     Three scripts and two folders kept show it."""
@@ -92,6 +94,7 @@ def test_check_of_more_scripts_than_kept_points_at_logs_that_exist(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_live_run_older_than_a_day_is_kept_by_run_and_by_clean(workdir):
     """A run longer than a day was deleted by any other `guarddiag run` (its folder's mtime does not change
     while the log grows), and `guarddiag clean` deleted live runs too. Live is a lock its guarddiag holds."""
@@ -236,6 +239,7 @@ FILLS_THE_DISK = textwrap.dedent(
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_full_disk_keeps_the_report_and_out_and_leaves_no_temp_file(workdir):
     """Disk full while writing run.json: no report, --out (on a disk with room) not written, a 0-byte
     meta.json.tmp left, and a message that blamed the script. A tmpfs of 16 MB the script fills."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LOGS, SCENARIOS, torch_truth
+from tests.conftest import LOGS, SCENARIOS, in_make_test, torch_truth
 from tests.scenario_runs import scenario_run
 
 # Scenario -> {function: categories of the causes that recompiled it} on the pinned torch.
@@ -48,8 +48,13 @@ def test_every_scenario_has_an_expectation():
     assert {p.stem for p in SCENARIOS.glob("*.py")} == set(EXPECTED_CAUSES)
 
 
+# make test runs one scenario per mechanism (an int attribute, a shape, the limit, a graph break); make
+# test-slow runs every scenario.
+SAMPLE = {"module_int_attribute", "tensor_shape", "recompile_limit", "graph_break"}
+
+
 @pytest.mark.torch
-@pytest.mark.parametrize("name", sorted(EXPECTED_CAUSES))
+@pytest.mark.parametrize("name", in_make_test(sorted(EXPECTED_CAUSES), SAMPLE))
 def test_scenario_counts_match_torch(name, workdir):
     script = SCENARIOS / f"{name}.py"
     # The plain run of the scenario, shared with the other tests that run it so (tests/scenario_runs.py).

@@ -69,6 +69,7 @@ def _settings(tmp_path: Path, mode: str) -> None:
     (tmp_path / "guarddiag.yaml").write_text(f"scripts:\n  - path: {SERVE}\n    args: [{mode}]\n")
 
 
+@pytest.mark.slow
 def test_skip_guard_eval_unsafe_is_said_not_counted_and_check_does_not_compare(tmp_path: Path):
     record, truth, report = _run(tmp_path, "unsafe")
     assert record["stances"] == [{"stance": "skip_guard_eval_unsafe", "counted": False, "process": ""}]
@@ -79,6 +80,7 @@ def test_skip_guard_eval_unsafe_is_said_not_counted_and_check_does_not_compare(t
     assert "skip_guard_eval_unsafe=True" in proc.stdout and "not compared with the baseline" in proc.stdout
 
 
+@pytest.mark.slow
 def test_check_fails_on_refused_calls_unless_allowed_or_recorded(tmp_path: Path):
     _settings(tmp_path, "eager")
     proc = run_guarddiag("check", "--max-recompiles", "1", "-f", "json", cwd=tmp_path)
@@ -103,6 +105,7 @@ def test_check_fails_on_refused_calls_unless_allowed_or_recorded(tmp_path: Path)
     assert again.returncode == 0, again.stdout[-2000:]
 
 
+@pytest.mark.slow
 def test_diff_shows_the_refused_calls_a_stance_adds(tmp_path: Path):
     plain, stanced = tmp_path / "plain.json", tmp_path / "stanced.json"
     for out, mode in ((plain, "none"), (stanced, "eager")):
@@ -130,6 +133,7 @@ def test_the_stance_locked_server_on_inductor(tmp_path: Path):
     assert check.returncode == 5 and "refused: " in check.stdout, check.stdout[-2000:]
 
 
+@pytest.mark.slow
 def test_compare_without_a_flag_measures_the_calls_a_stance_refused(tmp_path: Path):
     """A cause with calls a stance refused is a cause compare answers: the flip that lets a compiled entry take
     those calls serves them (refused before -> after), measured as the script itself counts them."""

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.torch
 NEAR_LIMIT = FIXTURES / "timing" / "near_limit.py"
 
 
+@pytest.mark.slow
 def test_a_function_seven_variants_deep_gets_its_time_and_one_warning(tmp_path: Path):
     out = tmp_path / "run.json"
     proc = run_guarddiag("run", str(NEAR_LIMIT), "--out", str(out), cwd=tmp_path)
@@ -61,6 +62,7 @@ print("hook calls:", len(calls))
 """
 
 
+@pytest.mark.slow
 def test_compare_says_a_flip_changed_what_the_script_printed_and_where_each_run_is(tmp_path: Path):
     """skip_nnmodule_hook_guards (on by default) never runs a hook added after the first compiled call;
     turning it off runs the hook: the output differs on its second line."""

@@ -56,6 +56,7 @@ STARTS = {
 
 
 @pytest.mark.parametrize("kind", list(STARTS))
+@pytest.mark.slow
 def test_a_worker_outside_the_start_up_hook_is_named_and_check_does_not_pass_it(tmp_path: Path, kind: str):
     start, reason = STARTS[kind]
     (tmp_path / "worker.py").write_text(WORKER)
@@ -84,6 +85,7 @@ def _wait_for(path: Path, deadline: float = 120) -> str:
     raise AssertionError(f"{path} never appeared")
 
 
+@pytest.mark.slow
 def test_timeout_stops_a_double_forked_daemon_that_dropped_its_environment(tmp_path: Path):
     """The daemon execs with an empty environment: no run folder in /proc/PID/environ to know it by.
     It was left running and held the pipe for its 120 s; every orphan guarddiag adopts is the run's."""
@@ -128,6 +130,7 @@ def test_sigkill_of_guarddiag_kills_the_script_and_what_it_started(tmp_path: Pat
         proc.kill()
 
 
+@pytest.mark.slow
 def test_sighup_is_handled_like_sigterm(tmp_path: Path):
     (tmp_path / "s.py").write_text(textwrap.dedent(
         """

@@ -68,6 +68,7 @@ def test_generous_budget():
     assert "GUARDS:" not in out and "torchdynamo start tracing" not in out and "pytest_plugin.py" not in out
 
 
+@pytest.mark.slow
 def test_functions_restricts_the_budget(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(COMPILED + """
 
@@ -93,6 +94,7 @@ def test_grow_counts():
     result.stdout.fnmatch_lines(["*recompile budget exceeded: 1 recompiles of grow during the test*"])
 
 
+@pytest.mark.slow
 def test_reset_option_gives_each_marked_test_a_clean_cache(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(COMPILED + """
 
@@ -109,6 +111,7 @@ def test_compiles_scale_afresh():
     pytester.runpytest_subprocess("--guarddiag-reset").assert_outcomes(passed=2)
 
 
+@pytest.mark.slow
 def test_recompile_limit_hit_fails_unless_allowed(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(COMPILED + """
 
@@ -136,6 +139,7 @@ def test_limit_allowed():
     ])
 
 
+@pytest.mark.slow
 def test_fixture_form(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(COMPILED + """
 
@@ -155,6 +159,7 @@ def test_scale_recompiles(recompiles):
     result.stdout.fnmatch_lines(["*AssertionError: guarddiag watch: 1 compiled functions, 2 compiles, 1 recompiles*"])
 
 
+@pytest.mark.slow
 def test_the_tests_own_failure_wins_and_bad_marker_arguments_are_named(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(COMPILED + """
 
@@ -176,6 +181,7 @@ def test_bad_argument():
     result.stdout.fnmatch_lines(["*recompile_budget got unknown argument 'max'; write @pytest.mark.recompile_budget(max_recompiles=N*"])
 
 
+@pytest.mark.slow
 def test_a_budget_holds_when_the_test_changes_torch_logging(pytester: pytest.Pytester) -> None:
     """torch._logging.set_logs inside the test turns off the records the watch reads: torch's own count still
     sees the three recompiles, and the failure says the causes are missing and why."""
