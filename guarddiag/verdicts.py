@@ -10,8 +10,10 @@ it. Pure views (:func:`check_hints`, :func:`run_advice`) are separate from the f
 
 Schema versions (``schema`` key):
   guarddiag.verdicts/1 -- first version: ``key`` (script, module, cwd, args, flags, torch_version) and
-  ``verdicts[]`` (function, cause, flip, every field of FlipOutcome, compared_at). Later key:
+  ``verdicts[]`` (function, cause, subject, flip, every field of FlipOutcome, compared_at). Later key:
   ``script_sha256`` (the script's file when last compared; another content is said, its verdicts not used).
+  guarddiag.verdicts/2 -- a verdict no longer holds ``subject`` (the cause in words, read by nothing: the cause
+  is its key, and only ``render/`` words it). Files of version 1 are read, their subjects ignored.
 """
 
 from __future__ import annotations
@@ -33,15 +35,14 @@ from guarddiag.compare import CompareReport, FlipOutcome
 from guarddiag.diff import CauseKey, cause_key
 from guarddiag.ids import FrameId, FunctionKey
 from guarddiag.model import Cause, CauseIdentity, FunctionSummary, Guard, Run
-from guarddiag.render.words import cause_subject
 from guarddiag.shell import quote
 from guarddiag.store import write_atomic
 
 if TYPE_CHECKING:
     from guarddiag.explain.model import FixHint
 
-SCHEMA = "guarddiag.verdicts/1"
-KNOWN_SCHEMAS = (SCHEMA,)
+SCHEMA = "guarddiag.verdicts/2"
+KNOWN_SCHEMAS = (SCHEMA, "guarddiag.verdicts/1")
 FOLDER = Path(".guarddiag/verdicts")
 
 # Config hints (explain/hints.py HINTS) and the flags that carry them out: a compare of one of these
@@ -89,7 +90,6 @@ class Verdict:
 
     function: FunctionKey
     cause: CauseKey
-    subject: str
     outcome: FlipOutcome
     compared_at: str
 
@@ -120,7 +120,7 @@ MAX_BYTES = 16 * 1024 * 1024
 def verdicts_of(report: CompareReport, now: str) -> tuple[Verdict, ...]:
     """Every measurement of a compare: each cause of its baseline, each single-flip configuration."""
     return tuple(
-        Verdict(c.target.function_key, c.target.key, cause_subject(c.target.cause), o, now)
+        Verdict(c.target.function_key, c.target.key, o, now)
         for c in report.causes
         for o in c.outcomes
     )
@@ -228,7 +228,6 @@ def _verdict_to(v: Verdict) -> dict[str, object]:
     return {
         "function": v.function._asdict(),
         "cause": list(v.cause),
-        "subject": v.subject,
         "outcome": dataclasses.asdict(v.outcome),
         "compared_at": v.compared_at,
     }
@@ -247,7 +246,7 @@ def _verdict_from(raw: dict) -> Verdict:
     function = FunctionKey(**raw["function"])
     if not all(isinstance(v, str) for v in function[:3]) or not (function.line is None or type(function.line) is int):
         raise ValueError("function")
-    return Verdict(function, (category, source, pattern), str(raw["subject"]), outcome, str(raw["compared_at"]))
+    return Verdict(function, (category, source, pattern), outcome, str(raw["compared_at"]))
 
 
 def _typed(kind: str, value: object) -> bool:

@@ -263,7 +263,7 @@ def test_a_verdict_file_of_another_version_is_ignored_and_said_to_be(tmp_path):
     base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
     (path,) = tmp_path.glob("*.json")
     doc = json.loads(path.read_text())
-    assert doc["schema"] == "guarddiag.verdicts/1" and doc["key"]["torch_version"] == "2.13.0+cpu"
+    assert doc["schema"] == "guarddiag.verdicts/2" and doc["key"]["torch_version"] == "2.13.0+cpu"
     path.write_text(json.dumps(doc | {"schema": "guarddiag.verdicts/99"}))
     kept = load_verdicts(base, tmp_path)
     assert kept.verdicts == () and (kept.ignored, kept.schema) == ("other_schema", "guarddiag.verdicts/99")
@@ -275,6 +275,21 @@ def test_a_verdict_file_of_another_version_is_ignored_and_said_to_be(tmp_path):
     # A later compare replaces it.
     _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
     assert load_verdicts(base, tmp_path).verdicts
+
+
+def test_a_verdict_file_of_version_1_is_read_and_its_words_ignored(tmp_path):
+    """Version 1 kept each cause's words beside its key (``subject``); version 2 keeps the key alone, and a
+    file an earlier guarddiag wrote still verifies the same hints."""
+    base = _verdict_setup(tmp_path, FLIPS_LOGS / "torch-2.13.0" / "module_int_attribute.allow_unspec.log")
+    (path,) = tmp_path.glob("*.json")
+    doc = json.loads(path.read_text())
+    assert doc["verdicts"] and all(set(v) == {"function", "cause", "outcome", "compared_at"} for v in doc["verdicts"])
+    now = load_verdicts(base, tmp_path).verdicts
+    old = doc | {"schema": "guarddiag.verdicts/1", "verdicts": [v | {"subject": "value of `self.layer_idx`"} for v in doc["verdicts"]]}
+    path.write_text(json.dumps(old))
+    kept = load_verdicts(base, tmp_path)
+    assert kept.ignored == "" and kept.verdicts == now
+    assert run_advice(base, kept, _LISTINGS).functions[0].causes[0].check.status == VERIFIED
 
 
 def test_a_later_compare_adds_to_what_an_earlier_one_measured(tmp_path):
@@ -544,7 +559,7 @@ def test_a_flip_whose_run_gave_no_verdict_leaves_its_hint_not_verified_never_not
     outcome = FlipOutcome("allow_unspec_int_on_nn_module", "true", "removes", "dynamic_int", 5, 1, 0, 0, 6, 2, 0.3, 0.1, 0, "ok", False,
                           run_recompiles_before=5, run_recompiles_after=1)
     assert outcome.works
-    kept = Verdicts(key_of(base), (Verdict(f.key, key, "self.layer_idx", replace(outcome, **how), "now"),))
+    kept = Verdicts(key_of(base), (Verdict(f.key, key, replace(outcome, **how), "now"),))
     (cause,) = run_advice(base, kept, _LISTINGS).functions[0].causes
     assert cause.check.status == NOT_VERIFIED
     lines = advice_lines(cause)

@@ -480,14 +480,14 @@ def test_a_hint_command_for_a_hostile_script_runs_that_script_after_the_run_repo
 
 
 def _hostile_verdicts(run: Run, value: str):
-    """What a verdict file can say about every cause of ``run``: a hostile flip, value and subject per cause, measured
+    """What a verdict file can say about every cause of ``run``: a hostile flip and value per cause, measured
     working (the run report lists it, with its line to apply), and a schema named by a file it does not use."""
     from guarddiag.compare import FlipOutcome
     from guarddiag.verdicts import Verdict, Verdicts, cause_keys, key_of
 
     outcome = FlipOutcome(value, value, "removes", value, 2, 0, 0, 0, 3, 1, 0.5, 0.1, 0, "ok", True,
                           run_recompiles_before=2, also=((value, value),))
-    verdicts = tuple(Verdict(f.key, k, value, outcome, value) for f in run.functions for ks in cause_keys(f).values() for k in ks)
+    verdicts = tuple(Verdict(f.key, k, outcome, value) for f in run.functions for ks in cause_keys(f).values() for k in ks)
     return Verdicts(key_of(run), verdicts), Verdicts(key_of(run), (), "other_schema", value)
 
 
