@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from guarddiag.compare import CompareReport, FlipOutcome
 from guarddiag.diff import CauseKey, cause_key
-from guarddiag.ids import FrameId, FunctionKey
+from guarddiag.ids import FrameId, FunctionKey, Process
 from guarddiag.model import Cause, CauseIdentity, FunctionSummary, Guard, Run
 from guarddiag.render.words import cause_subject
 from guarddiag.shell import quote
@@ -226,7 +226,7 @@ def script_digest(key: VerdictKey) -> str:
 
 def _verdict_to(v: Verdict) -> dict[str, object]:
     return {
-        "function": v.function._asdict(),
+        "function": {**v.function._asdict(), "process": str(v.function.process)},
         "cause": list(v.cause),
         "subject": v.subject,
         "outcome": dataclasses.asdict(v.outcome),
@@ -247,6 +247,7 @@ def _verdict_from(raw: dict) -> Verdict:
     function = FunctionKey(**raw["function"])
     if not all(isinstance(v, str) for v in function[:3]) or not (function.line is None or type(function.line) is int):
         raise ValueError("function")
+    function = function._replace(process=Process.parse(function.process))
     return Verdict(function, (category, source, pattern), str(raw["subject"]), outcome, str(raw["compared_at"]))
 
 
