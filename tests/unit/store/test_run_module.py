@@ -91,3 +91,12 @@ def test_a_config_entry_needs_a_path_or_a_module(tmp_path, entry):
     (tmp_path / "pyproject.toml").write_text(f"[tool.guarddiag]\nscripts = [{entry}]\n")
     with pytest.raises(InputError, match="needs a 'path' string or a 'module' string"):
         load_settings(tmp_path, {}, {})
+
+
+@pytest.mark.parametrize("label", ["rank", "worker1", "rank1:"])
+def test_a_process_label_outside_the_grammar_is_refused_naming_its_place(label):
+    run = Run(functions=(), parse=ParseStats(), job=Job("run", (JobProcess(Process.of_rank(0), 0, None, "environment", ()),)))
+    data = json.loads(json.dumps(record_dict(run_report(run))))
+    data["job"]["processes"][0]["process"] = label
+    with pytest.raises(InputError, match=r"job\.processes\[0\]\.process: expected a process label"):
+        run_from_dict(data, "run.json")
