@@ -45,6 +45,9 @@ RECORD_LABEL = r"[A-Za-z0-9_.+-]+"
 _LABEL = re.compile(
     rf"(?:(?P<record>{RECORD_LABEL})/)?(?P<kind>rank|local|log|child)(?P<number>\d+)|(?P<main_of>{RECORD_LABEL})/main"
 )
+# How many labels an id's process has at most: a process's own and the rank its log's line named
+# (``child1:rank1``); what follows is the frame's, as a hand-edited record may write it.
+_NESTING = 2
 # The kinds of process of the table above; the main process has no number.
 MAIN, RANK, LOCAL, LOG, CHILD = "main", "rank", "local", "log", "child"
 
@@ -77,14 +80,21 @@ class Process:
         """The process labels a frame or compile id begins with, and the rest: ``rank1:0/3`` -> (rank 1,
         ``0/3``), ``rank1:`` -> (rank 1, ``""``), ``child1:rank1:0`` -> (rank 1 in child 1, ``0``); ``0/3``
         and ``?forward@C:\\x.py:3`` (no label before the ``:``) -> (the main process, the text as it is)."""
-        head, sep, rest = text.partition(":")
-        m = _LABEL.fullmatch(head) if sep else None
-        if m is None:
-            return MAIN_PROCESS, text
-        inner, rest = cls.split(rest)
-        if m["main_of"] is not None:
-            return cls(MAIN, None, m["main_of"], inner or None), rest
-        return cls(m["kind"], int(m["number"]), m["record"] or "", inner or None), rest
+        labels = []
+        while len(labels) < _NESTING:
+            head, sep, rest = text.partition(":")
+            m = _LABEL.fullmatch(head) if sep else None
+            if m is None:
+                break
+            labels.append(m)
+            text = rest
+        process = None
+        for m in reversed(labels):  # the innermost last: each label holds the ones after it
+            if m["main_of"] is not None:
+                process = cls(MAIN, None, m["main_of"], process)
+            else:
+                process = cls(m["kind"], int(m["number"]), m["record"] or "", process)
+        return process or MAIN_PROCESS, text
 
     @classmethod
     def of_rank(cls, rank: int) -> Process:

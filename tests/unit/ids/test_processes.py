@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guarddiag.ids import CHILD, LOCAL, LOG, MAIN, MAIN_PROCESS, RANK, Process
+from guarddiag.ids import CHILD, LOCAL, LOG, MAIN, MAIN_PROCESS, RANK, CompileId, FrameId, Process
 
 
 @pytest.mark.parametrize(
@@ -62,3 +62,12 @@ def test_a_process_containing_another_is_the_one_whose_log_it_is():
     nested = Process.of_child(1).containing(Process.of_rank(1))
     assert str(nested) == "child1:rank1" and nested.outer == Process.of_child(1)
     assert Process.of_child(1).containing(MAIN_PROCESS) == Process.of_child(1)
+
+
+def test_an_id_names_two_processes_at_most_and_reads_back_whatever_a_record_holds():
+    """A process's own label and the rank its log's line named; more (a hand-edited record) stay in the
+    frame, read back as written, however many there are."""
+    fid = FrameId.parse("child1:rank0:log3:0")
+    assert (fid.frame, str(fid.process)) == ("log3:0", "child1:rank0")
+    text = "rank1:" * 5000 + "0/1"
+    assert str(CompileId.parse(text)) == text
