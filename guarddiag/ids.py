@@ -6,8 +6,8 @@ the process (``rank1:0/3`` for a torchrun worker of global rank 1, named by the 
 launcher gave it or by a ``[rank1]:`` line prefix; ``child1:0/3`` for another process the script
 started) and the cache generation (``0~1/0``: frame 0 after ``torch._dynamo.reset()``).
 A frame id is the id without its compile number: ``rank1:0``. The model holds them parsed
-(:class:`CompileId`, :class:`FrameId`, their :class:`Process`); only the record (``store``) and
-``render/`` write them as text.
+(:class:`CompileId`, :class:`FrameId`, their :class:`Process`); only the files guarddiag keeps (the
+record, ``store``; a baseline; compare's verdicts) and ``render/`` write them as text.
 
 Process labels (the part before ``:``; the main process has none):
 
