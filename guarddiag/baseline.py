@@ -17,7 +17,7 @@ from pathlib import Path
 
 from guarddiag.errors import InputError
 from guarddiag.filekinds import wrong_file
-from guarddiag.ids import FunctionKey
+from guarddiag.ids import MAIN_PROCESS, FunctionKey, Process
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.render.escape import yaml_text
 from guarddiag.store import write_atomic
@@ -41,7 +41,7 @@ class BaselineFunction:
     budget: int | None = None
     # The process it ran in when not the main one (`rank1`, `child1`): the same function in two
     # processes is two entries.
-    process: str = ""
+    process: Process = MAIN_PROCESS
     # Calls a compiler stance refused to recompile (torch.compiler.set_stance).
     refused_calls: int = 0
 
@@ -110,7 +110,7 @@ def from_runs(runs: dict[str, Run], root: Path, previous: Baseline | None = None
                     limit_hits=len(f.limit_hits),
                     causes=cause_counts(f),
                     budget=budgets.get(f.key._replace(file=rel)),
-                    process=f.rank,
+                    process=f.process,
                     refused_calls=f.refused_calls,
                 )
             )
@@ -132,7 +132,7 @@ def to_yaml(baseline: Baseline) -> str:
                 "functions": [
                     {
                         "name": f.name,
-                        **({"process": f.process} if f.process else {}),
+                        **({"process": str(f.process)} if f.process else {}),
                         "file": f.file,
                         "line": f.line,
                         "compiles": f.compiles,
@@ -167,6 +167,15 @@ def _int(value: object, where: str, allow_none: bool = False) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(f"{where}: expected a whole number >= 0, got {value!r}; fix the baseline or re-create it")
     return value
+
+
+def _process(value: object, where: str) -> Process:
+    try:
+        return Process.parse(str(value))
+    except ValueError:
+        raise InputError(
+            f"{where}: expected a process label (rank1, child1, L/rank1), got {value!r}; fix the baseline or re-create it"
+        ) from None
 
 
 def load(path: Path) -> Baseline:
@@ -214,7 +223,7 @@ def load(path: Path) -> Baseline:
                     limit_hits=_int(f.get("limit_hits", 0), f"{fw}.limit_hits") or 0,
                     causes=tuple(sorted((str(k), _int(v, f"{fw}.causes.{k}") or 0) for k, v in causes.items())),
                     budget=_int(f.get("budget"), f"{fw}.budget", allow_none=True),
-                    process=str(f.get("process", "")),
+                    process=_process(f.get("process", ""), f"{fw}.process"),
                     refused_calls=_int(f.get("refused_calls", 0), f"{fw}.refused_calls") or 0,
                 )
             )

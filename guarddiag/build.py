@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
 from guarddiag.guardexpr import condition_key, symbolic_condition
-from guarddiag.ids import CompileId, FrameId
+from guarddiag.ids import MAIN_PROCESS, CompileId, FrameId, Process
 from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord, with_callers
 from guarddiag.logparse.events import (
     CompileSeen,
@@ -129,7 +129,7 @@ class _Frame:
             self.name, self.file, self.line = name, file, line
 
 
-def _place(cid: CompileId | None, process: str) -> CompileId | FrameId | None:
+def _place(cid: CompileId | None, process: Process) -> CompileId | FrameId | None:
     """Where an event without a frame of its own was: its compile id (``rank1:0/1``), the bare process
     (``rank1:``) of a line of rank 1 that printed none, None for the main process's."""
     if cid is not None:
@@ -156,7 +156,7 @@ class RunBuilder:
         # Named frames by name, and by (process, name): a message without a compile id finds its frame
         # without scanning every frame (a paste of 8,000 ranks' messages was quadratic in them).
         self._named: dict[str, list[_Frame]] = {}
-        self._named_in: dict[tuple[str, str], list[_Frame]] = {}
+        self._named_in: dict[tuple[Process, str], list[_Frame]] = {}
         # Whether the log has guard listings at all: only then does a compile without one mean no code.
         self._listings = False
         # Whether the log has torch's graph_breaks channel: then a warning naming a graph break is no
@@ -164,7 +164,7 @@ class RunBuilder:
         self._break_channel = False
         # Messages without a compile id (old torch) are matched to frames by rank and function name.
         # A deque each: the oldest is taken first, in constant time however many wait.
-        self._pending: dict[tuple[str, str, str, int | None], deque[RecompileAnnounced]] = {}
+        self._pending: dict[tuple[Process, str, str, int | None], deque[RecompileAnnounced]] = {}
 
     def add(self, event: Event) -> None:
         """Fold one event into the model."""
@@ -328,13 +328,13 @@ class RunBuilder:
                 frame.limit_failures[len(frame.limit_hits)] = refused.failures
         frame.limit_hits.append(LimitHit(_place(cid, event.process), event.limit, event.value, reason))
 
-    def _pending_for(self, name: str, file: str, line: int | None, process: str) -> deque[RecompileAnnounced]:
+    def _pending_for(self, name: str, file: str, line: int | None, process: Process) -> deque[RecompileAnnounced]:
         for (pprocess, pname, pfile, pline), events in self._pending.items():
             if pprocess == process and pname == name and ((pfile, pline) == (file, line) or not file):
                 return events
         return deque()
 
-    def _frame_named(self, name: str, file: str, line: int | None, process: str = "") -> _Frame:
+    def _frame_named(self, name: str, file: str, line: int | None, process: Process = MAIN_PROCESS) -> _Frame:
         """The frame with this name (old logs without compile ids); file may be unknown on either side.
         A name of the main process (no rank) matches a frame of any process."""
         named = self._named_in.get((process, name), ()) if process else self._named.get(name, ())
@@ -355,10 +355,10 @@ class RunBuilder:
                 frame.announced[number] = events.popleft().failures
                 return
 
-    def _unnamed_frames(self) -> dict[tuple[str, int], list[_Frame]]:
+    def _unnamed_frames(self) -> dict[tuple[Process, int], list[_Frame]]:
         """The unnamed frames by process and number of recompiles: torch 2.1-2.3's announcements match
         one of them by its count, looked up once each (a scan per announced function was quadratic)."""
-        found: dict[tuple[str, int], list[_Frame]] = {}
+        found: dict[tuple[Process, int], list[_Frame]] = {}
         for f in self._frames.values():
             if not f.name:
                 found.setdefault((f.frame_id.process, sum(1 for n in f.compiles if n > 0)), []).append(f)

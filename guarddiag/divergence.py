@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from guarddiag.ids import job_rank
+from guarddiag.ids import Process
 from guarddiag.model import Cause, CauseIdentity, FunctionSummary, Run, compile_gaps
 from guarddiag.render.words import rank_cause_words
 
@@ -52,13 +52,13 @@ class JobRanks:
         return len(self.compared) + len(self.uncounted) + sum(last - first + 1 for first, last in self.missing)
 
 
-def job_ranks(run: Run, gaps: tuple[tuple[str, int, int], ...] | None = None) -> dict[str, JobRanks]:
+def job_ranks(run: Run, gaps: tuple[tuple[Process, int, int], ...] | None = None) -> dict[str, JobRanks]:
     """Per job label, its ranks: from the functions each rank compiled and from the job's processes
     (a rank that compiled nothing is listed there, with torch's own count of its compiles). ``gaps``:
     the run's :func:`~guarddiag.model.compile_gaps` where the caller has them (report.run_report)."""
     compiled: dict[str, set[int]] = {}
     for f in run.functions:
-        where = job_rank(f.rank)
+        where = f.process.job_rank
         if where is not None:
             compiled.setdefault(where[0], set()).add(where[1])
     quiet: dict[str, dict[int, bool]] = {}
@@ -66,7 +66,7 @@ def job_ranks(run: Run, gaps: tuple[tuple[str, int, int], ...] | None = None) ->
     lossy = {process for process, _, _ in (compile_gaps(run) if gaps is None else gaps)}
     sizes: dict[str, set[int]] = {}
     for p in run.job.processes if run.job is not None else ():
-        where = job_rank(p.process)
+        where = p.process.job_rank
         if where is None:
             continue
         job, rank = where
@@ -202,7 +202,7 @@ def rank_divergence(
     functions: dict[tuple[str, str, str, int | None], dict[int, FunctionSummary]] = {}
     nameless = {(job, rank) for job, ranks in (unnamed_ranks(run) if unnamed is None else unnamed).items() for rank in ranks}
     for f in run.functions:
-        where = job_rank(f.rank)
+        where = f.process.job_rank
         if where is not None and f.name:
             functions.setdefault((where[0], f.name, f.file, f.line), {})[where[1]] = f
     found = []
@@ -252,7 +252,7 @@ def unnamed_ranks(run: Run) -> dict[str, tuple[int, ...]]:
     """Per job, the ranks that compiled a frame the log never named (not compared)."""
     jobs: dict[str, set[int]] = {}
     for f in run.functions:
-        where = job_rank(f.rank)
+        where = f.process.job_rank
         if where is not None and not f.name:
             jobs.setdefault(where[0], set()).add(where[1])
     return {job: tuple(sorted(ranks)) for job, ranks in sorted(jobs.items())}

@@ -18,6 +18,7 @@ from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relat
 from guarddiag.config import Settings
 from guarddiag.divergence import Divergence
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
+from guarddiag.ids import Process
 from guarddiag.model import FunctionSummary, report_order
 from guarddiag.report import RunReport
 
@@ -127,14 +128,14 @@ def _match(
     by_key = {b.key: b for b in script.functions}
     matched: dict[int, BaselineFunction] = {}
     for i, (f, rel) in enumerate(functions):
-        base = by_key.get((f.rank, f.name, rel, f.line))
+        base = by_key.get((f.process, f.name, rel, f.line))
         if base is not None:
             matched[i] = base
     taken = {b.key for b in matched.values()}
-    unmatched: dict[tuple[str, str, str], list[int]] = {}
+    unmatched: dict[tuple[Process, str, str], list[int]] = {}
     for i, (f, rel) in enumerate(functions):
         if i not in matched:
-            unmatched.setdefault((f.rank, f.name, rel), []).append(i)
+            unmatched.setdefault((f.process, f.name, rel), []).append(i)
     for where, indexes in unmatched.items():
         free = [b for b in script.functions if (b.process, b.name, b.file) == where and b.key not in taken]
         if len(indexes) == 1 and len(free) == 1:

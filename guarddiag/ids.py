@@ -5,8 +5,9 @@ torch prints a compile id as ``[frame/compile]`` with an optional attempt (``[0/
 the process (``rank1:0/3`` for a torchrun worker of global rank 1, named by the environment its
 launcher gave it or by a ``[rank1]:`` line prefix; ``child1:0/3`` for another process the script
 started) and the cache generation (``0~1/0``: frame 0 after ``torch._dynamo.reset()``).
-A frame id is the id without its compile number: ``rank1:0``. The model holds both parsed
-(:class:`CompileId`, :class:`FrameId`); only the record (``store``) and ``render/`` write them as text.
+A frame id is the id without its compile number: ``rank1:0``. The model holds them parsed
+(:class:`CompileId`, :class:`FrameId`, their :class:`Process`); only the files guarddiag keeps (the
+record, ``store``; a baseline; compare's verdicts) and ``render/`` write them as text.
 
 Process labels (the part before ``:``; the main process has none):
 
@@ -19,11 +20,14 @@ Process labels (the part before ``:``; the main process has none):
 ``L/rank1``         any of these (``L/main``: the main process) from record ``L`` of a merge
                     (``guarddiag merge``): a node whose workers' ranks are not known, or one job of a
                     CI matrix, whose rank numbers other jobs reuse
+``child1:rank1``    a line with a ``[rank1]:`` prefix in the log of ``child1`` (any of these before the
+                    second ``:``): the process of the log and the rank its line named
 ==================  ==================================================================================
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -37,9 +41,123 @@ RANK_PREFIX = r"\[rank\d+\]:"
 _RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
 # A record's label in a merge: a file name's stem, or the LABEL of LABEL=PATH.
 RECORD_LABEL = r"[A-Za-z0-9_.+-]+"
-# A process other than the main one (the table in the module docstring).
-_PROCESS = re.compile(rf"(?:{RECORD_LABEL}/)?(?:rank|local|log|child)\d+|{RECORD_LABEL}/main")
-_RANK = re.compile(rf"(?:(?P<label>{RECORD_LABEL})/)?rank(?P<rank>\d+)")
+# One process label of the table above: ``rank1``, ``L/rank1``, ``L/main``.
+_LABEL = re.compile(
+    rf"(?:(?P<record>{RECORD_LABEL})/)?(?P<kind>rank|local|log|child)(?P<number>\d+)|(?P<main_of>{RECORD_LABEL})/main"
+)
+# How many labels an id's process has at most: a process's own and the rank its log's line named
+# (``child1:rank1``); what follows is the frame's, as a hand-edited record may write it.
+_NESTING = 2
+# The kinds of process of the table above; the main process has no number.
+MAIN, RANK, LOCAL, LOG, CHILD = "main", "rank", "local", "log", "child"
+
+
+@functools.total_ordering
+@dataclass(frozen=True, slots=True)
+class Process:
+    """A process of a run, parsed: its ``kind`` (:data:`RANK`, :data:`LOCAL`, :data:`LOG`, :data:`CHILD` or
+    :data:`MAIN`), its ``number`` (None for the main process), the ``record`` it came from in a merge
+    (``L`` of ``L/rank1``; ``M/L`` when a merged record is merged again) and ``inner``: the process a
+    ``[rank1]:`` prefix named on a line of this process's log (``child1:rank1``). False for the main
+    process of a run, as its empty label was; ordered by label, then number (``rank2`` before ``rank10``)."""
+
+    kind: str = MAIN
+    number: int | None = None
+    record: str = ""
+    inner: Process | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Process:
+        """``rank1`` -> rank 1; ``py311/rank0`` -> rank 0 of record ``py311``; ``child1:rank1`` -> rank 1 in
+        child 1's log; ``""`` -> the main process. Raises ValueError for any other text."""
+        process, rest = cls.split(text + ":") if text else (MAIN_PROCESS, "")
+        if rest:
+            raise ValueError(f"not a process label (rank1, child1, L/rank1): {text!r}")
+        return process
+
+    @classmethod
+    def split(cls, text: str) -> tuple[Process, str]:
+        """The process labels a frame or compile id begins with, and the rest: ``rank1:0/3`` -> (rank 1,
+        ``0/3``), ``rank1:`` -> (rank 1, ``""``), ``child1:rank1:0`` -> (rank 1 in child 1, ``0``); ``0/3``
+        and ``?forward@C:\\x.py:3`` (no label before the ``:``) -> (the main process, the text as it is)."""
+        labels = []
+        while len(labels) < _NESTING:
+            head, sep, rest = text.partition(":")
+            m = _LABEL.fullmatch(head) if sep else None
+            if m is None:
+                break
+            labels.append(m)
+            text = rest
+        process = None
+        for m in reversed(labels):  # the innermost last: each label holds the ones after it
+            if m["main_of"] is not None:
+                process = cls(MAIN, None, m["main_of"], process)
+            else:
+                process = cls(m["kind"], int(m["number"]), m["record"] or "", process)
+        return process or MAIN_PROCESS, text
+
+    @classmethod
+    def of_rank(cls, rank: int) -> Process:
+        """The process of a torchrun job's global rank ``rank``: ``rank1``."""
+        return cls(RANK, rank)
+
+    @classmethod
+    def of_child(cls, number: int) -> Process:
+        """The ``number``-th process (from 1) a script started that is no rank of a job: ``child1``."""
+        return cls(CHILD, number)
+
+    @property
+    def rank(self) -> int | None:
+        """The global rank it names: ``rank1`` and ``py311/rank1`` -> 1; None for any other process."""
+        job = self.job_rank
+        return None if job is None else job[1]
+
+    @property
+    def job_rank(self) -> tuple[str, int] | None:
+        """The job (a merged record's label, ``""`` for the run's own) and global rank it names: ``rank1`` ->
+        ("", 1), ``py311/rank1`` -> ("py311", 1); None for any other process."""
+        if self.kind != RANK or self.number is None or self.inner is not None or "/" in self.record:
+            return None
+        return self.record, self.number
+
+    @property
+    def outer(self) -> Process:
+        """The process whose log it is (``child1`` of ``child1:rank1``): a function's process."""
+        return self if self.inner is None else Process(self.kind, self.number, self.record)
+
+    def containing(self, inner: Process) -> Process:
+        """This process with ``inner`` as the process its log's lines named: ``child1`` and ``rank1`` ->
+        ``child1:rank1``; the main process adds nothing (``child1`` and the main process -> ``child1``)."""
+        return Process(self.kind, self.number, self.record, inner or None)
+
+    def in_record(self, label: str) -> Process:
+        """It in record ``label`` of a merge: ``rank1`` -> ``L/rank1``, the main process -> ``L/main``."""
+        return Process(self.kind, self.number, f"{label}/{self.record}" if self.record else label, self.inner)
+
+    def _head(self) -> str:
+        """Its own label without the number: ``rank`` of ``rank1``, ``L/rank``, ``L/main``; ``""`` (the main process)."""
+        kind = self.kind if self.number is not None else MAIN if self.record else ""
+        return f"{self.record}/{kind}" if self.record else kind
+
+    def _key(self) -> tuple:
+        """The order of processes: by label without its number, then number (the main process first)."""
+        return (self._head(), -1 if self.number is None else self.number, () if self.inner is None else self.inner._key())
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Process):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def __bool__(self) -> bool:
+        return self.number is not None or bool(self.record) or self.inner is not None
+
+    def __str__(self) -> str:
+        label = self._head() + ("" if self.number is None else str(self.number))
+        return label if self.inner is None else f"{label}:{self.inner}"
+
+
+# The script's own process (its label is empty: ids of the main process name none).
+MAIN_PROCESS = Process()
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -49,18 +167,17 @@ class CompileId:
     frame: str
     number: int
     attempt: int = 0
-    process: str = ""
+    process: Process = MAIN_PROCESS
 
     @classmethod
-    def parse(cls, text: str | None, process: str = "") -> CompileId | None:
+    def parse(cls, text: str | None, process: Process = MAIN_PROCESS) -> CompileId | None:
         """``0/1`` -> (0, 1); ``0/1_2`` -> attempt 2; ``!0/3/1`` -> frame ``!0/3``; ``rank1:0/1`` ->
         process ``rank1``; ``?f@/x.py:3/1`` -> frame ``?f@/x.py:3`` (a frame guarddiag named); ``process``:
         the process of an id that names none (the rank of its log line). None for a frame id (``0``), a
         bare process (``rank1:``) or nothing."""
         if not text:
             return None
-        named = process_of(text)
-        bare = text[len(named) + 1 :] if named else text
+        named, bare = Process.split(text)
         frame, slash, tail = bare.rpartition("/")
         number, _, attempt = tail.partition("_")
         if not slash:
@@ -85,13 +202,18 @@ class CompileId:
         """``frame/number``, without process or attempt: one compile whatever its attempts."""
         return f"{self.frame}/{self.number}"
 
-    def in_process(self, process: str) -> CompileId:
+    def in_process(self, process: Process) -> CompileId:
         """The same compile seen from process ``process`` (a process the script started, ``child1``): a
-        process this id already names stays in its frame (``rank1:0/3`` -> ``child1:rank1:0/3``)."""
-        return CompileId(with_process(self.process, self.frame), self.number, self.attempt, process)
+        process this id already names is the one its log's lines named (``rank1:0/3`` -> ``child1:rank1:0/3``)."""
+        return CompileId(self.frame, self.number, self.attempt, process.containing(self.process))
+
+    def in_generation(self, generation: int) -> CompileId:
+        """This compile in cache generation ``generation`` (after that many ``torch._dynamo.reset()``), a frame
+        of its own: ``0/1_2`` in generation 1 -> ``0~1/1_2``, ``!0/3/1`` in 2 -> ``!0/3~2/1``."""
+        return CompileId(f"{self.frame}~{generation}", self.number, self.attempt, self.process) if generation else self
 
     def __str__(self) -> str:
-        return with_process(self.process, self.compile_key + (f"_{self.attempt}" if self.attempt else ""))
+        return _with_process(self.process, self.compile_key + (f"_{self.attempt}" if self.attempt else ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,22 +224,22 @@ class FrameId:
     compile."""
 
     frame: str
-    process: str = ""
+    process: Process = MAIN_PROCESS
 
     @classmethod
     def parse(cls, text: str) -> FrameId:
         """``rank1:0`` -> frame ``0`` of ``rank1``; ``rank1:`` -> the bare process; ``?f@C:\\x.py:3`` -> a
         frame of the main process (what precedes ``:`` is no process label)."""
-        process = process_of(text)
-        return cls(text[len(process) + 1 :] if process else text, process)
+        process, frame = Process.split(text)
+        return cls(frame, process)
 
     def compile(self, number: int) -> CompileId:
         """Compile ``number`` of this frame: ``rank1:0`` and 3 -> ``rank1:0/3``."""
         return CompileId(self.frame, number, 0, self.process)
 
-    def in_process(self, process: str) -> FrameId:
+    def in_process(self, process: Process) -> FrameId:
         """The same frame seen from process ``process`` (see :meth:`CompileId.in_process`)."""
-        return FrameId(str(self), process)
+        return FrameId(self.frame, process.containing(self.process))
 
     @property
     def generation(self) -> int:
@@ -126,7 +248,7 @@ class FrameId:
         return int(generation) if sep and generation.isdigit() else 0
 
     def __str__(self) -> str:
-        return with_process(self.process, self.frame)
+        return _with_process(self.process, self.frame)
 
 
 def parse_place(text: str | None) -> CompileId | FrameId | None:
@@ -153,73 +275,18 @@ def split_rank(line: str) -> tuple[int | None, str]:
     return (int(m[1]), line[m.end() :]) if m else (None, line)
 
 
-def with_process(process: str, text: str) -> str:
+def _with_process(process: Process, text: str) -> str:
     """A frame or compile id of another process: ``rank1`` and ``0/1`` -> ``rank1:0/1``."""
     return f"{process}:{text}" if process else text
-
-
-def rank_process(rank: int) -> str:
-    """The process of a torchrun job's global rank ``rank``: ``rank1``."""
-    return f"rank{rank}"
-
-
-def child_process(number: int) -> str:
-    """The ``number``-th process (from 1) a script started that is no rank of a job: ``child1``."""
-    return f"child{number}"
-
-
-def ranked(rank: int | None, compile_id: str | None) -> str | None:
-    """A compile id read on a line with torchrun's ``[rank1]:`` prefix: ``rank1:0/1`` (``rank1:`` when
-    the line has none); compile ids of different ranks are different compiles."""
-    return compile_id if rank is None else with_process(rank_process(rank), compile_id or "")
-
-
-def process_of(text: str | None) -> str:
-    """The process a frame or compile id belongs to when not the main one: ``rank1:0/3`` and
-    ``rank1:`` -> ``rank1``, ``child2:0`` -> ``child2``, ``py311/rank0:0/1`` -> ``py311/rank0``;
-    ``""`` otherwise (also for ``?forward@C:\\x.py``, a frame named from a Windows path)."""
-    head, sep, _ = (text or "").partition(":")
-    return head if sep and _PROCESS.fullmatch(head) else ""
-
-
-def is_process(label: str) -> bool:
-    """Whether ``label`` is a process label of the grammar above (``""``, the main process, is not)."""
-    return _PROCESS.fullmatch(label) is not None
-
-
-def rank_of(process: str) -> int | None:
-    """The global rank a process label names: ``rank1`` and ``py311/rank1`` -> 1; None for any other."""
-    m = _RANK.fullmatch(process)
-    return int(m["rank"]) if m else None
-
-
-def job_rank(process: str) -> tuple[str, int] | None:
-    """The job (a merged record's label, ``""`` for the run's own) and global rank a process label
-    names: ``rank1`` -> ("", 1), ``py311/rank1`` -> ("py311", 1); None for any other."""
-    m = _RANK.fullmatch(process)
-    return (m["label"] or "", int(m["rank"])) if m else None
-
-
-def in_record(label: str, process: str) -> str:
-    """A process of record ``label`` in a merge: ``rank1`` -> ``L/rank1``, the main process -> ``L/main``."""
-    return f"{label}/{process or 'main'}"
-
-
-def in_generation(compile_id: str, generation: int) -> str:
-    """``0/1_2`` in cache generation 1 (after one ``torch._dynamo.reset()``) -> ``0~1/1_2``, a frame of its own."""
-    if not generation or "/" not in compile_id:
-        return compile_id
-    frame, _, rest = compile_id.rpartition("/")
-    return f"{frame}~{generation}/{rest}"
 
 
 class FunctionKey(NamedTuple):
     """Who a compiled function is across runs: process, name, file and first line (never frame or object ids)."""
 
-    process: str
+    process: Process
     name: str
     file: str
     line: int | None
 
     def __str__(self) -> str:
-        return f"{with_process(self.process, self.name)}@{self.file}:{self.line}"
+        return f"{_with_process(self.process, self.name)}@{self.file}:{self.line}"

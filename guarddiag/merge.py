@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TypeVar
 
-from guarddiag.ids import in_record, rank_of
+from guarddiag.ids import MAIN_PROCESS, CompileId, FrameId, Process
 from guarddiag.logparse.parser import MAX_SAMPLES
 from guarddiag.model import FunctionSummary, Job, JobProcess, JobRecord, ParseStats, Run
 
+_Id = TypeVar("_Id", CompileId, FrameId)
 
-def in_process(f: FunctionSummary, tag: str) -> FunctionSummary:
+
+def in_process(f: FunctionSummary, tag: Process) -> FunctionSummary:
     """The same function as compiled in another process (``child1``): its frame and compile ids carry the tag."""
     return replace(
         f,
@@ -36,14 +39,19 @@ def add_stats(a: ParseStats, b: ParseStats) -> ParseStats:
     )
 
 
-def retagged(f: FunctionSummary, process: str) -> FunctionSummary:
-    """The same function moved to another process label (``rank1`` -> ``py311/rank1``): every id follows."""
+def retagged(f: FunctionSummary, process: Process) -> FunctionSummary:
+    """The same function moved to another process label (``rank1`` -> ``py311/rank1``): every id follows,
+    keeping the process its log's line named (``child1:rank1`` -> ``py311/child1:rank1``)."""
+
+    def moved(i: _Id) -> _Id:
+        return replace(i, process=process.containing(i.process.inner or MAIN_PROCESS))
+
     return replace(
         f,
-        frame_ids=tuple(replace(i, process=process) for i in f.frame_ids),
-        recompile_events=tuple(replace(e, compile_id=replace(e.compile_id, process=process)) for e in f.recompile_events),
-        limit_hits=tuple(replace(h, compile_id=replace(h.compile_id, process=process) if h.compile_id else None) for h in f.limit_hits),
-        failed_compiles=tuple(replace(c, compile_id=replace(c.compile_id, process=process)) for c in f.failed_compiles),
+        frame_ids=tuple(moved(i) for i in f.frame_ids),
+        recompile_events=tuple(replace(e, compile_id=moved(e.compile_id)) for e in f.recompile_events),
+        limit_hits=tuple(replace(h, compile_id=moved(h.compile_id) if h.compile_id else None) for h in f.limit_hits),
+        failed_compiles=tuple(replace(c, compile_id=moved(c.compile_id)) for c in f.failed_compiles),
     )
 
 
@@ -57,17 +65,17 @@ def merge_runs(records: Sequence[tuple[str, str, Run]], jobs: bool) -> Run:
     process under its record's label). Raises :class:`RankClash` for a rank two nodes both have."""
     functions: list[FunctionSummary] = []
     processes: list[JobProcess] = []
-    owner: dict[str, str] = {}
+    owner: dict[Process, str] = {}
     stats = ParseStats()
     for label, path, run in records:
         seen = _processes(run)
         for process, known in seen.items():
-            new = in_record(label, process) if jobs or rank_of(process) is None else process
+            new = _in_record(process, label, jobs)
             if new in owner:
                 raise RankClash(process, owner[new], path)
             owner[new] = path
             processes.append(replace(known, process=new, node=label))
-        functions += [retagged(f, in_record(label, f.rank) if jobs or rank_of(f.rank) is None else f.rank) for f in run.functions]
+        functions += [retagged(f, _in_record(f.process, label, jobs)) for f in run.functions]
         stats = add_stats(stats, run.parse)
     runs = [r for _, _, r in records]
     versions = {r.torch_version for r in runs}
@@ -80,7 +88,7 @@ def merge_runs(records: Sequence[tuple[str, str, Run]], jobs: bool) -> Run:
         late_hooks=tuple(h for r in runs for h in r.late_hooks),
         unobserved=tuple(u for r in runs for u in r.unobserved),
         stances=tuple(
-            replace(u, process=in_record(label, u.process) if jobs or rank_of(u.process) is None else u.process)
+            replace(u, process=_in_record(u.process, label, jobs))
             for label, _, r in records
             for u in r.stances
         ),
@@ -92,19 +100,25 @@ def merge_runs(records: Sequence[tuple[str, str, Run]], jobs: bool) -> Run:
     )
 
 
-def _processes(run: Run) -> dict[str, JobProcess]:
+def _in_record(process: Process, label: str, jobs: bool) -> Process:
+    """A process of record ``label`` in the merge: a global rank of a node stays itself (``rank1``), any
+    other process, and every process of a job (``jobs``), goes under the label (``L/rank1``, ``L/main``)."""
+    return process.in_record(label) if jobs or process.rank is None else process
+
+
+def _processes(run: Run) -> dict[Process, JobProcess]:
     """The processes of a record: what its job says of them (a torchrun job guarddiag ran, a log dir,
     per-rank logs: every process, whether it compiled or not), else the processes its functions name."""
     own = run.job is not None and run.job.read_as in ("run", "log_dir", "per_rank")
     known = {p.process: p for p in run.job.processes} if own and run.job is not None else {}
     logs = (run.log_path,) if run.log_path else ()
     for f in run.functions:
-        if f.rank not in known:
-            named_by = "prefix" if rank_of(f.rank) is not None else "record"
-            known[f.rank] = JobProcess(f.rank, rank_of(f.rank), None, named_by, logs)
+        if f.process not in known:
+            named_by = "prefix" if f.process.rank is not None else "record"
+            known[f.process] = JobProcess(f.process, f.process.rank, None, named_by, logs)
     # The script's own process keeps torch's count of its compiles, which its log is checked against.
-    if run.torch_compiles and "" not in known:
-        known[""] = JobProcess("", None, None, "record", logs)
-    if "" in known:
-        known[""] = replace(known[""], torch_compiles=run.torch_compiles)
+    if run.torch_compiles and MAIN_PROCESS not in known:
+        known[MAIN_PROCESS] = JobProcess(MAIN_PROCESS, None, None, "record", logs)
+    if MAIN_PROCESS in known:
+        known[MAIN_PROCESS] = replace(known[MAIN_PROCESS], torch_compiles=run.torch_compiles)
     return known

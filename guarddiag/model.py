@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from guarddiag.guardkinds import SHAPE_FORM_NAMES, category
-from guarddiag.ids import CompileId, FrameId, FunctionKey
+from guarddiag.ids import MAIN_PROCESS, CompileId, FrameId, FunctionKey, Process
 
 SCHEMA = "guarddiag.run/2"
 
@@ -215,12 +215,12 @@ class Refusal:
 @dataclass(frozen=True)
 class StanceUse:
     """A compiler stance that can refuse to recompile, in force in a process of the run (``process``:
-    ``""`` the script's own, else its label), and whether guarddiag counted the calls it refused there:
+    the script's own by default), and whether guarddiag counted the calls it refused there:
     not for ``skip_guard_eval_unsafe``, nor for ``eager_on_recompile`` on a torch before 2.7."""
 
     stance: str
     counted: bool
-    process: str = ""
+    process: Process = MAIN_PROCESS
 
 
 # How a compile attempt that installed no code ended (FailedCompile.kind).
@@ -341,16 +341,16 @@ class FunctionSummary:
         return sum(r.calls for r in self.refusals)
 
     @property
-    def rank(self) -> str:
-        """The process it was compiled in when not the main one: ``rank1`` (torchrun), ``child1`` (a
-        process the script started, numbered in start order), ``local1``, ``log2`` or ``L/rank1`` (the
-        labels of :mod:`guarddiag.ids`), else ``""``."""
-        return self.frame_ids[0].process if self.frame_ids else ""
+    def process(self) -> Process:
+        """The process it was compiled in: ``rank1`` (torchrun), ``child1`` (a process the script started,
+        numbered in start order), ``local1``, ``log2``, ``L/rank1`` (the labels of :mod:`guarddiag.ids`) or
+        the main process; the process whose log it is where a line of it named another (``child1:rank1``)."""
+        return self.frame_ids[0].process.outer if self.frame_ids else MAIN_PROCESS
 
     @property
     def key(self) -> FunctionKey:
         """The stable identity used to match this function across runs (rank included for torchrun logs)."""
-        return FunctionKey(self.rank, self.name, self.file, self.line)
+        return FunctionKey(self.process, self.name, self.file, self.line)
 
 
 @dataclass(frozen=True)
@@ -411,7 +411,7 @@ class JobProcess:
     (TORCHELASTIC_RUN_ID), ``restart`` (TORCHELASTIC_RESTART_COUNT), and ``torch_compiles`` the
     compiles torch itself counted in the process, to check its log against (None: not known)."""
 
-    process: str
+    process: Process
     rank: int | None
     local_rank: int | None
     named_by: str
@@ -551,14 +551,14 @@ def _total(values: Iterable[float | None]) -> float | None:
     return None if not values or any(v is None for v in values) else round(sum(values), 6)  # type: ignore[arg-type]
 
 
-def compile_gaps(run: Run) -> tuple[tuple[str, int, int], ...]:
+def compile_gaps(run: Run) -> tuple[tuple[Process, int, int], ...]:
     """Every process whose log shows fewer compiles than torch counted in it: ``(process, counted,
-    seen)``, the script's own process (``""``) first, then the job's processes (a run's ranks). Where
+    seen)``, the script's own process first, then the job's processes (a run's ranks). Where
     the log lost lines, every count of that process is too low."""
-    counted = [("", run.torch_compiles), *((p.process, p.torch_compiles) for p in (run.job.processes if run.job else ()))]
+    counted = [(MAIN_PROCESS, run.torch_compiles), *((p.process, p.torch_compiles) for p in (run.job.processes if run.job else ()))]
     gaps = []
     for process, count in counted:
-        seen = sum(f.compiles for f in run.functions if f.rank == process)
+        seen = sum(f.compiles for f in run.functions if f.process == process)
         if lost_lines(count, seen):
             gaps.append((process, count, seen))
     return tuple(gaps)
@@ -571,8 +571,7 @@ def lost_lines(torch_compiles: int | None, logged: int) -> bool:
     return torch_compiles is not None and torch_compiles > logged
 
 
-def report_order(f: FunctionSummary) -> tuple[int, str, str, int, tuple[str, int]]:
+def report_order(f: FunctionSummary) -> tuple[int, str, str, int, Process]:
     """The order reports list functions in: the most recompiles first, then by name and place, and one
-    function's processes by number (``rank2`` before ``rank10``; the main process first)."""
-    head = f.rank.rstrip("0123456789")
-    return (-f.recompiles, f.name, f.file, f.line or 0, (head, int(f.rank[len(head):] or -1)))
+    function's processes in their order (``rank2`` before ``rank10``; the main process first)."""
+    return (-f.recompiles, f.name, f.file, f.line or 0, f.process)

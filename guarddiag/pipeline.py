@@ -150,7 +150,7 @@ def parse_logs(paths: Sequence[str]) -> Run:
         processes = tuple(JobProcess(p.process, p.rank, p.local_rank, p.named_by, p.files) for p in plan.processes)
         job = Job(plan.read_as, processes, skipped=plan.skipped)
     # A log shows a stance only where the script printed fail_on_recompile's error into it.
-    stances = tuple(dict.fromkeys(StanceUse(r.stance, True, f.rank) for f in functions for r in f.refusals))
+    stances = tuple(dict.fromkeys(StanceUse(r.stance, True, f.process) for f in functions for r in f.refusals))
     return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job, stances=stances)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from guarddiag.divergence import Divergence, JobRanks, divergence_dict, job_ranks, rank_divergence, unnamed_ranks
+from guarddiag.ids import Process
 from guarddiag.model import Run, StanceUse, Unobserved, compile_gaps, uncounted, uncounted_stances
 from guarddiag.store import run_to_dict, save_record
 
@@ -31,7 +32,7 @@ class RunReport:
 
     run: Run
     advice: RunAdvice | None
-    gaps: tuple[tuple[str, int, int], ...]
+    gaps: tuple[tuple[Process, int, int], ...]
     uncounted: tuple[Unobserved, ...]
     uncounted_stances: tuple[StanceUse, ...]
     jobs: Mapping[str, JobRanks]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guarddiag.child._site import _guarddiag_process as _process
-from guarddiag.ids import child_process, rank_process
+from guarddiag.ids import MAIN_PROCESS, Process
 from guarddiag.ledger import CompileRecord, RefusalRecord, compiles_in, read_ledger, read_stances
 from guarddiag.logparse.framing import strip_rank
 from guarddiag.merge import add_stats, in_process
@@ -32,10 +32,10 @@ CHILD_GLOB = "torch.child-*.log"
 
 @dataclass(frozen=True)
 class ProcessLog:
-    """One process's log in the run folder: its name in reports (``""``: the script's own process)
+    """One process's log in the run folder: its name in reports (the main process: the script's own)
     and, for a rank, what its launcher told it (:class:`JobProcess`, named by its ``process``)."""
 
-    name: str
+    name: Process
     path: Path
     ledger: Path
     rank: JobProcess | None = None
@@ -97,7 +97,7 @@ def process_logs(run_dir: Path) -> list[ProcessLog]:
 
 def _order(process: ProcessLog) -> tuple[bool, int]:
     """Ranks by rank, then the other processes in start order (a sort keeps their order)."""
-    is_rank = process.rank is not None and process.name == rank_process(process.rank.rank)
+    is_rank = process.rank is not None and process.name == Process.of_rank(process.rank.rank)
     return (not is_rank, process.rank.rank if is_rank and process.rank else 0)
 
 
@@ -118,10 +118,10 @@ def _named(found: list[tuple[Path, JobProcess | None, object]]) -> list[ProcessL
     number = 0
     for i, (path, info, _) in enumerate(found):
         if info is not None and last[info.rank] == i:
-            name = rank_process(info.rank)
+            name = Process.of_rank(info.rank)
         else:
             number += 1
-            name = child_process(number)
+            name = Process.of_child(number)
         out.append(ProcessLog(name, path, _ledger_of(path), replace(info, process=name) if info else None))
     return out
 
@@ -155,7 +155,7 @@ def _env_rank(path: Path) -> JobProcess | None:
     if rank is None:
         return None
     return JobProcess(
-        process="",
+        process=MAIN_PROCESS,
         rank=rank,
         local_rank=_int(fact.get("LOCAL_RANK")),
         named_by="environment",
@@ -171,7 +171,7 @@ def _env_rank(path: Path) -> JobProcess | None:
 def _prefix_rank(seen: set[int]) -> JobProcess | None:
     """The rank of a process started without RANK (``torch.multiprocessing.spawn``), from the one rank
     its log lines name once torch.distributed is initialised; None when they name none or several."""
-    return JobProcess(process="", rank=next(iter(seen)), local_rank=None, named_by="prefix", logs=()) if len(seen) == 1 else None
+    return JobProcess(process=MAIN_PROCESS, rank=next(iter(seen)), local_rank=None, named_by="prefix", logs=()) if len(seen) == 1 else None
 
 
 def _ledger_of(log: Path) -> Path:

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from guarddiag.errors import InputError
 from guarddiag.filekinds import RUN_RECORD, wrong_file
-from guarddiag.ids import CompileId, FrameId, parse_place, place_text
+from guarddiag.ids import CompileId, FrameId, Process, parse_place, place_text
 from guarddiag.model import (
     HOOK_KINDS,
     JOB_READS,
@@ -103,9 +103,14 @@ def run_to_dict(run: Run, rank_divergence: list[dict[str, object]]) -> dict[str,
             **({"paste_messages": run.parse.paste_messages} if run.parse.paste_messages is not None else {}),
         },
         # Only a job read from several logs or records has it: a record of one log is unchanged.
-        **({"job": asdict(run.job)} if run.job is not None else {}),
-        **({"stances": [asdict(u) for u in run.stances]} if run.stances else {}),
+        **({"job": _job_dict(run.job)} if run.job is not None else {}),
+        **({"stances": [{**asdict(u), "process": str(u.process)} for u in run.stances]} if run.stances else {}),
     }
+
+
+def _job_dict(job: Job) -> dict[str, object]:
+    """A job with its processes' labels as text."""
+    return {**asdict(job), "processes": [{**asdict(p), "process": str(p.process)} for p in job.processes]}
 
 
 def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
@@ -288,6 +293,7 @@ def _job(raw: dict) -> Job:
     for i, p in enumerate(_list(raw.get("processes", []), "job.processes")):
         values = dict(_object(p, f"job.processes[{i}]"))
         values["logs"] = _strings(values.get("logs", []), f"job.processes[{i}].logs")
+        values["process"] = _process(values.get("process"), f"job.processes[{i}].process")
         process = _typed(JobProcess, values, f"job.processes[{i}]")
         if process.named_by not in NAMED_BY:
             raise ValueError(f"job.processes[{i}].named_by: expected one of {', '.join(NAMED_BY)}, got {process.named_by!r}"[:200])
@@ -362,6 +368,7 @@ def _ranks_job(raw: object) -> Job | None:
     for i, r in enumerate(ranks):
         values = dict(_object(r, f"ranks[{i}]"))
         values.update(local_rank=values.get("local_rank"), named_by="environment", logs=())
+        values["process"] = _process(values.get("process"), f"ranks[{i}].process")
         processes.append(_typed(JobProcess, values, f"ranks[{i}]"))
     return Job("run", tuple(processes)) if processes else None
 
@@ -380,6 +387,15 @@ def _compile_id(value: object, where: str) -> CompileId:
     if cid is None:
         raise ValueError(f"{where}: expected a compile id (0/1, rank1:0/1), got {value!r}"[:200])
     return cid
+
+
+def _process(value: object, where: str) -> Process:
+    """A process label as records write it (``rank1``, ``py311/rank0``, ``""`` the main process), parsed."""
+    text = str(_str(value, where))
+    try:
+        return Process.parse(text)
+    except ValueError:
+        raise ValueError(f"{where}: expected a process label (rank1, child1, L/rank1, or empty), got {text!r}"[:200]) from None
 
 
 def _compiled(raw: object, where: str) -> dict:
@@ -418,7 +434,10 @@ def _refusal(raw: object, where: str) -> Refusal:
 
 
 def _stance_use(raw: object, where: str) -> StanceUse:
-    use = _typed(StanceUse, raw, where)
+    values = dict(_object(raw, where))
+    if "process" in values:
+        values["process"] = _process(values["process"], f"{where}.process")
+    use = _typed(StanceUse, values, where)
     _stance(use.stance, f"{where}.stance")
     if not isinstance(use.counted, bool):
         raise TypeError(f"{where}.counted: expected true or false, got {use.counted!r}"[:200])

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from guarddiag.compare import CompareReport, FlipOutcome
 from guarddiag.diff import CauseKey, cause_key
-from guarddiag.ids import FrameId, FunctionKey
+from guarddiag.ids import FrameId, FunctionKey, Process
 from guarddiag.model import Cause, CauseIdentity, FunctionSummary, Guard, Run
 from guarddiag.shell import quote
 from guarddiag.store import write_atomic
@@ -226,7 +226,7 @@ def script_digest(key: VerdictKey) -> str:
 
 def _verdict_to(v: Verdict) -> dict[str, object]:
     return {
-        "function": v.function._asdict(),
+        "function": {**v.function._asdict(), "process": str(v.function.process)},
         "cause": list(v.cause),
         "outcome": dataclasses.asdict(v.outcome),
         "compared_at": v.compared_at,
@@ -246,6 +246,7 @@ def _verdict_from(raw: dict) -> Verdict:
     function = FunctionKey(**raw["function"])
     if not all(isinstance(v, str) for v in function[:3]) or not (function.line is None or type(function.line) is int):
         raise ValueError("function")
+    function = function._replace(process=Process.parse(function.process))
     return Verdict(function, (category, source, pattern), outcome, str(raw["compared_at"]))
 
 

@@ -13,6 +13,7 @@ from guarddiag.commands.output import echo
 from guarddiag.errors import INTERRUPTED, SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.explain import Explanation, GuardListings, HintChecker, explain_functions
 from guarddiag.filekinds import is_run_record
+from guarddiag.ids import MAIN_PROCESS, Process
 from guarddiag.logparse.encoding import open_log
 from guarddiag.model import Run
 from guarddiag.pipeline import LogReader, paused_gc, refuse_guarddiag_files
@@ -93,7 +94,7 @@ def _explain_path(
         if log.exists() and not log.is_dir() and not log.is_file():
             # A record can name anything; reading a FIFO or a device it names would block or never end.
             raise InputError(f"{path}: the log it names ({log}) is not a regular file; explain the log or the script instead")
-        log, process = _compiled_log(run, log) if run.source == "run" else (log, "")
+        log, process = _compiled_log(run, log) if run.source == "run" else (log, MAIN_PROCESS)
         where = f" of {process} (the script's own process compiled nothing)" if process else ""
         return _from_log(log, run.torch_version, full, _checker(run), _callers(run)), [f"torch log{where}: {log}"], None
     return _from_log(path, None, full, _checker(None)), [], None
@@ -132,17 +133,17 @@ def _rerun(run: Run) -> str:
     return f"{shell.join(['guarddiag', 'run', *flags, '--out', 'run.json', *args])}, then guarddiag explain run.json"
 
 
-def _compiled_log(run: Run, main: Path | None = None) -> tuple[Path, str]:
+def _compiled_log(run: Run, main: Path | None = None) -> tuple[Path, Process]:
     """The log to explain: the script's own process's (``main``, else the one the run names), or when
     that compiled nothing, the first process of the run that did (rank 0 of a torchrun job first), with its name."""
     main = main or Path(run.log_path or "")
-    compiled = {f.rank for f in run.functions}
-    if "" in compiled or not compiled:
-        return main, ""
+    compiled = {f.process for f in run.functions}
+    if MAIN_PROCESS in compiled or not compiled:
+        return main, MAIN_PROCESS
     from guarddiag.runlogs import process_logs
 
     first = next((p for p in process_logs(main.parent) if p.name in compiled), None)
-    return (first.path, first.name) if first else (main, "")
+    return (first.path, first.name) if first else (main, MAIN_PROCESS)
 
 
 def _checker(run: Run | None) -> HintChecker:
@@ -156,7 +157,7 @@ def _checker(run: Run | None) -> HintChecker:
 
 def _callers(run: Run) -> Callers:
     """Whose code called each function of the run when it compiled: what its ledger saw, which a log does not show."""
-    return {(f.name, f.file, f.line): f.callers for f in run.functions if f.callers and not f.rank}
+    return {(f.name, f.file, f.line): f.callers for f in run.functions if f.callers and not f.process}
 
 
 def _from_log(

@@ -9,7 +9,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from guarddiag.ids import CACHE_ENTRY, CompileId
+from guarddiag.ids import CACHE_ENTRY, CompileId, Process
 from guarddiag.logparse.events import (
     Event,
     GraphBreakSeen,
@@ -92,7 +92,7 @@ class Block:
 
 class GuardBlock(Block):
     def __init__(
-        self, cid: CompileId | None, process: str, keep: frozenset[str] | None, locations: bool = True, seen: dict | None = None
+        self, cid: CompileId | None, process: Process, keep: frozenset[str] | None, locations: bool = True, seen: dict | None = None
     ) -> None:
         self.cid, self.process = cid, process
         self.reader = TreeReader(keep, locations, seen)
@@ -128,7 +128,7 @@ class ShapeFnBlock(Block):
 
 
 class RecompileBlock(Block):
-    def __init__(self, cid: CompileId | None, process: str, m: re.Match[str]) -> None:
+    def __init__(self, cid: CompileId | None, process: Process, m: re.Match[str]) -> None:
         self.cid, self.process = cid, process
         self.name, self.file, self.line = m["name"], m["file"], int(m["line"])
         self.failures: list[GuardFailure] = []
@@ -184,7 +184,7 @@ class RecompileBlock(Block):
 class LimitBlock(Block):
     """A recompile-limit warning; ``m`` None: its first line (which names the limit) is not in the log."""
 
-    def __init__(self, cid: CompileId | None, process: str, m: re.Match[str] | None) -> None:
+    def __init__(self, cid: CompileId | None, process: Process, m: re.Match[str] | None) -> None:
         self.cid, self.process = cid, process
         self.limit, self.value = (m["limit"], int(m["value"])) if m is not None else ("", None)
         self.name, self.file, self.line = "", "", None
@@ -214,7 +214,7 @@ class GraphBreakBlock(Block):
     break's type, ``Unsupported Tensor.item() call ...``) below it; 2.2-2.5 end the record with the
     exception (``torch._dynamo.exc.Unsupported: builtin: print ...``); 2.0-2.1 put it in the first line."""
 
-    def __init__(self, cid: CompileId | None, process: str, body: str, channel: bool = False) -> None:
+    def __init__(self, cid: CompileId | None, process: Process, body: str, channel: bool = False) -> None:
         self.cid, self.process = cid, process
         self.channel = channel
         self.location = _graph_break_location(body)
@@ -287,7 +287,7 @@ def python_literal(text: str) -> object:
         return NOT_LITERAL
 
 
-def recompile_from_tuple(cid: CompileId | None, process: str, body: str) -> list[Event] | None:
+def recompile_from_tuple(cid: CompileId | None, process: Process, body: str) -> list[Event] | None:
     """``('Recompiling function f in x.py:10', "triggered by the following guard failure: L['n'] == 1")``;
     None when the line is not such a tuple (torn, or hostile)."""
     parts = python_literal(body.strip())

@@ -1,7 +1,7 @@
 """Events: what the parser recognized in the log, before any counting or classification.
 
 An event's ``compile_id`` is parsed where the parser cut it from the line, in its process and cache
-generation (``rank1:0~1/2``); ``process`` is the process of its line (``rank1``; ``""`` the main one), also
+generation (``rank1:0~1/2``); ``process`` is the process of its line (``rank1``, or the main one), also
 for a line that printed no compile id (torch 2.0, a paste's message).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from guarddiag.ids import CompileId
+from guarddiag.ids import MAIN_PROCESS, CompileId, Process
 from guarddiag.model import Guard
 
 
@@ -21,7 +21,7 @@ class FrameNamed:
     name: str
     file: str
     line: int | None
-    process: str = ""
+    process: Process = MAIN_PROCESS
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ class RecompileAnnounced:
     file: str
     line: int | None
     failures: tuple[GuardFailure, ...]
-    process: str = ""
+    process: Process = MAIN_PROCESS
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ class GuardListing:
     compile_id: CompileId | None
     guards: tuple[Guard, ...]
     raw: tuple[tuple[str, str], ...] = ()
-    process: str = ""
+    process: Process = MAIN_PROCESS
 
     def all_guards(self) -> tuple[Guard, ...]:
         from guarddiag.logparse.guards import guard_from_raw
@@ -93,7 +93,7 @@ class LimitWarning:
     file: str
     line: int | None
     last_reason: str
-    process: str = ""
+    process: Process = MAIN_PROCESS
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,7 @@ class GraphBreakSeen:
     location: str
     reason: str
     channel: bool = False
-    process: str = ""
+    process: Process = MAIN_PROCESS
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +117,7 @@ class SymbolCreated:
     source: str
     # The size the call had (``12``), which the compile's guards were decided at; "" where torch printed none.
     value: str = ""
-    process: str = ""
+    process: Process = MAIN_PROCESS
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +129,7 @@ class SizeGuardAdded:
     expr: str
     location: str
     code: str
-    process: str = ""
+    process: Process = MAIN_PROCESS
 
 
 @dataclass(frozen=True, slots=True)

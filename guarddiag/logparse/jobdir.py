@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guarddiag.errors import InputError
+from guarddiag.ids import LOCAL, LOG, MAIN_PROCESS, Process
 from guarddiag.logparse.encoding import open_log
 
 _ATTEMPT = re.compile(r"attempt_(\d+)")
@@ -39,10 +40,10 @@ WORKER_FILES = ("stderr.log", "stdout.log")
 
 @dataclass(frozen=True)
 class ProcessFiles:
-    """The files of one process, its label (``""``: as the lines' prefixes say) and how it got it."""
+    """The files of one process, its label (the main process: as the lines' prefixes say) and how it got it."""
 
     files: tuple[str, ...]
-    process: str
+    process: Process
     rank: int | None
     local_rank: int | None
     named_by: str
@@ -71,18 +72,18 @@ def layout(paths: Sequence[str]) -> Layout:
             )
         return log_dir_layout(Path(dirs[0]))
     if len(paths) < 2 or "-" in paths:
-        return Layout("one_log" if len(paths) < 2 else "pieces", (ProcessFiles(tuple(paths), "", None, None, "prefix"),))
+        return Layout("one_log" if len(paths) < 2 else "pieces", (ProcessFiles(tuple(paths), MAIN_PROCESS, None, None, "prefix"),))
     shown = [ranks_in(Path(p)) for p in paths]
     if any(len(r) > 1 for r in shown) or len(set().union(*shown)) < 2:
-        return Layout("pieces", (ProcessFiles(tuple(paths), "", None, None, "prefix"),))
+        return Layout("pieces", (ProcessFiles(tuple(paths), MAIN_PROCESS, None, None, "prefix"),))
     by_rank: dict[int, list[str]] = {}
     unranked = []
     for position, (path, ranks) in enumerate(zip(paths, shown, strict=True), start=1):
         if ranks:
             by_rank.setdefault(next(iter(ranks)), []).append(path)
         else:
-            unranked.append(ProcessFiles((path,), f"log{position}", None, None, "position"))
-    ranked = [ProcessFiles(tuple(files), f"rank{rank}", rank, None, "prefix") for rank, files in sorted(by_rank.items())]
+            unranked.append(ProcessFiles((path,), Process(LOG, position), None, None, "position"))
+    ranked = [ProcessFiles(tuple(files), Process.of_rank(rank), rank, None, "prefix") for rank, files in sorted(by_rank.items())]
     return Layout("per_rank", (*ranked, *unranked))
 
 
@@ -133,7 +134,7 @@ def _distinct_workers(folders: Sequence[Path]) -> tuple[ProcessFiles, ...]:
         if files:
             found[folder] = worker if files == worker.files else _worker(folder, files)
     workers = [found[f] for f in folders if f in found]
-    owner: dict[str, ProcessFiles] = {}
+    owner: dict[Process, ProcessFiles] = {}
     for w in workers:
         first = owner.setdefault(w.process, w) if w.rank is not None else w
         if first is not w:
@@ -161,12 +162,12 @@ def _worker(folder: Path, files: tuple[str, ...] | None = None) -> ProcessFiles:
     ranks = set().union(*(ranks_in(Path(f)) for f in files))
     if len(ranks) == 1:
         rank = next(iter(ranks))
-        return ProcessFiles(files, f"rank{rank}", rank, local, "prefix")
+        return ProcessFiles(files, Process.of_rank(rank), rank, local, "prefix")
     if ranks:  # not one worker's log after all: read it as its prefixes say
-        return ProcessFiles(files, "", None, local, "prefix")
+        return ProcessFiles(files, MAIN_PROCESS, None, local, "prefix")
     if local is None:  # a worker's files in a folder of another name: not even the local rank is known
-        return ProcessFiles(files, "log1", None, None, "position")
-    return ProcessFiles(files, f"local{local}", None, local, "directory")
+        return ProcessFiles(files, Process(LOG, 1), None, None, "position")
+    return ProcessFiles(files, Process(LOCAL, local), None, local, "directory")
 
 
 def tee_ranks(paths: Sequence[str]) -> dict[str, int]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from guarddiag.ids import CACHE_ENTRY, CompileId, in_generation, rank_process, ranked
+from guarddiag.ids import CACHE_ENTRY, MAIN_PROCESS, CompileId, Process
 from guarddiag.logparse.blocks import (
     GRAPH_BREAK,
     LIMIT,
@@ -49,8 +49,11 @@ _START_TRACING = re.compile(r"torchdynamo start tracing (?P<name><[^>]+>|\S+)(?:
 _START_TRACING_TEXT = "torchdynamo start tracing "
 
 
-# Lines of one message share rank, compile id, artifact and origin (logger, or file:line of the call).
-_Key = tuple[int | None, str | None, str | None, str]
+# Lines of one message share rank, compile id (as the log prints it) and its cache generation, artifact
+# and origin (logger, or file:line of the call).
+_Key = tuple[int | None, str | None, int, str | None, str]
+# A compile id of a rank's lines in a cache generation: (rank, the id as the log prints it, generation).
+_Seen = tuple[int | None, str, int]
 
 
 @dataclass
@@ -92,10 +95,10 @@ class LogParser:
         # that already installed its guards opens a new generation, whose frames are `0~1`, `1~1`, ...
         # A generation also opens at the reset message itself, and when a compile id starts tracing again.
         self._generation: dict[int | None, int] = {}
-        self._listed: set[str] = set()
-        self._started: set[str] = set()
+        self._listed: set[_Seen] = set()
+        self._started: set[_Seen] = set()
         self._gen_used: set[int | None] = set()
-        self._last_cid: tuple[int | None, str | None] = (None, None)
+        self._last_cid: tuple[int | None, str | None, int] = (None, None, 0)
         # Hot path: the lines of one multi-line record share their whole prefix (same timestamp,
         # compile id, artifact). While they do, skip framing and hand the body to the block.
         self._prefix = "\x00"
@@ -163,9 +166,10 @@ class LogParser:
     def _feed_framed(self, line: str) -> list[Event]:
         self._prefix_block = None
         framed = frame(line)
+        gen = 0
         if framed is not None:
             if framed.compile_id is not None:
-                framed = self._in_generation(framed)
+                gen = self._in_generation(framed)
             elif framed.body.strip() == _RESET and framed.rank in self._gen_used:
                 self._new_generation(framed.rank)
         if framed is None:
@@ -177,11 +181,11 @@ class LogParser:
         self.counters.torch_lines += 1
         out: list[Event] = self._end_refusal() if self._refusal is not None else []
         if framed.compile_id is not None:
-            seen = self._compile_seen(framed)
+            seen = self._compile_seen(framed, gen)
             if seen is not None:
                 out.append(seen)
         # Artifact logs continue one record across several logging calls (GUARDS: header, then the tree).
-        key = (framed.rank, framed.compile_id, framed.artifact, "" if framed.artifact else framed.origin)
+        key = (framed.rank, framed.compile_id, gen, framed.artifact, "" if framed.artifact else framed.origin)
         other = self._open_of_rank.get(framed.rank)
         if other is not None and other != key:
             # A glog-style message is written whole: a line of another record ends it.
@@ -235,40 +239,41 @@ class LogParser:
         self._refusal = None
         return [StanceRefusalSeen(name, file, tuple(reasons))]
 
-    def _in_generation(self, framed: Framed) -> Framed:
-        rank = framed.rank
+    def _in_generation(self, framed: Framed) -> int:
+        """The cache generation of a line's compile id (0 for compiled autograd's own id, ``!0``, which
+        names no frame's compile); a compile id that starts tracing again starts the next generation."""
+        rank, text = framed.rank, framed.compile_id or ""
         gen = self._generation.get(rank, 0)
         self._gen_used.add(rank)
         if "start tracing" in framed.body and start_tracing(framed.body):
-            here = ranked(rank, in_generation(framed.compile_id or "", gen)) or ""
+            here = (rank, text, _generation_of(text, gen))
             # A compile id that already started tracing, or (first attempt) already installed guards,
             # starts again only after torch._dynamo.reset(): its ids restart at [0/0].
-            if here in self._started or (here.partition("_")[0] == here and here in self._listed):
+            if here in self._started or ("_" not in text and here in self._listed):
                 gen = self._new_generation(rank)
-                here = ranked(rank, in_generation(framed.compile_id or "", gen)) or ""
+                here = (rank, text, _generation_of(text, gen))
                 self._gen_used.add(rank)
             self._started.add(here)
-        if not gen:
-            return framed
-        return replace(framed, compile_id=in_generation(framed.compile_id or "", gen))
+        return _generation_of(text, gen)
 
     def _new_generation(self, rank: int | None) -> int:
         gen = self._generation[rank] = self._generation.get(rank, 0) + 1
         self._gen_used.discard(rank)
         return gen
 
-    def _compile_seen(self, framed: Framed) -> CompileSeen | None:
-        if (framed.rank, framed.compile_id) == self._last_cid:
+    def _compile_seen(self, framed: Framed, gen: int) -> CompileSeen | None:
+        if (framed.rank, framed.compile_id, gen) == self._last_cid:
             return None
-        self._last_cid = (framed.rank, framed.compile_id)
-        cid = CompileId.parse(framed.compile_id)
+        self._last_cid = (framed.rank, framed.compile_id, gen)
+        cid = CompileId.parse(framed.compile_id, _process(framed.rank))
         if cid is None:
             return None
+        cid = cid.in_generation(gen).first_attempt
         key = (framed.rank, cid.compile_key)
         if key in self._seen_compiles:
             return None
         self._seen_compiles.add(key)
-        return CompileSeen(CompileId(cid.frame, cid.number, 0, rank_process(framed.rank) if framed.rank is not None else ""))
+        return CompileSeen(cid)
 
     def _close(self, key: _Key) -> list[Event]:
         block = self._open.pop(key)
@@ -277,16 +282,16 @@ class LogParser:
         if self._last is block:
             self._last = None
         events = block.close()
-        listed = ranked(key[0], key[1])  # the compile id as _in_generation names it
-        if listed and any(isinstance(event, GuardListing) for event in events):
-            self._listed.add(listed.partition("_")[0])
+        if key[1] is not None and any(isinstance(event, GuardListing) for event in events):
+            self._listed.add((key[0], key[1].partition("_")[0], key[2]))  # as _in_generation looks it up
         return events
 
     def _start(self, key: _Key, f: Framed, line: str) -> list[Event]:
         body = f.body
         # The record's compile id, parsed once here where it is cut from its first line.
-        process = rank_process(f.rank) if f.rank is not None else ""
-        cid = CompileId.parse(f.compile_id, process)
+        process = _process(f.rank)
+        parsed = CompileId.parse(f.compile_id, process)
+        cid = parsed.in_generation(key[2]) if parsed is not None else None
         # Whether the line names a compile id or a rank at all (a limit warning's tail is read only then).
         placed = f.compile_id is not None or f.rank is not None
         block: Block | None = None
@@ -337,7 +342,17 @@ _CREATE_SYMBOL = re.compile(r"create_symbol (?P<sym>[a-z]+\d+) = (?P<value>\S+) 
 _GUARD_ADDED = re.compile(r"\beval (?P<expr>.+?) \[guard added\] ?(?P<rest>.*)$")
 
 
-def shape_env_event(cid: CompileId | None, process: str, body: str) -> SymbolCreated | SizeGuardAdded | None:
+def _process(rank: int | None) -> Process:
+    """The process of a line: the rank its ``[rank1]:`` prefix names, else the log's own."""
+    return MAIN_PROCESS if rank is None else Process.of_rank(rank)
+
+
+def _generation_of(compile_id: str, generation: int) -> int:
+    """The generation a compile id is read in: none for an id that names no frame's compile (``!0``)."""
+    return generation if "/" in compile_id else 0
+
+
+def shape_env_event(cid: CompileId | None, process: Process, body: str) -> SymbolCreated | SizeGuardAdded | None:
     """A shape environment's line: a symbol it created for a source, or a guard it added (not one it suppressed)."""
     m = _CREATE_SYMBOL.search(body)
     if m is not None:

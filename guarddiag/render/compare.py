@@ -89,7 +89,7 @@ def _flips_to_dict(flips: FlipPlan) -> dict[str, object]:
 def _cause_to_dict(c: CauseResult) -> dict[str, object]:
     t = c.target
     return {
-        "function": _place(t.function) | {"process": t.function.rank},
+        "function": _place(t.function) | {"process": str(t.function.process)},
         "category": t.category,
         "source": t.key[1],
         "pattern": pattern_words(t.key[2]),

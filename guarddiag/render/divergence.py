@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from guarddiag.divergence import Divergence, RankBehaviour
-from guarddiag.ids import job_rank
 from guarddiag.model import FunctionSummary, Run, report_order
 from guarddiag.render.summary import function_detail_lines
 from guarddiag.render.words import function_label, rank_cause_words
@@ -124,7 +123,7 @@ def headline_lines(report: RunReport) -> list[str]:
     if not comparable:
         alone = f"{seen} in this run" if seen else "no rank in this run is known to have compiled"
         return [f"rank divergence: not compared ({alone})", *gap, *others]
-    if not found and not any(f.name for f in run.functions if job_rank(f.rank) is not None):
+    if not found and not any(f.name for f in run.functions if f.process.job_rank is not None):
         return [f"rank divergence: not known ({seen}: {UNNAMED})", *others]
     gap += others
     if not found:
@@ -161,7 +160,7 @@ def shown_functions(run: Run) -> list[Shown]:
     ranks reads as its few behaviours, not 64 copies. The record keeps every rank."""
     groups: dict[object, list[FunctionSummary]] = {}
     for f in sorted(run.functions, key=report_order):
-        where = job_rank(f.rank)
+        where = f.process.job_rank
         key: object = (
             (where[0], f.name, f.file, f.line, f.compiles, f.recompiles, f.limit_hit, len(f.graph_breaks), tuple(function_detail_lines(f)))
             if where is not None and f.name
@@ -174,9 +173,9 @@ def shown_functions(run: Run) -> list[Shown]:
 def _label(functions: list[FunctionSummary]) -> str:
     if len(functions) == 1:
         return function_label(functions[0])
-    job = job_rank(functions[0].rank)
+    job = functions[0].process.job_rank
     assert job is not None, "only ranks are folded"
-    ranks = sorted(r for f in functions if (r := job_rank(f.rank)) is not None)
+    ranks = sorted(r for f in functions if (r := f.process.job_rank) is not None)
     label = rank_list(tuple(rank for _, rank in ranks))
     return f"{function_label(functions[0], process=False)} [{job[0] + '/' if job[0] else ''}{label}]"
 

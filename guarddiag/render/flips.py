@@ -244,7 +244,7 @@ def advice_to_dict(advice: RunAdvice) -> dict[str, object]:
         "compare": advice.command,
         "functions": [
             {
-                "function": f.function._asdict(),
+                "function": {**f.function._asdict(), "process": str(f.function.process)},
                 "causes": [
                     {
                         "category": a.cause.category,

@@ -201,7 +201,7 @@ def check_to_dict(result: GateResult) -> dict[str, object]:
                 "label": function_label(r.function),
                 "file": r.file,
                 "line": r.line,
-                "process": r.function.rank,
+                "process": str(r.function.process),
                 "baseline": r.before,
                 "recompiles": r.after,
                 "allowed": r.allowed,

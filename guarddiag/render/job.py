@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 
-from guarddiag.ids import rank_of
 from guarddiag.model import Job, JobProcess, Run
 from guarddiag.render.words import function_label
 
@@ -41,8 +40,8 @@ def job_notes(run: Run) -> list[str]:
             shown = ", ".join(f"{r.label}: {r.torch_version or 'unknown'}" for r in job.records)
             notes.append(f"the records come from different torch versions: {shown}")
     if run.source == "parse" and (job is None or job.read_as == "pieces"):
-        unranked = sorted({function_label(f, process=False) for f in run.functions if not f.rank and f.name})
-        if unranked and any(rank_of(f.rank) is not None for f in run.functions):
+        unranked = sorted({function_label(f, process=False) for f in run.functions if not f.process and f.name})
+        if unranked and any(f.process.rank is not None for f in run.functions):
             notes.append(
                 f"{', '.join(unranked)} compiled without a [rankN]: prefix (before init_process_group): their lines may come "
                 "from any rank, and lines of several ranks with the same compile id count once, so their counts are not per rank; "
@@ -116,9 +115,9 @@ def process_rows(run: Run) -> list[list[object]]:
     assert run.job is not None
     rows = []
     for p in run.job.processes:
-        mine = [f for f in run.functions if f.rank == p.process]
+        mine = [f for f in run.functions if f.process == p.process]
         rows.append([
-            p.process,
+            str(p.process),
             *([_node(p)] if _has_nodes(run.job) else []),
             "" if p.rank is None else p.rank,
             "" if p.local_rank is None else p.local_rank,

@@ -6,7 +6,6 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from guarddiag.ids import rank_of
 from guarddiag.limits import limit_budget
 from guarddiag.model import Cause, CauseIdentity, DictKeys, FunctionSummary, LateHook, Run
 from guarddiag.places import location_file
@@ -70,10 +69,10 @@ def headline(report: RunReport) -> str:
             f"{run.limit_hits} recompile-limit hits in {len(run.functions)} functions); counts cover only what was pasted"
         )
     torch = f"torch {run.torch_version}" if run.torch_version else "torch version unknown"
-    processes = sorted({f.rank for f in run.functions})
+    processes = {f.process for f in run.functions}
     # The job's ranks that show no compile (a rank that only waits) count among its ranks.
-    ranks = {p for p in (*processes, *(p.process for p in (run.job.processes if run.job else ()))) if rank_of(p) is not None}
-    quiet = len(ranks - set(processes))
+    ranks = {p for p in (*processes, *(p.process for p in (run.job.processes if run.job else ()))) if p.rank is not None}
+    quiet = len(ranks - processes)
     where = f" in {len(processes)} process{'es' if len(processes) != 1 else ''}" if len(processes) > 1 or len(ranks) > 1 else ""
     where += f" ({len(ranks)} ranks{f', {quiet} showing no compile' if quiet else ''})" if len(ranks) > 1 else ""
     # Only a run whose script used a stance that refuses to recompile counts the calls it refused.

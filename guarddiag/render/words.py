@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from guarddiag.diff import RESET_PATTERN
 from guarddiag.guardexpr import readable_source
-from guarddiag.ids import FrameId
+from guarddiag.ids import FrameId, Process
 from guarddiag.limits import LimitBudget
 from guarddiag.model import (
     Cause,
@@ -55,8 +55,7 @@ def function_label(f: FunctionSummary, process: bool = True) -> str:
     label = compiled or place_label(f.name, f.file, f.line, f.resume)
     if f.code_objects > 1:
         label += f" [{f.code_objects} code objects]"
-    rank = f.rank
-    return label + (f" [{rank}]" if rank and process else "")
+    return label + (f" [{f.process}]" if f.process and process else "")
 
 
 def place_label(name: str, file: str, line: int | None, resume: Resume | None = None) -> str:
@@ -112,7 +111,7 @@ def script_outcome(run: Run) -> str:
     return f"the script {_ENDED.get(run.status, run.status)} (exit status {run.exit_code})"
 
 
-def capture_gap(run: Run, gaps: tuple[tuple[str, int, int], ...]) -> str | None:
+def capture_gap(run: Run, gaps: tuple[tuple[Process, int, int], ...]) -> str | None:
     """When torch compiled more in a process than its log shows (the script's own process, or a rank
     or other process of its job): the log lost lines, and the counts there are too low. ``gaps``: the
     run's, as its report value holds them (report.RunReport)."""
@@ -146,7 +145,7 @@ def unobserved_sentence(u: Unobserved) -> str:
     return f"a Python process of the run ran unobserved ({who}): {why}; {counted.get(u.torch, 'its compiles are not counted')}"
 
 
-def _process_words(process: str) -> str:
+def _process_words(process: Process) -> str:
     return "the script's process" if not process else f"process {process}"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from guarddiag.ids import rank_prefix, rank_process
+from guarddiag.ids import Process, rank_prefix
 from guarddiag.logparse.blocks import (
     LIMIT_FUNCTION_TEXT,
     LIMIT_REASON,
@@ -116,7 +116,7 @@ class PasteReader:
         """A message read without torch's frame (no compile id): it keeps the rank its line showed."""
         self.messages += 1
         if self._rank is not None and getattr(event, "compile_id", "") is None and not getattr(event, "process", ""):
-            event = replace(event, process=rank_process(self._rank))  # type: ignore[type-var]
+            event = replace(event, process=Process.of_rank(self._rank))  # type: ignore[type-var]
         out.append(event)
 
     def _body(self, text: str, rank: int | None, out: list[Event]) -> None:

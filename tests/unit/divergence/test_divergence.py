@@ -16,7 +16,7 @@ from guarddiag.config import Settings
 from guarddiag.divergence import rank_divergence, ranks_in
 from guarddiag.errors import OK, REGRESSION
 from guarddiag.gate import evaluate
-from guarddiag.ids import job_rank as rank_of
+from guarddiag.ids import Process
 from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines, parse_logs
 from guarddiag.render import render
@@ -46,8 +46,8 @@ def test_counts_per_rank_equal_torchs(name: str):
     run = _run(name)
     counted: dict[int, int] = {}
     for f in run.functions:
-        where = rank_of(f.rank)
-        assert where is not None, f"{f.rank!r}: every compile of a torchrun log belongs to a rank"
+        where = f.process.job_rank
+        assert where is not None, f"{f.process}: every compile of a torchrun log belongs to a rank"
         counted[where[1]] = counted.get(where[1], 0) + f.compiles
     assert counted == _truth(name)
 
@@ -108,15 +108,16 @@ def test_every_format_has_the_section(fmt: str):
 
 def test_a_single_process_run_has_no_section():
     run = _run("branch4")
-    only = replace(run, functions=tuple(f for f in run.functions if f.rank == "rank2"))
+    only = replace(run, functions=tuple(f for f in run.functions if str(f.process) == "rank2"))
     assert "rank divergence" not in render(run_report(only), "table")
     assert json.loads(render(run_report(only), "json"))["rank_divergence"] == []
 
 
 def test_rank_names():
-    assert rank_of("rank3") == ("", 3)
-    assert rank_of("nodeA/rank3") == ("nodeA", 3)
-    assert rank_of("child2") is None and rank_of("") is None
+    assert Process.parse("rank3").job_rank == ("", 3)
+    assert Process.parse("nodeA/rank3").job_rank == ("nodeA", 3)
+    assert Process.parse("child2").job_rank is None and Process.parse("").job_rank is None
+    assert Process.parse("child1:rank3").job_rank is None  # a rank's line in another process's log
 
 
 def test_check_shows_divergence_and_fails_on_it_only_when_asked(tmp_path: Path):
@@ -124,7 +125,7 @@ def test_check_shows_divergence_and_fails_on_it_only_when_asked(tmp_path: Path):
     shown = evaluate(run_reports(runs), None, Settings(root=tmp_path, max_recompiles=5))
     (finding,) = [f for f in shown.findings if f.kind == "rank_divergence"]
     assert not finding.failing and shown.exit_code == OK
-    assert finding.function is not None and finding.function.rank == "rank2"
+    assert finding.function is not None and str(finding.function.process) == "rank2"
     assert "not failing: --fail-on-rank-divergence makes it fail" in render_check(shown, "table")
 
     gated = evaluate(run_reports(runs), None, Settings(root=tmp_path, max_recompiles=5, fail_on_rank_divergence=True))
@@ -167,8 +168,8 @@ def test_ranks_that_recompiled_alike_share_one_section():
 
     run = _run("branch4")
     # Ranks 0 and 3 recompiled on rank 2's cause too: one section "each", apart from rank 1.
-    odd = next(g for g in run.functions if g.rank == "rank2").recompile_events
-    two = tuple(replace(f, recompile_events=odd, compiles=2) if f.rank in ("rank0", "rank3") else f for f in run.functions)
+    odd = next(g for g in run.functions if str(g.process) == "rank2").recompile_events
+    two = tuple(replace(f, recompile_events=odd, compiles=2) if str(f.process) in ("rank0", "rank3") else f for f in run.functions)
     shown = shown_functions(replace(run, functions=two))
     assert [s.label.rpartition(" [")[2] for s in shown] == ["ranks 0, 2, 3]", "rank1]"]
     text = render(run_report(replace(run, functions=two)), "table")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from guarddiag.divergence import job_ranks, rank_divergence
-from guarddiag.ids import FrameId
+from guarddiag.ids import FrameId, Process
 from guarddiag.model import FunctionSummary, Job, JobProcess, ParseStats, Run
 from guarddiag.render import render
 from guarddiag.report import record_dict, run_report
@@ -14,12 +14,12 @@ from guarddiag.store import run_from_dict
 
 
 def _compiled(process: str, name: str, line: int) -> FunctionSummary:
-    return FunctionSummary(name, "/job/train.py", line, (FrameId(str(line), process),), 1, ())
+    return FunctionSummary(name, "/job/train.py", line, (FrameId(str(line), Process.parse(process)),), 1, ())
 
 
 def _rank(rank: int, torch_compiles: int | None) -> JobProcess:
     log = f"/runs/x/torch.child-{rank}.log"
-    return JobProcess(f"rank{rank}", rank, rank, "environment", (log,), world_size=2, torch_compiles=torch_compiles)
+    return JobProcess(Process.of_rank(rank), rank, rank, "environment", (log,), world_size=2, torch_compiles=torch_compiles)
 
 
 def _partly_lost() -> Run:
@@ -57,7 +57,7 @@ def test_a_rank_whose_log_lost_every_line_is_said_to_have_lost_lines_not_to_have
 def test_a_lost_rank_recompiling_elsewhere_is_named_as_lost_in_the_function_sentence():
     """Rank 0 recompiled f, rank 2 compiled f once, rank 1 lost lines: f diverges between 0 and 2, and
     the sentence says rank 1 is not known because its log lost lines."""
-    f0 = FunctionSummary("f", "/job/train.py", 7, (FrameId("7", "rank0"),), 3, ())
+    f0 = FunctionSummary("f", "/job/train.py", 7, (FrameId("7", Process.of_rank(0)),), 3, ())
     functions = (f0, _compiled("rank2", "f", 7), _compiled("rank1", "f", 7))
     processes = (_rank(0, 3), _rank(1, 4), _rank(2, 1))
     run = Run(functions, ParseStats(), source="run", job=Job("run", processes))

@@ -11,6 +11,7 @@ from guarddiag import baseline as baseline_io
 from guarddiag.config import Settings, load_settings
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED, InputError
 from guarddiag.gate import evaluate
+from guarddiag.ids import Process
 from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines
 from guarddiag.render.gate import finding_details, finding_message, render_text
@@ -125,8 +126,14 @@ def test_processes_are_kept_apart_and_update_keeps_other_scripts(tmp_path: Path)
     child = _run("torch-2.4.1/fresh_module_instance.log")  # forward: 12 compiles
     from guarddiag.merge import in_process
 
-    both = Run(functions=main.functions + tuple(in_process(f, "child1") for f in child.functions), parse=main.parse)
+    both = Run(functions=main.functions + tuple(in_process(f, Process.of_child(1)) for f in child.functions), parse=main.parse)
     base = baseline_io.from_runs({"m.py": both, "other.py": main}, tmp_path)
+    path = tmp_path / "b.yaml"
+    baseline_io.save(base, path)
+    assert "process: child1\n" in path.read_text() and baseline_io.load(path) == base  # the label reads back parsed
+    path.write_text(path.read_text().replace("process: child1\n", "process: worker1\n"))
+    with pytest.raises(InputError, match=r"\.process: expected a process label \(rank1, child1, L/rank1\), got 'worker1'"):
+        baseline_io.load(path)
     assert evaluate(run_reports({"m.py": both}), base, Settings(root=tmp_path)).exit_code == OK  # no key collision
     updated = baseline_io.from_runs({"m.py": main}, tmp_path, previous=base)
     assert [s.path for s in updated.scripts] == ["other.py", "m.py"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guarddiag.ids import CompileId, FrameId, FunctionKey, in_generation, process_of, ranked, with_process
+from guarddiag.ids import MAIN_PROCESS, CompileId, FrameId, FunctionKey, Process
 from guarddiag.logparse.framing import frame
 from guarddiag.merge import in_process
 from tests.conftest import LOGS
@@ -30,7 +30,7 @@ def _compile_ids(name: str) -> list[tuple[int | None, str]]:
 def test_parse(text: str, frame_id: str, number: int, attempt: int, process: str):
     cid = CompileId.parse(text)
     assert cid is not None
-    assert (str(cid.frame_id), cid.number, cid.attempt, cid.process) == (frame_id, number, attempt, process)
+    assert (str(cid.frame_id), cid.number, cid.attempt, str(cid.process)) == (frame_id, number, attempt, process)
     assert str(cid) == text
 
 
@@ -53,37 +53,41 @@ def test_every_recorded_id_reads_back_as_itself(name: str):
     ids = _compile_ids(name)
     assert ids
     for rank, cid in ids:
-        text = ranked(rank, cid)
-        parsed = CompileId.parse(text)
+        process = MAIN_PROCESS if rank is None else Process.of_rank(rank)
+        parsed = CompileId.parse(cid, process)
         if "/" not in cid:
             assert parsed is None, cid  # compiled autograd's own id (`!0`) names no compile of a frame
             continue
-        assert parsed is not None and str(parsed) == text
-        assert parsed.process == ("" if rank is None else f"rank{rank}")
+        text = cid if rank is None else f"rank{rank}:{cid}"
+        assert parsed is not None and str(parsed) == text and CompileId.parse(text) == parsed
+        assert str(parsed.process) == ("" if rank is None else f"rank{rank}")
 
 
 def test_ranks_keep_compiles_of_different_ranks_apart():
-    ids = {ranked(rank, cid) for rank, cid in _compile_ids("handmade/v2_3_torchrun_ranks.log")}
+    ranks = _compile_ids("handmade/v2_3_torchrun_ranks.log")
+    ids = {str(CompileId.parse(cid, Process.of_rank(rank))) for rank, cid in ranks if rank is not None}
     assert {"rank0:0/0", "rank1:0/0"} <= ids
-    assert ranked(1, None) == "rank1:"
-    assert ranked(None, "0/1") == "0/1"
+    assert str(FrameId("", Process.of_rank(1))) == "rank1:"
+    assert str(CompileId.parse("0/1")) == "0/1"
 
 
 @pytest.mark.parametrize(
-    ("text", "process"),
-    [("rank1:0/3", "rank1"), ("rank1:", "rank1"), ("rank1:0", "rank1"), ("child2:rank0:0", "child2"), ("0/1", ""),
-     ("?forward@C:\\proj\\model.py:12", ""), ("rankx:0", ""), ("", ""), (None, "")],
+    ("text", "process", "rest"),
+    [("rank1:0/3", "rank1", "0/3"), ("rank1:", "rank1", ""), ("rank1:0", "rank1", "0"), ("child2:rank0:0", "child2:rank0", "0"),
+     ("0/1", "", "0/1"), ("?forward@C:\\proj\\model.py:12", "", "?forward@C:\\proj\\model.py:12"), ("rankx:0", "", "rankx:0"),
+     ("", "", "")],
 )  # fmt: skip
-def test_process_of(text: str | None, process: str):
-    assert process_of(text) == process
+def test_the_processes_an_id_begins_with(text: str, process: str, rest: str):
+    found, after = Process.split(text)
+    assert (str(found), after) == (process, rest)
+    assert found == Process.parse(process)
 
 
 def test_generations_and_tags():
-    assert in_generation("0/1_2", 1) == "0~1/1_2"
-    assert in_generation("!0/3/1", 2) == "!0/3~2/1"
-    assert in_generation("0/1", 0) == "0/1"
-    assert with_process("child1", "0/1") == "child1:0/1"
-    assert with_process("", "0/1") == "0/1"
+    assert str(CompileId("0", 1, 2).in_generation(1)) == "0~1/1_2"
+    assert str(CompileId("!0/3", 1).in_generation(2)) == "!0/3~2/1"
+    assert CompileId("0", 1).in_generation(0) == CompileId("0", 1)
+    assert str(CompileId("0", 1, 0, Process.of_child(1))) == "child1:0/1"
     (scale,) = [f for f in _log("torch-2.13.0/reset_and_failures.log").functions if f.name == "scale"]
     assert scale.frame_ids == (FrameId("2"), FrameId("0~1"))  # compiled again under a new frame id after torch._dynamo.reset()
 
@@ -91,10 +95,10 @@ def test_generations_and_tags():
 def test_function_keys_name_the_process():
     run = _log("handmade/v2_3_torchrun_ranks.log")
     keys = sorted(f.key for f in run.functions)
-    assert keys == [("rank0", "train_step", "/workspace/train.py", 41), ("rank1", "train_step", "/workspace/train.py", 41)]
+    assert keys == [(Process.of_rank(r), "train_step", "/workspace/train.py", 41) for r in (0, 1)]
     assert [str(k) for k in keys] == ["rank0:train_step@/workspace/train.py:41", "rank1:train_step@/workspace/train.py:41"]
     (main,) = _log("torch-2.13.0/module_int_attribute.log").functions
-    assert main.rank == "" and str(main.key) == f"forward@{main.file}:30"
-    child = in_process(main, "child1")
-    assert child.rank == "child1" and child.key == FunctionKey("child1", "forward", main.file, 30)
+    assert main.process == MAIN_PROCESS and str(main.key) == f"forward@{main.file}:30"
+    child = in_process(main, Process.of_child(1))
+    assert child.process == Process.of_child(1) and child.key == FunctionKey(Process.of_child(1), "forward", main.file, 30)
     assert str(child.recompile_events[0].compile_id) == "child1:0/1"

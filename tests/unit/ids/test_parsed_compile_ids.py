@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guarddiag.ids import CompileId
+from guarddiag.ids import CompileId, Process
 from guarddiag.logparse.events import CompileSeen, FrameNamed, GuardListing
 from guarddiag.logparse.parser import LogParser
 
@@ -14,27 +14,29 @@ LISTING = [
 
 
 def test_parse_takes_the_process_of_an_id_that_names_none():
-    assert CompileId.parse("0/1_2", "rank1") == CompileId("0", 1, 2, "rank1")
-    assert CompileId.parse("child2:0/1", "rank1") == CompileId("0", 1, 0, "child2")
-    assert CompileId.parse(None, "rank1") is None
+    rank1 = Process.of_rank(1)
+    assert CompileId.parse("0/1_2", rank1) == CompileId("0", 1, 2, rank1)
+    assert CompileId.parse("child2:0/1", rank1) == CompileId("0", 1, 0, Process.of_child(2))
+    assert CompileId.parse(None, rank1) is None
 
 
 def test_first_attempt_drops_the_attempt_only():
-    assert CompileId("0", 1, 2, "rank1").first_attempt == CompileId("0", 1, 0, "rank1")
+    assert CompileId("0", 1, 2, Process.of_rank(1)).first_attempt == CompileId("0", 1, 0, Process.of_rank(1))
     assert str(CompileId.parse("rank1:0~1/3_1").first_attempt) == "rank1:0~1/3"
 
 
 def test_a_ranked_listing_carries_its_id_parsed_and_its_process():
     events = list(LogParser().parse(["[rank1]:" + line for line in LISTING]))
     listing = next(e for e in events if isinstance(e, GuardListing))
-    assert (listing.compile_id, listing.process) == (CompileId("0", 1, 0, "rank1"), "rank1")
-    assert CompileSeen(CompileId("0", 1, 0, "rank1")) in events
+    rank1 = Process.of_rank(1)
+    assert (listing.compile_id, listing.process) == (CompileId("0", 1, 0, rank1), rank1)
+    assert CompileSeen(CompileId("0", 1, 0, rank1)) in events
 
 
 def test_a_line_without_a_compile_id_keeps_its_process():
     line = "[rank2]:W1203 10:00:00.000000 123 torch/_dynamo/convert_frame.py:800] torchdynamo start tracing f /x.py:3"
     (named,) = [e for e in LogParser().parse([line]) if isinstance(e, FrameNamed)]
-    assert (named.compile_id, named.process, named.name) == (None, "rank2", "f")
+    assert (named.compile_id, named.process, named.name) == (None, Process.of_rank(2), "f")
 
 
 def test_a_cache_reset_opens_a_generation_in_the_parsed_id():

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from guarddiag.errors import InputError
-from guarddiag.ids import CompileId, FunctionKey, in_record, is_process, process_of, rank_of
+from guarddiag.ids import MAIN_PROCESS, CompileId, FunctionKey, Process
 from guarddiag.logparse.jobdir import layout
 from guarddiag.merge import RankClash, merge_runs
 from guarddiag.model import Run
@@ -40,7 +40,7 @@ def counted(run: Run) -> dict[str, Counter]:
     """guarddiag's compiles per process label and function name."""
     out: dict[str, Counter] = {}
     for f in run.functions:
-        out.setdefault(f.rank, Counter())[f.name] += f.compiles
+        out.setdefault(str(f.process), Counter())[f.name] += f.compiles
     return out
 
 
@@ -61,7 +61,7 @@ def test_a_log_dir_is_read_per_worker_from_any_level(given: str):
     }[given]
     plan = layout([str(p) for p in paths])
     assert plan.read_as == "log_dir"
-    labels = [(p.process, p.rank, p.local_rank, p.named_by) for p in plan.processes]
+    labels = [(str(p.process), p.rank, p.local_rank, p.named_by) for p in plan.processes]
     want = [("rank0", 0, 0, "prefix"), ("rank1", 1, 1, "prefix")]
     assert labels == (want[:1] if given == "workers" else want)
     assert all(Path(p.files[0]).name == "stderr.log" for p in plan.processes)
@@ -83,7 +83,7 @@ def test_files_of_one_rank_are_pieces_of_its_log():
     one = str(WORKERS[1] / "stderr.log")
     plan = layout([one, str(WORKERS[1] / "stdout.log")])
     assert plan.read_as == "pieces"
-    assert [p.process for p in plan.processes] == [""]
+    assert [p.process for p in plan.processes] == [MAIN_PROCESS]
 
 
 def test_an_interleaved_capture_counts_the_ranked_compiles_per_rank():
@@ -146,15 +146,16 @@ def test_what_is_not_one_torchrun_job_is_refused(tmp_path: Path):
 def test_process_labels_read_back_as_themselves(text: str):
     cid = CompileId.parse(text)
     assert cid is not None and str(cid) == text
-    assert process_of(text) == cid.process and is_process(cid.process)
+    assert Process.split(text)[0] == cid.process
+    assert cid.process and Process.parse(str(cid.process)) == cid.process
     assert str(FunctionKey(cid.process, "f", "x.py", 3)) == f"{cid.process}:f@x.py:3"
 
 
 def test_relabelling_moves_an_id_to_a_record():
-    assert str(replace(CompileId.parse("rank1:0/3"), process=in_record("py311", "rank1"))) == "py311/rank1:0/3"
-    assert str(replace(CompileId.parse("0/3"), process=in_record("py311", ""))) == "py311/main:0/3"
-    assert rank_of("py311/rank7") == 7 and rank_of("local7") is None and rank_of("") is None
-    assert process_of("?forward@C:\\x.py") == ""  # a frame named from a Windows path is no process
+    assert str(replace(CompileId.parse("rank1:0/3"), process=Process.of_rank(1).in_record("py311"))) == "py311/rank1:0/3"
+    assert str(replace(CompileId.parse("0/3"), process=MAIN_PROCESS.in_record("py311"))) == "py311/main:0/3"
+    assert Process.parse("py311/rank7").rank == 7 and Process.parse("local7").rank is None and MAIN_PROCESS.rank is None
+    assert Process.split("?forward@C:\\x.py") == (MAIN_PROCESS, "?forward@C:\\x.py")  # a frame named from a Windows path is no process
 
 
 def _nodes() -> list[tuple[str, str, Run]]:
@@ -165,7 +166,8 @@ def test_the_nodes_of_one_job_merge_by_global_rank():
     merged = merge_runs(_nodes(), jobs=False)
     assert counted(merged) == truth("nodes")
     assert merged.job is not None
-    assert {p.process: p.node for p in merged.job.processes} == {"rank0": "node_a", "rank1": "node_a", "rank2": "node_b", "rank3": "node_b"}
+    nodes = {str(p.process): p.node for p in merged.job.processes}
+    assert nodes == {"rank0": "node_a", "rank1": "node_a", "rank2": "node_b", "rank3": "node_b"}
     assert merged.parse.lines == sum(r.parse.lines for _, _, r in _nodes())  # parse counters add up
 
 
@@ -214,7 +216,7 @@ def test_a_worker_whose_log_shows_no_compile_is_not_taken_for_a_rank_that_compil
     shutil.copytree(LOG_DIR, copy)
     next(copy.glob("*/attempt_0/1/stderr.log")).write_text("")
     run = parse_logs([str(copy)])
-    assert run.job is not None and [p.process for p in run.job.processes] == ["rank0", "local1"]
+    assert run.job is not None and [str(p.process) for p in run.job.processes] == ["rank0", "local1"]
     assert json.loads(render(run_report(run), "json"))["rank_divergence"] == []
     text = render(run_report(run), "table")
     assert "never compiled" not in text and "alike" not in text and "reported as [local1]" in text
@@ -227,10 +229,10 @@ def _one_node(rank1_compiles: int | None) -> Run:
     run = parse_logs([str(LOG_DIR)])
     assert run.job is not None
     processes = tuple(
-        replace(p, world_size=4, torch_compiles=rank1_compiles if p.process == "rank1" else counted(run)[p.process].total())
+        replace(p, world_size=4, torch_compiles=rank1_compiles if p.process.rank == 1 else counted(run)[str(p.process)].total())
         for p in run.job.processes
     )
-    return replace(run, functions=tuple(f for f in run.functions if f.rank != "rank1"), job=replace(run.job, processes=processes))
+    return replace(run, functions=tuple(f for f in run.functions if f.process.rank != 1), job=replace(run.job, processes=processes))
 
 
 def test_a_rank_known_to_have_compiled_nothing_is_compared_and_the_ranks_of_other_nodes_are_named():
@@ -268,7 +270,7 @@ def test_a_symlink_in_a_log_dir_reads_each_real_file_once(tmp_path: Path, link: 
         (attempt / "2").mkdir()
         (attempt / "2" / "stderr.log").symlink_to(attempt / "0" / "stderr.log")
     run = parse_logs([str(tmp_path / "logdir")])
-    assert [p.process for p in run.job.processes] == ["rank0", "rank1"]
+    assert [str(p.process) for p in run.job.processes] == ["rank0", "rank1"]
     assert counted(run) == truth("logdir")
 
 

@@ -52,7 +52,7 @@ def test_handmade_counts(name):
 def test_torchrun_ranks_are_kept_apart():
     with (HANDMADE / "v2_3_torchrun_ranks.log").open() as fh:
         functions, _ = build_from_lines(fh)
-    by_rank = {f.frame_ids[0].process: f for f in functions}
+    by_rank = {str(f.frame_ids[0].process): f for f in functions}
     assert set(by_rank) == {"rank0", "rank1"}
     assert all(f.compiles == 2 and len(f.limit_hits) == 1 for f in by_rank.values())
 
@@ -127,7 +127,7 @@ def _interleaved_2_3(with_dynamo: bool) -> list[str]:
 @pytest.mark.parametrize("with_dynamo", [True, False], ids=["dynamo-channel", "no-dynamo-channel"])
 def test_interleaved_ranks_pair_recompile_messages_within_their_rank(with_dynamo):
     functions, _ = build_from_lines(_interleaved_2_3(with_dynamo))
-    by_rank = {f.frame_ids[0].process: f for f in functions}
+    by_rank = {str(f.frame_ids[0].process): f for f in functions}
     assert {r: [c.category for e in f.recompile_events for c in e.causes] for r, f in by_rank.items()} == {
         "rank0": ["value"],
         "rank1": ["tensor"],

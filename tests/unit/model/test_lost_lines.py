@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from guarddiag.ids import MAIN_PROCESS
 from guarddiag.model import compile_gaps, lost_lines
 from guarddiag.pipeline import parse_log
 from tests.conftest import LOGS
@@ -21,4 +22,4 @@ def test_a_run_whose_torch_counted_more_than_its_log_shows_has_a_gap_in_its_own_
     run = parse_log(str(LOGS / "torch-2.13.0" / "module_int_attribute.log"))
     seen = sum(f.compiles for f in run.functions)
     assert compile_gaps(replace(run, torch_compiles=seen)) == ()
-    assert compile_gaps(replace(run, torch_compiles=seen + 2)) == (("", seen + 2, seen),)
+    assert compile_gaps(replace(run, torch_compiles=seen + 2)) == ((MAIN_PROCESS, seen + 2, seen),)

@@ -15,6 +15,7 @@ from guarddiag.config import Settings
 from guarddiag.diff import diff_runs
 from guarddiag.errors import InputError
 from guarddiag.gate import evaluate
+from guarddiag.ids import Process
 from guarddiag.ledger import RefusalRecord, read_stances
 from guarddiag.merge import merge_runs
 from guarddiag.model import Run, StanceUse
@@ -174,7 +175,8 @@ def test_diff_counts_refused_calls_as_worse():
 
 def test_merge_keeps_each_records_stances_under_its_label():
     merged = merge_runs([("a", "a.json", _run("eager-2.13")), ("b", "b.json", _run("unsafe-2.13"))], jobs=True)
-    assert merged.stances == (StanceUse("eager_on_recompile", True, "a/main"), StanceUse("skip_guard_eval_unsafe", False, "b/main"))
+    a, b = Process.parse("a/main"), Process.parse("b/main")
+    assert merged.stances == (StanceUse("eager_on_recompile", True, a), StanceUse("skip_guard_eval_unsafe", False, b))
     assert merged.refused_calls == 14
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from guarddiag.ids import FrameId
+from guarddiag.ids import FrameId, Process
 from guarddiag.model import ParseStats, Run
 from guarddiag.pipeline import parse_logs
 from guarddiag.render import markdown, table
@@ -94,7 +94,7 @@ def test_markdown_of_a_paste_and_of_a_log_without_torch_lines():
 def test_function_labels():
     (f,) = parse_logs([str(LIMIT)]).functions
     assert function_label(f) == "rollout (scenarios/recompile_limit.py:24)"
-    assert function_label(replace(f, frame_ids=(FrameId("0", "rank1"),))) == "rollout (scenarios/recompile_limit.py:24) [rank1]"
+    assert function_label(replace(f, frame_ids=(FrameId("0", Process.of_rank(1)),))) == "rollout (scenarios/recompile_limit.py:24) [rank1]"
     assert function_label(replace(f, line=None)) == "rollout (scenarios/recompile_limit.py)"
     assert function_label(replace(f, file="")) == "rollout (?)"
     assert function_label(replace(f, name="", frame_ids=(FrameId("0"), FrameId("1")))) == "<unidentified frame 0, 1>"

@@ -11,7 +11,7 @@ import pytest
 from guarddiag.config import Settings
 from guarddiag.errors import OK
 from guarddiag.gate import evaluate
-from guarddiag.ids import FrameId
+from guarddiag.ids import MAIN_PROCESS, FrameId
 from guarddiag.model import Job, JobProcess, Run
 from guarddiag.render import render
 from guarddiag.render.gate import render_check
@@ -30,7 +30,7 @@ def _read(name: str):
 def _per_process(functions) -> dict[str, int]:
     counts: dict[str, int] = {}
     for f in functions:
-        counts[f.rank] = counts.get(f.rank, 0) + f.compiles
+        counts[str(f.process)] = counts.get(str(f.process), 0) + f.compiles
     return counts
 
 
@@ -42,12 +42,12 @@ def test_each_process_counts_what_torch_counted_in_it(name):
 
 def test_torchrun_workers_are_ranks_with_their_node_and_the_process_a_rank_started_is_a_child():
     logs = _read("torchrun_helper")
-    assert [(r.process, r.rank, r.local_rank, r.node_rank, r.world_size, r.host) for r in logs.processes] == [
+    assert [(str(r.process), r.rank, r.local_rank, r.node_rank, r.world_size, r.host) for r in logs.processes] == [
         ("rank0", 0, 0, 0, 2, "node-a"), ("rank1", 1, 1, 0, 2, "node-a"), ("child1", None, None, None, None, "")
     ]
     # Each process carries torch's own count of its compiles, which its log is checked against.
     counted = _per_process(logs.functions)
-    assert [p.torch_compiles for p in logs.processes] == [counted.get(p.process, 0) for p in logs.processes]
+    assert [p.torch_compiles for p in logs.processes] == [counted.get(str(p.process), 0) for p in logs.processes]
     # No frame or compile id carries two processes (child1:rank0:0), nor the launcher's.
     ids = [str(i) for f in logs.functions for i in (*f.frame_ids, *(e.compile_id for e in f.recompile_events))]
     assert ids and all(i.count(":") == 1 for i in ids)
@@ -56,21 +56,21 @@ def test_torchrun_workers_are_ranks_with_their_node_and_the_process_a_rank_start
 
 def test_spawned_workers_are_named_by_their_log_prefix_and_the_main_process_stays_apart():
     logs = _read("spawn")
-    assert [(r.process, r.rank, r.node_rank, r.named_by) for r in logs.processes] == [
+    assert [(str(r.process), r.rank, r.node_rank, r.named_by) for r in logs.processes] == [
         ("rank0", 0, None, "prefix"), ("rank1", 1, None, "prefix")
     ]
-    main = [f for f in logs.functions if not f.rank]
+    main = [f for f in logs.functions if not f.process]
     assert [f.frame_ids for f in main] == [(FrameId("0"),)] and logs.torch_compiles == 1
-    assert sorted(str(f.frame_ids[0]) for f in logs.functions if f.rank) == ["rank0:0", "rank1:0"]
+    assert sorted(str(f.frame_ids[0]) for f in logs.functions if f.process) == ["rank0:0", "rank1:0"]
 
 
 def test_process_logs_name_each_log_as_the_report_does():
-    assert [p.name for p in process_logs(FOLDERS / "torchrun_helper")] == ["rank0", "rank1", "child1"]
-    assert [p.name for p in process_logs(FOLDERS / "spawn")] == ["rank0", "rank1"]
+    assert [str(p.name) for p in process_logs(FOLDERS / "torchrun_helper")] == ["rank0", "rank1", "child1"]
+    assert [str(p.name) for p in process_logs(FOLDERS / "spawn")] == ["rank0", "rank1"]
 
 
 def _rank(rank: int, restart: int) -> JobProcess:
-    return JobProcess("", rank, None, "environment", (), restart=restart)
+    return JobProcess(MAIN_PROCESS, rank, None, "environment", (), restart=restart)
 
 
 def test_a_rank_restarted_is_named_by_its_last_restart_and_the_others_are_children():
@@ -82,8 +82,9 @@ def test_a_rank_restarted_is_named_by_its_last_restart_and_the_others_are_childr
         (Path("e"), _rank(0, 1), None),
     ]
     named = _named(found)
-    assert [(p.path.name, p.name) for p in named] == [("a", "child1"), ("b", "child2"), ("c", "child3"), ("d", "rank1"), ("e", "rank0")]
-    assert [p.rank.process for p in named if p.rank] == ["child1", "child3", "rank1", "rank0"]
+    names = [(p.path.name, str(p.name)) for p in named]
+    assert names == [("a", "child1"), ("b", "child2"), ("c", "child3"), ("d", "rank1"), ("e", "rank0")]
+    assert [str(p.rank.process) for p in named if p.rank] == ["child1", "child3", "rank1", "rank0"]
 
 
 def test_a_rank_whose_log_shows_fewer_compiles_than_torch_counted_is_not_a_pass(tmp_path):
@@ -91,10 +92,10 @@ def test_a_rank_whose_log_shows_fewer_compiles_than_torch_counted_is_not_a_pass(
     torch's own count in rank 1 (its ledger) is more than the log shows. The report names rank 1, and
     `check` does not compare the run with a baseline, as for the script's own process."""
     logs = _read("torchrun_helper")
-    (rank1,) = [p for p in logs.processes if p.process == "rank1"]
+    (rank1,) = [p for p in logs.processes if p.process.rank == 1]
     assert rank1.torch_compiles
     run = Run(
-        functions=tuple(f for f in logs.functions if f.rank != "rank1"),
+        functions=tuple(f for f in logs.functions if f.process.rank != 1),
         parse=logs.stats,
         source="run",
         torch_compiles=logs.torch_compiles,
@@ -118,9 +119,10 @@ def test_a_merge_checks_each_records_own_process_against_torchs_count():
     logs = _read("spawn")
     whole = Run(functions=logs.functions, parse=logs.stats, source="run", torch_compiles=logs.torch_compiles,
                 job=Job("run", logs.processes))
-    cut = replace(whole, functions=tuple(f for f in logs.functions if f.rank))
+    cut = replace(whole, functions=tuple(f for f in logs.functions if f.process))
     merged = merge_runs([("a", "a.json", cut), ("b", "b.json", whole)], jobs=True)
     assert merged.job is not None
-    assert {p.process: p.torch_compiles for p in merged.job.processes if p.process.endswith("/main")} == {"a/main": 1, "b/main": 1}
+    mains = {str(p.process): p.torch_compiles for p in merged.job.processes if p.process.kind == "main"}
+    assert mains == {"a/main": 1, "b/main": 1}
     assert "torch compiled 1 times in process a/main but its log shows 0: log lines were lost" in render(run_report(merged), "table")
     assert "b/main but" not in render(run_report(merged), "table")

@@ -8,25 +8,26 @@ import json
 import pytest
 
 from guarddiag.errors import InputError
-from guarddiag.ids import CompileId, FrameId
+from guarddiag.ids import CompileId, FrameId, Process
 from guarddiag.model import Cause, FailedCompile, FunctionSummary, GraphBreak, LimitHit, ParseStats, RecompileEvent, Refusal, Run
 from guarddiag.report import record_dict, run_report
 from guarddiag.store import run_from_dict
 
 # A frame guarddiag named (a log without compile ids) on a rank, whose file has a path and an underscore.
-NAMED = FrameId("?my_fn@/src/my_mod.py:3", "rank1")
+RANK1 = Process.of_rank(1)
+NAMED = FrameId("?my_fn@/src/my_mod.py:3", RANK1)
 
 
 def _run() -> Run:
     cause = Cause("value", "L['n']", "L['n'] == 1", "L['n'] == 1", cache_entry=CompileId("0", 0))
     f = FunctionSummary(
         "my_fn", "/src/my_mod.py", 3, (NAMED,), 3, (RecompileEvent(NAMED.compile(1), True, (cause,)),),
-        limit_hits=(LimitHit(FrameId("", "rank1"), "recompile_limit", 1, "L['n'] == 1", "eager", cause),),
-        graph_breaks=(GraphBreak(None, "my_mod.py:4", "print"), GraphBreak(CompileId("0", 2, 1, "rank1"), "my_mod.py:5", "x")),
+        limit_hits=(LimitHit(FrameId("", RANK1), "recompile_limit", 1, "L['n'] == 1", "eager", cause),),
+        graph_breaks=(GraphBreak(None, "my_mod.py:4", "print"), GraphBreak(CompileId("0", 2, 1, RANK1), "my_mod.py:5", "x")),
         failed_compiles=(FailedCompile(NAMED.compile(2), "no_code"),),
         refusals=(Refusal("fail_on_recompile", 1, 1, ("0/0: L['n'] == 1",), cause),),
     )  # fmt: skip
-    return Run(functions=(f,), parse=ParseStats(unidentified_frames=(FrameId("1", "rank1"),)), source="parse")
+    return Run(functions=(f,), parse=ParseStats(unidentified_frames=(FrameId("1", RANK1),)), source="parse")
 
 
 def test_ids_are_written_as_text_and_read_back_parsed():

@@ -10,6 +10,7 @@ import pytest
 from guarddiag.cli import module_argv
 from guarddiag.config import load_settings
 from guarddiag.errors import InputError
+from guarddiag.ids import Process
 from guarddiag.model import Job, JobProcess, ParseStats, Run
 from guarddiag.report import record_dict, run_report
 from guarddiag.store import run_from_dict
@@ -40,8 +41,8 @@ def test_module_argv_hands_everything_after_module_to_it(argv, expect):
 
 def test_a_record_keeps_its_module_and_the_ranks_of_its_job():
     ranks = (
-        JobProcess("rank0", 0, 0, "environment", ("torch.child-7.log",), None, 1, 4, "node-b", "job7", 0, 3),
-        JobProcess("rank1", 1, None, "prefix", ()),
+        JobProcess(Process.of_rank(0), 0, 0, "environment", ("torch.child-7.log",), None, 1, 4, "node-b", "job7", 0, 3),
+        JobProcess(Process.of_rank(1), 1, None, "prefix", ()),
     )
     run = Run(functions=(), parse=ParseStats(), source="run", module="torch.distributed.run", argv=("--nproc-per-node", "2"),
               job=Job("run", ranks))
@@ -63,13 +64,13 @@ def test_a_record_that_kept_its_ranks_apart_reads_them_as_its_jobs_processes():
                       "run_id": "job7", "restart": 0}, {"process": "rank1", "rank": 1}]
     job = run_from_dict(data).job
     assert job is not None and job.read_as == "run"
-    assert [(p.process, p.rank, p.node_rank, p.world_size, p.named_by) for p in job.processes] == [
+    assert [(str(p.process), p.rank, p.node_rank, p.world_size, p.named_by) for p in job.processes] == [
         ("rank0", 0, 1, 4, "environment"), ("rank1", 1, None, None, "environment")
     ]
 
 
 def test_a_rank_of_the_wrong_type_is_refused():
-    run = Run(functions=(), parse=ParseStats(), job=Job("run", (JobProcess("rank0", 0, None, "environment", ()),)))
+    run = Run(functions=(), parse=ParseStats(), job=Job("run", (JobProcess(Process.of_rank(0), 0, None, "environment", ()),)))
     data = json.loads(json.dumps(record_dict(run_report(run))))
     data["job"]["processes"][0]["rank"] = "zero"
     with pytest.raises(InputError, match=r"job\.processes\[0\]\.rank"):
@@ -90,3 +91,12 @@ def test_a_config_entry_needs_a_path_or_a_module(tmp_path, entry):
     (tmp_path / "pyproject.toml").write_text(f"[tool.guarddiag]\nscripts = [{entry}]\n")
     with pytest.raises(InputError, match="needs a 'path' string or a 'module' string"):
         load_settings(tmp_path, {}, {})
+
+
+@pytest.mark.parametrize("label", ["rank", "worker1", "rank1:"])
+def test_a_process_label_outside_the_grammar_is_refused_naming_its_place(label):
+    run = Run(functions=(), parse=ParseStats(), job=Job("run", (JobProcess(Process.of_rank(0), 0, None, "environment", ()),)))
+    data = json.loads(json.dumps(record_dict(run_report(run))))
+    data["job"]["processes"][0]["process"] = label
+    with pytest.raises(InputError, match=r"job\.processes\[0\]\.process: expected a process label"):
+        run_from_dict(data, "run.json")
