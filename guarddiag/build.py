@@ -274,7 +274,7 @@ class RunBuilder:
             if cid.number not in frame.announced and last is not None and last[0] == cid.number - 1:
                 frame.inferred[cid.number] = diff_listings(pinned(last[1]), pinned(event))
             failures = frame.announced.get(cid.number, ())
-            against = entry_numbers([f.cache_entry for f in failures], [n for n in frame.pins if n < cid.number])
+            against = entry_numbers([f.cache_entry for f in failures], (n for n in frame.pins if n < cid.number))
             frame.against[cid.number] = against
             frame.changed[cid.number] = {n: changed(frame.pins[n], pins) for n in against if n is not None and n in frame.pins}
             frame.pins[cid.number] = hashed(pins, size_guards(event))

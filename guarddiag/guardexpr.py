@@ -10,6 +10,7 @@ print locals bare: ``m.layer_idx``. Pure functions over strings.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import NamedTuple
 
@@ -60,6 +61,8 @@ def _rewrite(text: str, rewrites: tuple[tuple[re.Pattern[str], str], ...]) -> st
     return text
 
 
+# Every cause names its object: a log of thousands of compiles or ranks names the same few, rewritten once each.
+@functools.lru_cache(maxsize=4096)
 def readable_source(src: str) -> str:
     """``L['m']._modules['lin']._parameters['weight']`` -> ``m.lin.weight``."""
     return _rewrite(src.strip(), _SOURCE_REWRITES)

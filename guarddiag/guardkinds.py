@@ -13,6 +13,7 @@ it; a new torch spelling is one more pattern in its row.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -403,6 +404,8 @@ def flat_kind(expr: str) -> tuple[str, re.Match[str] | None]:
     return FLAT_FALLBACK, None
 
 
+# A log of thousands of compiles or ranks repeats a few failure texts: each is matched against the table once.
+@functools.lru_cache(maxsize=4096)
 def failure_kind(expr: str) -> tuple[GuardKind, re.Match[str]] | None:
     """The kind a failure text's expression spells, and the match; None when no row knows it."""
     for pattern, row in FAILURE_PATTERNS:

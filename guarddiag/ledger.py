@@ -192,4 +192,5 @@ def with_callers(functions: Iterable[FunctionSummary], records: Sequence[Compile
     for r in records:
         if r.name is not None and r.caller is not None:
             by_function.setdefault((r.name, r.file or "", r.line), {})[frame_package(r.caller)] = None
-    return [replace(f, callers=tuple(by_function.get((f.name, f.file, f.line), {})) or f.callers) for f in functions]
+    # A function no record names is kept as it is, not copied: a log's thousands of functions are all such.
+    return [replace(f, callers=tuple(c)) if (c := by_function.get((f.name, f.file, f.line))) else f for f in functions]

@@ -224,15 +224,18 @@ class Variety:
         return known
 
 
-def entry_numbers(cache_entries: Sequence[CompileId | None], earlier: Sequence[int]) -> tuple[int | None, ...]:
+def entry_numbers(cache_entries: Sequence[CompileId | None], earlier: Iterable[int]) -> tuple[int | None, ...]:
     """The entry each of a recompile's reasons is against: the compile number torch names (``0/1:``), or,
     where no reason names one (torch < 2.5) and there are as many reasons as earlier entries, by position
     (torch prints the newest entry first); None where neither tells. ``earlier``: the frame's listed
-    compiles before this one."""
+    compiles before this one, read only where no reason names its entry."""
     named = [e.number if e is not None else None for e in cache_entries]
-    if any(n is not None for n in named) or len(cache_entries) != len(earlier):
+    # A reason that names its entry (torch >= 2.5) needs no list of the earlier ones: building it for each of
+    # a frame's thousands of compiles made their parse quadratic in their number.
+    if not named or any(n is not None for n in named):
         return tuple(named)
-    return tuple(sorted(earlier, reverse=True))
+    listed = list(earlier)
+    return tuple(named) if len(cache_entries) != len(listed) else tuple(sorted(listed, reverse=True))
 
 
 def decisive(

@@ -37,8 +37,10 @@ TEE_PREFIX = r"\[(?!rank\d)[A-Za-z_][\w-]*?\d+\]:"
 WORKER_PREFIX = r"\([A-Za-z_][\w.]*[^()\n]*?\bpid=\d+[^()\n]*\) "
 # What may stand before a torch prefix: a worker's tag, torchrun's and torch.distributed's prefixes.
 LEADING_PREFIXES = rf"(?:{WORKER_PREFIX})?(?:{TEE_PREFIX})?(?:{RANK_PREFIX})?"
+# A glog or bracketed-date prefix itself, after what may stand before it.
+PREFIX_TIME = rf"(?:{GLOG_LEVEL}{GLOG_TIME} |{BRACKET_DATE} )"
 # Where a glog or bracketed-date prefix starts (with its rank).
-FRAME_START = rf"{LEADING_PREFIXES}(?:{GLOG_LEVEL}{GLOG_TIME} |{BRACKET_DATE} )"
+FRAME_START = rf"{LEADING_PREFIXES}{PREFIX_TIME}"
 
 _RANK = rf"(?:{WORKER_PREFIX})?(?:{TEE_PREFIX})?(?:\[rank(?P<rank>\d+)\]:\s?)?"
 _CID = rf"(?:\[(?P<cid>{COMPILE_ID})\]\s?)?"

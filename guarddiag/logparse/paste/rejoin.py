@@ -44,10 +44,13 @@ class Rejoiner:
     def feed(self, line: str, length: int) -> list[str]:
         """A cleaned line and its length as read; the whole lines it completed."""
         if self.window is not None:
-            self.window.append((line, length))
             if len(self.window) < WINDOW:
+                self.window.append((line, length))
                 return []
-            return self._decide()
+            # Decided at the line after the window, not at its last: a reader that asks the width there and
+            # stops (a framed log, read by the log parser) has re-joined and split none of its lines.
+            out = self._decide()
+            return out + self._join(line.removeprefix(self._indent), length)
         return self._join(line.removeprefix(self._indent), length)
 
     def finish(self) -> list[str]:
