@@ -45,7 +45,7 @@ test-all: venv  ## Everything but the inductor corpus: make test, test-slow and 
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor" --durations=15 $(PYTEST_ARGS)
 
-test-oracle: venv  ## Every port of PyTorch's recompile tests, guarddiag's counts against torch's (make test runs a sample of 7; about 3 min on 2 cores)
+test-oracle: venv  ## Every port of PyTorch's recompile tests, guarddiag's counts against torch's (make test runs a sample of 3; about 4 min on 2 cores)
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python -m pytest -q $(XDIST) tests/realtorch/test_pytorch_oracle.py --durations=5 $(PYTEST_ARGS)
 

@@ -61,11 +61,13 @@ def test_rewrite_replaces_only_the_stale_block():
 
 
 def _marks(document, example) -> list:
-    """torch when the example runs a script; slow too when that example is in docs/ (make test checks the
-    README's and every example read from a recorded file, make test-slow the docs' examples that run torch)."""
+    """torch when the example runs a script; slow too unless it is the README's ``run`` (make test checks it and
+    every example read from a recorded file; make test-slow the compares, checks and docs/ examples that run
+    torch, several processes each)."""
     if not example.runs_torch:
         return []
-    return [pytest.mark.torch] + ([] if document == tool.README else [pytest.mark.slow])
+    first_run = document == tool.README and [c.split()[1] for c in example.commands] == ["run"]
+    return [pytest.mark.torch] + ([] if first_run else [pytest.mark.slow])
 
 
 def _cases() -> list:

@@ -53,6 +53,7 @@ def _child(code: str, folder: Path) -> None:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_process_that_imported_torch_and_never_loaded_dynamo_has_a_ledger_of_0_compiles(tmp_path):
     """A rank that never calls torch.compile (only rank 0 evaluates a compiled model) never loads
     torch._dynamo.utils, so its records were never hooked and no ledger was written: a real torchrun

@@ -9,6 +9,7 @@ import pytest
 
 
 @pytest.mark.torch  # load_catalog starts this interpreter three times to read torch's config: ~10 s
+@pytest.mark.slow
 def test_catalog_cache_is_keyed_by_torch_install_and_environment(tmp_path, monkeypatch):
     import sys
 

@@ -29,15 +29,10 @@ from tests.conftest import ROOT, run_guarddiag
 
 ORACLE = ROOT / "tests" / "oracle"
 SCRIPTS = sorted(p.name for p in ORACLE.glob("pt_*.py"))
-# What ``make test`` runs of the oracle: one port per way a count goes wrong (a plain recompile, the limit
-# under a stance, automatic dynamic shapes, several entries failing at once, an unbacked size, a region's
-# graph-break limit, reset). Every port runs in ``make test-oracle`` (about 5 CPU-minutes), run before an
+# What ``make test`` runs of the oracle: a plain recompile, the limit under a stance, several entries failing
+# at once (scenarios and corpus scripts count the rest there). Every port runs in ``make test-oracle`` (about 5 CPU-minutes), run before an
 # issue that touches counting is resolved; ``make test-slow`` runs the rest of the end-to-end suite.
-IN_MAKE_TEST = frozenset({
-    "pt_simple_module_recompile.py", "pt_fail_on_recompile_limit_hit.py", "pt_automatic_dynamic_reduce_recompiles.py",
-    "pt_multiple_guard_fails_report_all.py", "pt_mark_as_unbacked.py", "pt_isolate_graph_break_limit.py",
-    "pt_isolate_reset.py",
-})
+IN_MAKE_TEST = frozenset({"pt_simple_module_recompile.py", "pt_fail_on_recompile_limit_hit.py", "pt_multiple_guard_fails_report_all.py"})
 assert set(SCRIPTS) >= IN_MAKE_TEST, IN_MAKE_TEST - set(SCRIPTS)
 TEST_NAME = "test_guarddiag_counts_match_torch"
 

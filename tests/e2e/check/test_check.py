@@ -47,6 +47,7 @@ def _set_layers(project, n: int) -> None:
     path.write_text(text.replace("for i in range(6)", f"for i in range({n})"))
 
 
+@pytest.mark.slow
 def test_baseline_is_reviewable_yaml(project):
     doc = yaml.safe_load((project / "guarddiag-baseline.yaml").read_text())
     assert doc["schema"] == "guarddiag.baseline/1"
@@ -171,7 +172,7 @@ def test_torch_logs_format_of_the_user_does_not_change_the_counts(project):
     assert record["totals"]["compiles"] == record["torch_compiles"] == 6
 
 
-@pytest.mark.parametrize("fmt", in_make_test(["json", "yaml", "markdown"], {"markdown"}))
+@pytest.mark.parametrize("fmt", in_make_test(["json", "yaml", "markdown"], set()))
 def test_check_in_every_format_keeps_annotations_off_stdout(project, fmt):
     """The table is tested above; the other formats are one document on stdout even on a CI runner."""
     from tests.documents import assert_document

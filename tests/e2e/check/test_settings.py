@@ -97,6 +97,7 @@ def test_the_same_torch_or_no_moved_count_says_nothing_of_torch(project):
     assert proc.returncode == 5 and "torch changed" in proc.stdout  # 7 > the baseline's 5: the count moved
 
 
+@pytest.mark.slow
 def test_another_torch_with_counts_as_recorded_says_nothing_of_torch(project):
     _baseline_torch(project, "2.12.0")
     proc = run_guarddiag("check", "model.py", cwd=project)

@@ -229,6 +229,7 @@ def test_hint_size_one_removes_the_size_one_recompile_too(tmp_path: Path):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_hint_same_keys_every_call_removes_the_dict_recompiles(tmp_path: Path):
     (hint,) = _hints(LOGS / "torch-2.13.0" / "dict_keys.log", "weighted_total")
     assert "same keys" in hint.hint

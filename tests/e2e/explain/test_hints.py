@@ -47,9 +47,9 @@ CASES = [
     ("history_append.py", "train_step", "mutated_argument", None, "history"),
     ("train_logging.py", "train_step", "move_out_of_compiled", None, "step"),
 ]
-# make test applies the hints of two scripts (a batch size: maybe_mark_dynamic and the dynamic-sources choice; a
-# float: a tensor instead); make test-slow applies every case.
-SAMPLE = {"ragged_dataloader.py", "lr_schedule.py"}
+# make test applies the hint of one script, a batch size, as lines (maybe_mark_dynamic) and as the config choice
+# (dynamic sources); make test-slow applies every case.
+SAMPLE = {"ragged_dataloader.py"}
 BACKENDS = [
     pytest.param("eager", id="eager"),
     pytest.param(

@@ -30,9 +30,9 @@ def _counts_by_guarddiag(run: dict) -> dict[tuple[str, int], int]:
     return counts
 
 
-# make test runs the scripts whose first cause and fix are checked below (a tensor size, a float, a container)
-# and optim_step.py (a name torch's wrapper hides); make test-slow runs the rest of the corpus.
-SAMPLE = {"gpt_generate.py", "lr_schedule.py", "containers.py", "optim_step.py"}
+# make test runs the scripts whose first cause and fix are checked below (a tensor size, a float, a container);
+# make test-slow runs the rest of the corpus.
+SAMPLE = {"gpt_generate.py", "lr_schedule.py", "containers.py"}
 # The scripts written for the default inductor backend run on it too, in make test-inductor.
 ON_INDUCTOR = [s for s in SCRIPTS if "backend=" not in (CORPUS / s).read_text(encoding="utf-8")]
 BACKENDS = [(s, "eager") for s in SCRIPTS] + [pytest.param(s, "inductor", marks=pytest.mark.inductor) for s in ON_INDUCTOR]
@@ -196,6 +196,7 @@ def test_explain_never_folds_the_object_a_recompile_is_about(script: str, tmp_pa
     assert rows and all(o["matters"] and o["recompiles"] for o in rows), f["entries"][0]["objects"]
 
 
+@pytest.mark.slow
 def test_explain_names_the_no_grad_functions_argument_as_its_parameter(tmp_path: Path):
     """sgd_momentum(params, bufs, lr) under @torch.no_grad() runs in torch's `inner(*args)`: args[2] is `lr`."""
     run, _, _ = corpus_run("optim_step.py")

@@ -46,6 +46,7 @@ def test_a_refused_compile_id_followed_by_a_compile_is_no_compile(tmp_path: Path
     assert hit["cause"]["category"] == "value" and "`mode`" in recorded_subject(hit["cause"])
 
 
+@pytest.mark.slow
 def test_ids_reused_after_reset_failed_and_skipped_compiles(tmp_path: Path):
     record, out = _run(COUNTING / "reset_and_failures.py", tmp_path)
     f = _by_name(record)

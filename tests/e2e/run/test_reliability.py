@@ -61,8 +61,9 @@ def _run_once(script: str) -> Result:
     [
         ("def f(:\n", "failed", 1),  # syntax error
         ("\x00\x01binary", "failed", 1),  # not Python
-        ("raise SystemExit(4)\n", "failed", 4),
-        ("import os\nos._exit(6)\n", "failed", 6),
+        # make test-slow: an exit status of the script's own (tests/e2e/cli/test_cli.py's sys.exit is in make test).
+        pytest.param("raise SystemExit(4)\n", "failed", 4, marks=pytest.mark.slow),
+        pytest.param("import os\nos._exit(6)\n", "failed", 6, marks=pytest.mark.slow),
         ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "killed", -9),
     ],
     ids=["syntax-error", "not-python", "sys-exit", "os-exit", "killed"],
@@ -375,6 +376,7 @@ def _wait_for_file(path, deadline: float = 120) -> None:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="process trees are read from /proc")
+@pytest.mark.slow
 def test_ctrl_c_also_stops_the_processes_the_script_started(workdir):
     proc = _start(workdir, GRANDCHILD)
     _wait_for_file(workdir / "worker.pid")
@@ -394,6 +396,7 @@ def test_timeout_also_stops_the_processes_the_script_started(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_second_ctrl_c_exits_at_once(workdir):
     proc = _start(
         workdir, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nopen('ready', 'w').close()\ntime.sleep(120)\n"

@@ -135,6 +135,7 @@ def test_a_live_run_older_than_a_day_is_kept_by_run_and_by_clean(workdir):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_foreign_folders_and_links_under_runs_are_never_touched(workdir, tmp_path_factory):
     """Pruning deleted any folder under .guarddiag/runs without a run.json that was a day old, whether
     guarddiag made it or not. A folder without guarddiag's marker (or a legacy guarddiag record) is foreign."""

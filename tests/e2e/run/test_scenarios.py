@@ -48,9 +48,9 @@ def test_every_scenario_has_an_expectation():
     assert {p.stem for p in SCENARIOS.glob("*.py")} == set(EXPECTED_CAUSES)
 
 
-# make test runs one scenario per mechanism (an int attribute, a shape, the limit, a graph break); make
+# make test runs a value, a shape and the limit (tests/e2e/run/test_graph_breaks.py counts a graph break); make
 # test-slow runs every scenario.
-SAMPLE = {"module_int_attribute", "tensor_shape", "recompile_limit", "graph_break"}
+SAMPLE = {"module_int_attribute", "tensor_shape", "recompile_limit"}
 
 
 @pytest.mark.torch

@@ -56,6 +56,7 @@ def test_eager_on_recompile_counts_each_call_it_ran_eagerly(tmp_path: Path):
     assert ", 14 calls refused by a compiler stance," in report
 
 
+@pytest.mark.slow
 def test_a_caught_fail_on_recompile_is_counted(tmp_path: Path):
     record, truth, report = _run(tmp_path, "fail")
     assert _refused(record) == truth == {"Sequential": 6, "scale": 0}

@@ -34,6 +34,7 @@ def test_a_function_seven_variants_deep_gets_its_time_and_one_warning(tmp_path: 
     assert step["compile_s"] == pytest.approx(sum(seconds)) and step["recompile_s"] == pytest.approx(sum(seconds[1:]))
 
 
+@pytest.mark.slow
 def test_the_limit_the_script_sets_is_the_one_warned_about(tmp_path: Path):
     script = tmp_path / "limit_seven.py"
     script.write_text(NEAR_LIMIT.read_text().replace(

@@ -34,6 +34,7 @@ def test_plugin_is_registered_as_an_entry_point() -> None:
     assert found.get("guarddiag") == "guarddiag.pytest_plugin"
 
 
+@pytest.mark.slow
 def test_budget_passes_and_fails_with_causes_in_plain_words(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(COMPILED + """
 
