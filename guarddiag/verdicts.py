@@ -224,9 +224,14 @@ def script_digest(key: VerdictKey) -> str:
     return hashlib.sha256(data).hexdigest() if len(data) <= _MAX_SCRIPT_BYTES else ""
 
 
+def function_key_dict(key: FunctionKey) -> dict[str, object]:
+    """A function's key as a verdict file and the run report's advice write it: its fields, the process as text."""
+    return {**key._asdict(), "process": str(key.process)}
+
+
 def _verdict_to(v: Verdict) -> dict[str, object]:
     return {
-        "function": {**v.function._asdict(), "process": str(v.function.process)},
+        "function": function_key_dict(v.function),
         "cause": list(v.cause),
         "outcome": dataclasses.asdict(v.outcome),
         "compared_at": v.compared_at,

@@ -13,7 +13,7 @@ from guarddiag.compare import CauseResult, FlipOutcome
 from guarddiag.flips import KEEPS_COMPILED, Skipped
 from guarddiag.render.explain_hints import hint_text
 from guarddiag.render.words import cause_subject, function_label, seconds
-from guarddiag.verdicts import NO_EFFECT, VERIFIED, CauseAdvice, HintCheck, RunAdvice
+from guarddiag.verdicts import NO_EFFECT, VERIFIED, CauseAdvice, HintCheck, RunAdvice, function_key_dict
 
 # What applying a flip costs, by the cost id of guarddiag.flips.FLIPS.
 COSTS = {
@@ -244,7 +244,7 @@ def advice_to_dict(advice: RunAdvice) -> dict[str, object]:
         "compare": advice.command,
         "functions": [
             {
-                "function": {**f.function._asdict(), "process": str(f.function.process)},
+                "function": function_key_dict(f.function),
                 "causes": [
                     {
                         "category": a.cause.category,
