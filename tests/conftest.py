@@ -51,10 +51,12 @@ def in_make_test(values: list, sample: set[str]) -> list:
     """``values`` as pytest parameters, those whose first item is not in ``sample`` marked ``slow``: ``make test``
     runs the sample (one per mechanism), ``make test-slow`` the rest (tests/README.md). Parameters marked
     already (``inductor``) keep their marks."""
-    named = {v if isinstance(v, str) else v[0] for v in values if not hasattr(v, "marks")}
+    def items(v) -> tuple:
+        return (v,) if isinstance(v, str) else tuple(v)
+
+    named = {items(v)[0] for v in values if not hasattr(v, "marks")}
     assert sample <= named, f"not among the parameters: {sorted(sample - named)}"
-    return [v if hasattr(v, "marks") or (v if isinstance(v, str) else v[0]) in sample
-            else pytest.param(*((v,) if isinstance(v, str) else v), marks=pytest.mark.slow) for v in values]
+    return [v if hasattr(v, "marks") or items(v)[0] in sample else pytest.param(*items(v), marks=pytest.mark.slow) for v in values]
 
 
 def guarddiag_cmd() -> list[str]:
