@@ -37,6 +37,21 @@ class CompileRecord:
     recompile_limit: int | None = None
     # The file of the code that called the function being compiled (None: not known, or an older ledger).
     caller: str | None = None
+    # torch's own account of the attempt, None where the torch version or the ledger kept none:
+    # the first failing guard torch printed for the newest cache entry (``recompile_reason``, torch >= 2.7),
+    recompile_reason: str | None = None
+    # the guards the installed entry holds and the microseconds torch measured one evaluation of its tree
+    # take (``guard_count``; ``guard_latency_us``, torch >= 2.7),
+    guard_count: int | None = None
+    guard_latency_us: float | None = None
+    # the function's cache entries when the attempt began, and the entries of every frame with its code
+    # (``cache_size``, ``accumulated_cache_size``),
+    cache_size: int | None = None
+    accumulated_cache_size: int | None = None
+    # what the script's own recompile-context hooks returned (``recompile_user_contexts``, torch >= 2.9),
+    user_contexts: tuple[str, ...] | None = None
+    # and the graph breaks of the attempt (``num_graph_breaks``).
+    graph_breaks: int | None = None
 
 
 def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
@@ -63,6 +78,13 @@ def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
                     _seconds(raw.get("compile_s")),
                     _whole(raw.get("recompile_limit")),
                     _text(raw.get("caller")),
+                    _text(raw.get("recompile_reason")),
+                    _whole(raw.get("guard_count")),
+                    _seconds(raw.get("guard_latency_us")),
+                    _whole(raw.get("cache_size")),
+                    _whole(raw.get("accumulated_cache_size")),
+                    _texts(raw.get("user_contexts")),
+                    _whole(raw.get("graph_breaks")),
                 )
             )
     return tuple(records)
@@ -137,6 +159,10 @@ def compiles_in(records: tuple[CompileRecord, ...] | None) -> int | None:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _texts(value: object) -> tuple[str, ...] | None:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else None
 
 
 def _seconds(value: object) -> float | None:

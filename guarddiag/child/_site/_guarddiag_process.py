@@ -29,11 +29,15 @@ MODULE = "torch._dynamo.utils"
 # limit, which torch records without a code object), fail_type, reason (first line, capped),
 # compile_s (seconds Dynamo spent on the attempt, backend included; None when torch did not time
 # it), recompile_limit (torch._dynamo.config's value when the record was made; None: unknown) and
-# caller (the file of the code that called the compiled function; None: not found).
+# caller (the file of the code that called the compiled function; None: not found), and torch's own
+# recompile_reason, guard_count, guard_latency_us, cache_size, accumulated_cache_size, user_contexts
+# (recompile_user_contexts) and graph_breaks (num_graph_breaks): None where this torch has none.
 # Records without a compile_id are guarddiag's own (emit): a sink that wants compiles skips them.
 Sink = Callable[[dict], None]
 _SINKS: list[Sink] = []
 _REASON_CHARS = 300
+# torch's recompile_reason holds the guard, its source line and (torch >= 2.11) the user stack under it.
+_RECOMPILE_REASON_CHARS = 4000
 
 
 def add_sink(sink: Sink) -> bool:
@@ -80,7 +84,24 @@ def record_of(metrics: object) -> dict:
         "compile_s": _compile_seconds(metrics),
         "recompile_limit": _recompile_limit(),
         "caller": _caller(),
+        "recompile_reason": _capped(getattr(metrics, "recompile_reason", None)),
+        "guard_count": getattr(metrics, "guard_count", None),
+        "guard_latency_us": getattr(metrics, "guard_latency_us", None),
+        "cache_size": getattr(metrics, "cache_size", None),
+        "accumulated_cache_size": getattr(metrics, "accumulated_cache_size", None),
+        "user_contexts": _contexts(getattr(metrics, "recompile_user_contexts", None)),
+        "graph_breaks": getattr(metrics, "num_graph_breaks", None),
     }
+
+
+def _capped(text: object) -> str | None:
+    """torch's recompile reason, cut where a reason with a long user stack would swell the ledger."""
+    return str(text)[:_RECOMPILE_REASON_CHARS] if text else None
+
+
+def _contexts(contexts: object) -> list[str] | None:
+    """torch's set of user contexts (each already cut to 256 characters), in a stable order."""
+    return sorted(str(c) for c in contexts) if isinstance(contexts, (set, frozenset, list, tuple)) else None
 
 
 # Code that is not the caller of a compiled function: guarddiag's own hooks here, and the standard library
