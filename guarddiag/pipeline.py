@@ -17,6 +17,7 @@ import copy
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TextIO
 
 from guarddiag.build import RolesLookup, RunBuilder
@@ -163,31 +164,50 @@ def parse_logs(paths: Sequence[str]) -> Run:
     return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job, stances=stances)
 
 
-def _parse_traces(plan: Layout, paths: Sequence[str]) -> Run:
-    """A run of TORCH_TRACE files: each file a process, read with torch's records of its compiles in it."""
+@dataclass(frozen=True)
+class TraceRead:
+    """What TORCH_TRACE files held: the functions and parse stats of all of them, torch's compile attempts
+    (one count for a lone process, None for several: each process's is its own), and the torch versions named."""
+
+    functions: tuple[FunctionSummary, ...]
+    stats: ParseStats
+    torch_compiles: int | None
+    versions: tuple[str, ...]
+
+
+def read_traces(plan: Layout, **reader: object) -> TraceRead:
+    """The trace files of ``plan`` (:func:`~guarddiag.logparse.jobdir.trace_layout`), each read as its
+    process with torch's records of its compiles; ``reader``: :class:`LogReader`'s options (explain keeps every guard)."""
     functions: tuple[FunctionSummary, ...] = ()
     stats = ParseStats()
     versions: dict[str, None] = {}
+    compiles: list[int | None] = []
     for process in plan.processes:
         (path,) = process.files
         with contextlib.ExitStack() as stack:
-            reader = LogReader(trace=MAIN_PROCESS)
-            found, found_stats = reader.read(_open(path, stack)).result()
-        assert isinstance(reader.parser, TraceParser)
-        if reader.parser.torch_version:
-            versions[reader.parser.torch_version] = None
-        functions += tuple(in_process(f, process.process) for f in found) if process.process != MAIN_PROCESS else found
+            log = LogReader(trace=process.process, **reader)  # type: ignore[arg-type]
+            found, found_stats = log.read(_open(path, stack)).result()
+        parser = log.parser
+        assert isinstance(parser, TraceParser)
+        if parser.torch_version:
+            versions[parser.torch_version] = None
+        functions += found
         stats = add_stats(stats, found_stats)
-        torch_compiles = compiles_in(tuple(reader.parser.records))
+        compiles.append(compiles_in(tuple(parser.records)))
+    return TraceRead(functions, stats, compiles[0] if len(compiles) == 1 else None, tuple(versions))
+
+
+def _parse_traces(plan: Layout, paths: Sequence[str]) -> Run:
+    """A run of TORCH_TRACE files: each file a process, read with torch's records of its compiles in it."""
+    read = read_traces(plan)
     where = ", ".join(paths)
-    if stats.torch_lines == 0:
-        raise InputError(f"{where}: a TORCH_TRACE with no records in {stats.lines} lines read; give the trace of a run that compiled")
+    if read.stats.torch_lines == 0:
+        raise InputError(f"{where}: a TORCH_TRACE with no records in {read.stats.lines} lines read; give the trace of a run that compiled")
     job = None
     if len(plan.processes) > 1 or plan.processes[0].process != MAIN_PROCESS:
         job = Job(plan.read_as, tuple(JobProcess(p.process, p.rank, p.local_rank, p.named_by, p.files) for p in plan.processes))
-    return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job,
-               torch_version=next(iter(versions)) if len(versions) == 1 else None,
-               torch_compiles=torch_compiles if job is None else None)
+    return Run(functions=read.functions, parse=read.stats, source="parse", log_path=where, job=job,
+               torch_version=read.versions[0] if len(read.versions) == 1 else None, torch_compiles=read.torch_compiles)
 
 
 def refuse_guarddiag_files(paths: Sequence[str], leading: bool = True) -> None:

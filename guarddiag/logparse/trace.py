@@ -271,7 +271,7 @@ class TraceParser:
         file = self._file(top)
         line = top.get("line") if isinstance(top.get("line"), int) else None
         self._frames[self._frame_key(key)] = (name, file, line)
-        self._callers[key] = self._caller(stack[:-1]) if isinstance(stack, list) else None
+        self._callers[key[:3]] = self._caller(stack[:-1]) if isinstance(stack, list) else None
         cid = self._cid(key)
         out = self._seen_compile(cid)
         failures = self._reasons.pop(key, None)
@@ -295,7 +295,8 @@ class TraceParser:
             _seconds(body.get("entire_frame_compile_time_s")) if body.get("entire_frame_compile_time_s") is not None
             else _seconds(body.get("dynamo_time_before_restart_s")) if body.get("has_guarded_code") is False else None,
             _limit_in(body),
-            self._callers.pop(key, None) if key is not None else None,
+            # A restarted attempt's metrics come under its attempt number; the call was the first attempt's.
+            self._callers.pop(key[:3], None) if key is not None else None,
             _text(body.get("recompile_reason")),
             _whole(body.get("guard_count")),
             _seconds(body.get("guard_latency_us")),
