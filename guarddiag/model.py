@@ -364,6 +364,8 @@ class ParseStats:
     unidentified_frames: tuple[FrameId, ...] = ()
     # Read as a paste (no framed torch line): how many torch messages were recognised; None for a log.
     paste_messages: int | None = None
+    # Read from a TORCH_TRACE (torch's structured records, not its text log): how many records; None for a log.
+    trace_records: int | None = None
 
 
 # Kinds of module hooks guarddiag watches (LateHook.kind): nn.Module.register_<kind>_hook.

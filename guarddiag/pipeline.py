@@ -22,13 +22,13 @@ from typing import TextIO
 
 from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
-from guarddiag.filekinds import wrong_file
+from guarddiag.filekinds import is_trace_text, wrong_file
 from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ids import MAIN_PROCESS, Process, rank_prefix, split_rank
 from guarddiag.ledger import CompileRecord, RefusalRecord, compiles_in
 from guarddiag.logparse.encoding import open_log
 from guarddiag.logparse.events import Event
-from guarddiag.logparse.jobdir import Layout, layout, tee_ranks, trace_layout
+from guarddiag.logparse.jobdir import Layout, ProcessFiles, layout, tee_ranks, trace_layout
 from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import WINDOW, PasteReader, framed_part, mangled_line
 from guarddiag.logparse.trace import TraceParser
@@ -42,6 +42,8 @@ from guarddiag.sourceinfo import local_roles
 COUNTED_GUARDS = PINNING_KINDS | {SPECIALIZED}
 
 Parsed = tuple[tuple[FunctionSummary, ...], ParseStats]
+# Bytes of standard input looked at to tell a TORCH_TRACE from a log: a record's glog prefix and its kind.
+_TRACE_HEAD = 512
 
 
 class LogReader:
@@ -96,7 +98,8 @@ class LogReader:
             self.builder.add_ledger(self.parser.records)
         functions, unnamed = self.builder.functions()
         c = self.parser.counters
-        return functions, ParseStats(c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed)
+        records = self.parser.envelopes if isinstance(self.parser, TraceParser) else None
+        return functions, ParseStats(c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed, trace_records=records)
 
     def snapshot(self) -> LogReader:
         """A copy to finish while this one goes on reading (``on_event`` is shared, not copied)."""
@@ -136,18 +139,29 @@ def parse_logs(paths: Sequence[str]) -> Run:
     traces = trace_layout(paths)
     if traces is not None:
         return _parse_traces(traces, paths)
+    if list(paths) == ["-"]:
+        stdin = open_log("-")
+        if _is_trace(stdin):
+            return _parse_traces(_STDIN_TRACE, paths, stdin)
+        return _parsed_log(_read_pieces(paths, stdin), paths, layout(paths))
     plan = layout(paths)
     if plan.read_as in ("one_log", "pieces"):
-        functions, stats = _read_pieces(plan.processes[0].files)
-    else:
-        functions, stats = (), ParseStats()
-        for process in plan.processes:
-            with contextlib.ExitStack() as stack:
-                streams = [(path, _open(path, stack)) for path in process.files]
-                lines = _lines(streams, whole=True)
-                found, found_stats = read_log(_unprefixed(lines, process.rank) if process.rank is not None else lines)
-            functions += tuple(in_process(f, process.process) for f in found) if process.process else found
-            stats = add_stats(stats, found_stats)
+        return _parsed_log(_read_pieces(plan.processes[0].files), paths, plan)
+    functions: tuple[FunctionSummary, ...] = ()
+    stats = ParseStats()
+    for process in plan.processes:
+        with contextlib.ExitStack() as stack:
+            streams = [(path, _open(path, stack)) for path in process.files]
+            lines = _lines(streams, whole=True)
+            found, found_stats = read_log(_unprefixed(lines, process.rank) if process.rank is not None else lines)
+        functions += tuple(in_process(f, process.process) for f in found) if process.process else found
+        stats = add_stats(stats, found_stats)
+    return _parsed_log((functions, stats), paths, plan)
+
+
+def _parsed_log(parsed: Parsed, paths: Sequence[str], plan: Layout) -> Run:
+    """The run of logs read as ``plan`` says; refused when no line of them was torch's."""
+    functions, stats = parsed
     where = "standard input" if list(paths) == ["-"] else ", ".join(paths)
     if stats.torch_lines == 0 and not stats.paste_messages:
         refuse_guarddiag_files(paths, leading=False)  # a report after the script's own output (run -f json > FILE)
@@ -175,9 +189,10 @@ class TraceRead:
     versions: tuple[str, ...]
 
 
-def read_traces(plan: Layout, **reader: object) -> TraceRead:
+def read_traces(plan: Layout, stdin: TextIO | None = None, **reader: object) -> TraceRead:
     """The trace files of ``plan`` (:func:`~guarddiag.logparse.jobdir.trace_layout`), each read as its
-    process with torch's records of its compiles; ``reader``: :class:`LogReader`'s options (explain keeps every guard)."""
+    process with torch's records of its compiles; ``stdin``: standard input already opened (``-``);
+    ``reader``: :class:`LogReader`'s options (explain keeps every guard)."""
     functions: tuple[FunctionSummary, ...] = ()
     stats = ParseStats()
     versions: dict[str, None] = {}
@@ -186,7 +201,7 @@ def read_traces(plan: Layout, **reader: object) -> TraceRead:
         (path,) = process.files
         with contextlib.ExitStack() as stack:
             log = LogReader(trace=process.process, **reader)  # type: ignore[arg-type]
-            found, found_stats = log.read(_open(path, stack)).result()
+            found, found_stats = log.read(stdin if path == "-" and stdin is not None else _open(path, stack)).result()
         parser = log.parser
         assert isinstance(parser, TraceParser)
         if parser.torch_version:
@@ -197,10 +212,20 @@ def read_traces(plan: Layout, **reader: object) -> TraceRead:
     return TraceRead(functions, stats, compiles[0] if len(compiles) == 1 else None, tuple(versions))
 
 
-def _parse_traces(plan: Layout, paths: Sequence[str]) -> Run:
+# A TORCH_TRACE piped in: one process.
+_STDIN_TRACE = Layout("trace", (ProcessFiles(("-",), MAIN_PROCESS, None, None, "position"),))
+
+
+def _is_trace(stream: TextIO) -> bool:
+    """Whether a stream (standard input) begins as a TORCH_TRACE, looked at without taking a byte from it."""
+    head = stream.buffer.peek(_TRACE_HEAD)[:_TRACE_HEAD]  # type: ignore[attr-defined]
+    return is_trace_text(head.decode("utf-8", errors="replace"))
+
+
+def _parse_traces(plan: Layout, paths: Sequence[str], stdin: TextIO | None = None) -> Run:
     """A run of TORCH_TRACE files: each file a process, read with torch's records of its compiles in it."""
-    read = read_traces(plan)
-    where = ", ".join(paths)
+    read = read_traces(plan, stdin)
+    where = "standard input" if list(paths) == ["-"] else ", ".join(paths)
     if read.stats.torch_lines == 0:
         raise InputError(f"{where}: a TORCH_TRACE with no records in {read.stats.lines} lines read; give the trace of a run that compiled")
     job = None
@@ -220,14 +245,14 @@ def refuse_guarddiag_files(paths: Sequence[str], leading: bool = True) -> None:
             raise InputError(wrong)
 
 
-def _read_pieces(paths: Sequence[str]) -> Parsed:
+def _read_pieces(paths: Sequence[str], stdin: TextIO | None = None) -> Parsed:
     """Pieces of one log (a CI log split in several files), in order, as the one log they are (``cat``
     of the pieces): one parser reads them all, so a record or a line cut at a file boundary, or compile
     ids that restart after a ``torch._dynamo.reset()`` in an earlier piece, read as in the whole log.
     torchrun ``--tee`` output names each line's worker: its lines without a rank are read as its rank's."""
     tees = tee_ranks(paths)
     with contextlib.ExitStack() as stack:
-        streams = [(path, _open(path, stack)) for path in paths]
+        streams = [(path, stdin if path == "-" and stdin is not None else _open(path, stack)) for path in paths]
         return read_log(_ranked_tee(_lines(streams), tees) if tees else _lines(streams))
 
 

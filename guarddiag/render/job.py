@@ -104,6 +104,8 @@ def logs_at(run: Run) -> str | None:
         return None
     if run.job is not None and run.job.read_as == "run":
         return f"torch logs: {os.path.dirname(run.log_path)}"
+    if run.parse.trace_records is not None:
+        return f"torch trace (TORCH_TRACE): {run.log_path}"
     return f"torch log: {run.log_path}"
 
 
