@@ -48,9 +48,10 @@ TREE = [
     "| +- GuardManager: source=L['horizon'], accessed_by=FrameLocalsGuardAccessor(key='horizon', framelocals_idx=1)",
     "| | +- EQUALS_MATCH: L['horizon'] == 1                                             # for _ in range(horizon):  # scenarios/recompile_limit.py:27 in rollout",  # noqa: E501
 ]
-ONE = "0/0: horizon == 1                                             # for _ in range(horizon):  # scenarios/recompile_limit.py:27 in rollout"
+ONE = "0/0: horizon == 1" + " " * 45 + "# for _ in range(horizon):  # scenarios/recompile_limit.py:27 in rollout"
 STACK = ["User stack trace:", f'  File "{SCRIPT}", line 27, in rollout', "    for _ in range(horizon):"]
-TWO = "0/1: horizon == 2  # for _ in range(horizon):  # scenarios/recompile_limit.py:27 in rollout (_dynamo/variables/tensor.py:2606 in evaluate_expr)"
+TWO = ("0/1: horizon == 2  # for _ in range(horizon):  # scenarios/recompile_limit.py:27 in rollout "
+       "(_dynamo/variables/tensor.py:2606 in evaluate_expr)")
 REFUSED = ("Dynamo recompile limit exceeded\n  Explanation: Dynamo attempted to recompile the code object too many times\n\n"
            "  Developer debug context: Limit type: recompile_limit\n")
 
@@ -58,7 +59,8 @@ REFUSED = ("Dynamo recompile limit exceeded\n  Explanation: Dynamo attempted to 
 def trace() -> list[str]:
     """Three calls of rollout under recompile_limit=2: two compiles, the third call refused."""
     return [
-        *record("artifact", {"name": "torch_version", "encoding": "json"}, payload=["{", '"pytorch_version": "2.13.0+cpu",', '"oss": true', "}"]),
+        *record("artifact", {"name": "torch_version", "encoding": "json"},
+                payload=["{", '"pytorch_version": "2.13.0+cpu",', '"oss": true', "}"]),
         *record("str", [f"{TORCH}/_dynamo/convert_frame.py", 0]),
         *record("str", [SCRIPT, 1]),
         *start(0),
