@@ -108,7 +108,8 @@ def trace_layout(paths: Sequence[str]) -> Layout | None:
             continue
         found = Path(path)
         if found.is_dir():
-            traces = sorted(f for f in found.iterdir() if f.is_file() and f.name.startswith(TRACE_PREFIX) and is_trace(f))
+            # Told by content: a folder of traces renamed by hand (rank0.log) is one too.
+            traces = sorted(f for f in found.iterdir() if f.is_file() and is_trace(f))
             if traces:
                 files.extend(traces)
             else:
