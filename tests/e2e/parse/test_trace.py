@@ -68,3 +68,13 @@ def test_a_trace_given_with_a_log_is_refused_in_one_line(traced, tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     (line,) = proc.stderr.splitlines()
     assert "not a TORCH_TRACE file" in line and "parse a trace and a torch log apart" in line
+
+
+def test_the_record_of_a_trace_reads_back_and_explains_from_its_trace(traced, tmp_path):
+    assert run_guarddiag("parse", "trace", "--out", str(tmp_path / "rec.json"), cwd=traced).returncode == 0
+    check = run_guarddiag("check", str(tmp_path / "rec.json"), "--max-recompiles", "7", cwd=traced)
+    assert check.returncode == 0, check.stdout + check.stderr
+    of_record = run_guarddiag("explain", str(tmp_path / "rec.json"), cwd=traced)
+    of_trace = run_guarddiag("explain", "trace", cwd=traced)
+    assert of_record.returncode == 0, of_record.stderr
+    assert of_record.stdout.split("\nnote:")[0] == of_trace.stdout.split("\nnote:")[0]
