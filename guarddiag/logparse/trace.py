@@ -116,20 +116,38 @@ class TraceParser:
         self._reasons: dict[tuple, tuple[GuardFailure, ...]] = {}
 
     def parse(self, lines: Iterable[str]) -> Iterator[Event]:
-        """Every event of a whole trace, in its order."""
+        """Every event of a whole trace, in its order. Payload lines, most of a trace (graphs, code, timing
+        events), are the hot path: counted and passed over unless their record reads them, and a guard
+        tree's lines taken as the log parser's hot path takes them (a counting parse keeps few kinds)."""
+        counters = self.counters
         feed = self.feed
+        skippable: frozenset[str] | None = None
+        keep_raw = None
         for line in lines:
-            if line[:1] == "\t":  # a payload line: the hot path
-                self.counters.lines += 1
-                self.counters.torch_lines += 1
-                if self._block is not None:
-                    self._block.feed(line[1:].rstrip("\r\n"))
-                elif self._payload is not None:
-                    self._payload.append(line[1:].rstrip("\r\n"))
+            if line[:1] != "\t":
+                events = feed(line)
+                block = self._block
+                skippable = block.skippable if isinstance(block, GuardBlock) else None
+                keep_raw = block.keep_raw if skippable is not None else None
+                if events:
+                    yield from events
                 continue
-            events = feed(line)
-            if events:
-                yield from events
+            counters.lines += 1
+            counters.torch_lines += 1
+            if skippable is not None:
+                start = line.find("+- ")
+                if start >= 0 and line[1] in "+|":  # a tree line, as TreeReader.feed tells them
+                    end = line.find(":", start + 3)
+                    label = line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()
+                    if label not in skippable:
+                        continue
+                    if end > start + 3:
+                        keep_raw(label, line[end + 1 :].strip())  # type: ignore[misc]
+                        continue
+            if self._block is not None:
+                self._block.feed(line[1:].rstrip("\r\n"))
+            elif self._payload is not None:
+                self._payload.append(line[1:].rstrip("\r\n"))
         yield from self.finish()
 
     def feed(self, raw: str) -> list[Event]:
