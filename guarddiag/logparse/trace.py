@@ -352,25 +352,28 @@ class TraceParser:
         self._saw_config = self._saw_config or "dynamo_config" in body
         self._saw_recompile = self._saw_recompile or (key is not None and (key[2] or 0) > 0)
         cid = self._cid(key) if key is not None else CompileId.parse(text, self._process) if isinstance(text, str) else None
+        time = body.get("entire_frame_compile_time_s")
+        if time is None and body.get("has_guarded_code") is False:  # torch 2.2-2.4 time a failed attempt apart
+            time = body.get("dynamo_time_before_restart_s")
+        contexts = body.get("recompile_user_contexts")
         record = CompileRecord(
             cid,
             _text(body.get("co_name")),
             _text(body.get("co_filename")),
             _whole(body.get("co_firstlineno")),
-            _text(body.get("fail_type")),
-            (str(body["fail_reason"]).strip().splitlines() or [""])[0][:300] if body.get("fail_reason") else "",
-            _seconds(body.get("entire_frame_compile_time_s")) if body.get("entire_frame_compile_time_s") is not None
-            else _seconds(body.get("dynamo_time_before_restart_s")) if body.get("has_guarded_code") is False else None,
-            limits.get("recompile_limit", limits.get("cache_size_limit")),
+            fail_type=_text(body.get("fail_type")),
+            reason=(str(body["fail_reason"]).strip().splitlines() or [""])[0][:300] if body.get("fail_reason") else "",
+            compile_s=_seconds(time),
+            recompile_limit=limits.get("recompile_limit", limits.get("cache_size_limit")),
             # A restarted attempt's metrics come under its attempt number; the call was the first attempt's.
-            self._callers.pop(key[:3], None) if key is not None else None,
-            _text(body.get("recompile_reason")),
-            _whole(body.get("guard_count")),
-            _seconds(body.get("guard_latency_us")),
-            _whole(body.get("cache_size")),
-            _whole(body.get("accumulated_cache_size")),
-            tuple(str(c) for c in body["recompile_user_contexts"]) if isinstance(body.get("recompile_user_contexts"), list) else None,
-            _whole(body.get("num_graph_breaks")),
+            caller=self._callers.pop(key[:3], None) if key is not None else None,
+            recompile_reason=_text(body.get("recompile_reason")),
+            guard_count=_whole(body.get("guard_count")),
+            guard_latency_us=_seconds(body.get("guard_latency_us")),
+            cache_size=_whole(body.get("cache_size")),
+            accumulated_cache_size=_whole(body.get("accumulated_cache_size")),
+            user_contexts=tuple(str(c) for c in contexts) if isinstance(contexts, list) else None,
+            graph_breaks=_whole(body.get("num_graph_breaks")),
         )
         self.records.append(record)
         out: list[Event] = []
