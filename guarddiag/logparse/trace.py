@@ -63,7 +63,10 @@ KNOWN_KINDS = frozenset({
     "graph_dump", "link", "symbolic_shape_specialization", "propagate_real_tensors_provenance", "guard_added",
     "create_unbacked_symbol", "create_symbol", "expression_created", "missing_fake_kernel", "mismatched_fake_kernel",
     "artifact", "memoizer_artifacts", "describe_storage", "describe_tensor", "describe_source", "dump_file",
-    "chromium_event", "guard_added_fast", "exported_program", "unbacked_symbol_created",
+    "chromium_event", "guard_added_fast", "exported_program", "unbacked_symbol_created", "inductor_input_graph", "export",
+    "guard_on_data_dependent_error", "propagate_real_tensors",
+    # torch's metrics of a backward compile, and of work done at run time (autotuning): no compile attempt of a frame.
+    "compilation_metrics_runtime", "bwd_compilation_metrics_runtime",
 })
 # The kinds decoded here (the others are counted and skipped unread).
 _READ = frozenset({
