@@ -60,6 +60,19 @@ def _check(f: FunctionSummary, m: TorchMetrics, events: dict[tuple[str, int], Re
     return ReasonDisagreement(f.key, m.compile_id, entry, guard, read[0] if read else None)
 
 
+def disagreement_dict(d: ReasonDisagreement) -> dict[str, object]:
+    """A disagreement's JSON form (the JSON report's ``disagreements``): its function as a verdict file keys one."""
+    from guarddiag.verdicts import function_key_dict  # the one writer of a function key as JSON
+
+    return {
+        "function": function_key_dict(d.function),
+        "compile_id": str(d.compile_id),
+        "entry": d.entry,
+        "torch_reason": d.torch_reason,
+        "read": d.read,
+    }
+
+
 def _split(reason: str) -> tuple[str | None, str]:
     """torch's reason as (the entry's compile id, the failing guard's first line): ``0/1: x == 2`` ->
     (``0/1``, ``x == 2``); a reason with no id before its text: (None, text)."""

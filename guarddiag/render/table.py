@@ -12,6 +12,7 @@ from guarddiag.render.job import job_notes, log_line, process_headers, process_r
 from guarddiag.render.summary import (
     advice_notes,
     compiles_cell,
+    disagreement_lines,
     function_detail_lines,
     headline,
     near_limit_lines,
@@ -19,7 +20,7 @@ from guarddiag.render.summary import (
     run_notes,
     wants_details,
 )
-from guarddiag.render.words import run_compile_time_sentence
+from guarddiag.render.words import run_compile_time_sentence, trace_line
 
 if TYPE_CHECKING:
     from guarddiag.report import RunReport
@@ -61,9 +62,12 @@ def render(report: RunReport) -> str:
     note = parse_note(report)
     if note:
         out += ["", f"note: {note}"]
+    out += [f"note: {line}" for line in disagreement_lines(report)]
     logs = log_line(run)
     if logs:
         out += ["", logs]
+    trace = trace_line(run)
+    out += [trace] if trace else []
     return "\n".join(out)
 
 
