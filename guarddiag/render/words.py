@@ -421,7 +421,7 @@ def torch_guards_sentence(f: FunctionSummary) -> str | None:
         if last.guard_latency_us is not None:
             parts[-1] += f", one check of them {micros(last.guard_latency_us)}"
     sizes = [m for m in f.torch_metrics if m.cache_size is not None]
-    if sizes:
+    if sizes and sizes[-1].cache_size:  # an empty cache says nothing a function's counts do not
         size, accumulated = sizes[-1].cache_size, sizes[-1].accumulated_cache_size
         across = f" ({accumulated} across the frames of its code)" if accumulated is not None and accumulated != size else ""
         parts.append(f"{size} entr{'y' if size == 1 else 'ies'}{across} in the cache before its last compile")
