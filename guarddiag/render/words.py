@@ -406,7 +406,7 @@ def uncounted_stance_sentence(use: StanceUse, torch_version: str | None) -> str:
 
 def micros(value: float) -> str:
     """``206 us``, ``3.5 us``: microseconds as the reports show them."""
-    return f"{value:.0f} us" if value >= 100 else f"{value:.2g} us"
+    return f"{value:.0f} us" if value >= 10 else f"{value:.1f} us"
 
 
 def torch_guards_sentence(f: FunctionSummary) -> str | None:
