@@ -78,7 +78,8 @@ def render(report: RunReport) -> str:
     note = parse_note(report)
     if note:
         out += ["", f"> {markdown_text(note)}"]
-    out += [f"> note: {markdown_text(line)}" for line in disagreement_lines(report)]
+    for line in disagreement_lines(report):  # a quote each: adjacent quoted lines would join into one paragraph
+        out += ["", f"> note: {markdown_text(line)}"]
     trace = trace_line(run)
     out += ["", markdown_text(trace)] if trace else []
     return "\n".join(out) + "\n"

@@ -60,9 +60,8 @@ def render(report: RunReport) -> str:
     if divergence:
         out += ["", divergence[0], *(f"  {line}" for line in divergence[1:])]
     note = parse_note(report)
-    if note:
-        out += ["", f"note: {note}"]
-    out += [f"note: {line}" for line in disagreement_lines(report)]
+    notes = [f"note: {line}" for line in ([note] if note else []) + disagreement_lines(report)]
+    out += ["", *notes] if notes else []
     logs = log_line(run)
     if logs:
         out += ["", logs]
