@@ -143,3 +143,15 @@ def test_reason_disagreements_of_a_parsed_log_are_none():
     with (METRICS / "contexts-2.13" / "torch.log").open() as fh:
         functions, stats = LogReader().read(fh).result()
     assert reason_disagreements(Run(functions=functions, parse=stats)) == ()
+
+
+def test_the_figures_follow_their_function_into_another_process_and_a_merged_record():
+    from guarddiag.ids import Process
+    from guarddiag.merge import in_process, retagged
+
+    (step,) = _run(METRICS / "contexts-2.13").functions
+    child = in_process(step, Process.of_child(1))
+    assert [str(m.compile_id) for m in child.torch_metrics] == ["child1:0/0", "child1:0/1", "child1:0/2"]
+    assert [m.compile_id.process for m in retagged(child, Process.of_rank(1)).torch_metrics] == [Process.of_rank(1)] * 3
+    checked = replace(_run(METRICS / "contexts-2.13"), functions=(child,))
+    assert run_report(checked).disagreements == ()  # the check matches within the function, whatever its process
