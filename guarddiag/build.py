@@ -63,6 +63,7 @@ from guarddiag.pins import (
 from guarddiag.resume import resume_of, slot_index, slot_name
 from guarddiag.sourceinfo import Roles, local_roles
 from guarddiag.timing import with_compile_times
+from guarddiag.torchmetrics import with_torch_metrics
 from guarddiag.wrapped import library_frame, with_named_arguments, wrapped_callable
 
 # (file, function name, first line) -> role of each local name ("argument", "closure variable", ...).
@@ -413,7 +414,8 @@ class RunBuilder:
             ]
         )
         summaries = list(with_refusals(summaries, [r for rs in refusals.values() for r in rs], self._roles))
-        summaries = with_named_arguments(with_callers(with_compile_times(summaries, self._ledger), self._ledger))
+        summaries = with_callers(with_compile_times(summaries, self._ledger), self._ledger)
+        summaries = with_named_arguments(with_torch_metrics(summaries, self._ledger))
         unnamed = tuple(f.frame_id for f in self._frames.values() if not f.name and f.compiles)
         return tuple(summaries), unnamed
 

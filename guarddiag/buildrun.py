@@ -49,6 +49,7 @@ def build_run(child: ChildRun) -> RunReport:
         flag_notes=tuple(meta.get("flag_notes") or ()),
         torch_compiles=logs.torch_compiles,
         log_path=str(child.log_path),
+        trace_path=None if child.trace_path is None else str(child.trace_path),
         duration_s=round(child.duration_s, 3),
         error=meta.get("exception"),
         error_flags=tuple(meta.get("exception_flags") or ()),

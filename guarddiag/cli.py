@@ -86,12 +86,19 @@ def run(
     strict: StrictOpt = False,
     module: ModuleOpt = None,
     module_args: ModuleArgsOpt = None,
+    trace: Annotated[
+        bool,
+        typer.Option(
+            "--trace",
+            help="Also keep a TORCH_TRACE folder in the run folder (for tlparse, or to attach to a PyTorch issue).",
+        ),
+    ] = False,
 ) -> None:
     """Run SCRIPT (or -m MODULE) under torch.compile logging and report its compiles and recompiles per function."""
     from guarddiag.commands.options import run_target
     from guarddiag.commands.run import run_command
 
-    run_command(run_target(script, args, module, module_args), flag, python, timeout, fmt, out, strict)
+    run_command(run_target(script, args, module, module_args), flag, python, timeout, fmt, out, strict, trace)
 
 
 @app.command()

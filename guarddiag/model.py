@@ -291,6 +291,26 @@ class DynamicDims:
 
 
 @dataclass(frozen=True)
+class TorchMetrics:
+    """torch's own figures for one compile attempt of a function (its CompilationMetrics), each None where
+    the torch that ran kept none (never 0 for not known): ``recompile_reason``, the first failing guard torch
+    found against the newest cache entry (``0/1: ...``, torch >= 2.7; a ``User stack trace:`` under it from
+    2.11); ``guard_count`` and ``guard_latency_us``, the guards of the entry the attempt installed and the
+    microseconds torch measured one check of them to take; ``cache_size``, the function's cache entries when
+    the attempt began, ``accumulated_cache_size`` those of every frame of its code; ``user_contexts``, what
+    the script's recompile-context hooks returned (torch >= 2.9); ``graph_breaks``, the attempt's."""
+
+    compile_id: CompileId | None
+    recompile_reason: str | None = None
+    guard_count: int | None = None
+    guard_latency_us: float | None = None
+    cache_size: int | None = None
+    accumulated_cache_size: int | None = None
+    user_contexts: tuple[str, ...] | None = None
+    graph_breaks: int | None = None
+
+
+@dataclass(frozen=True)
 class FunctionSummary:
     """All that happened to one compiled code object (matched across runs by name/file/line)."""
 
@@ -325,6 +345,9 @@ class FunctionSummary:
     # Whose code called it when it compiled: installed packages by name (``transformers`` for generate()),
     # ``""`` for the user's own code, first seen first; empty when not known (a parsed log, an older record).
     callers: tuple[str, ...] = ()
+    # torch's own figures for each compile attempt, in torch's order (a call refused at the limit is none);
+    # empty where torch's record of them is not there (a parsed log, a torch or a record that kept none).
+    torch_metrics: tuple[TorchMetrics, ...] = ()
 
     @property
     def recompiles(self) -> int:
@@ -515,6 +538,8 @@ class Run:
     module: str | None = None
     # Compiler stances that can refuse to recompile, as the run's processes used them (a log does not say).
     stances: tuple[StanceUse, ...] = ()
+    # The TORCH_TRACE folder guarddiag had torch write for the run (``run --trace``; None: none kept).
+    trace_path: str | None = None
     schema: str = SCHEMA
 
     @property

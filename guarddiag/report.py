@@ -16,6 +16,7 @@ from guarddiag.divergence import Divergence, JobRanks, divergence_dict, job_rank
 from guarddiag.ids import Process
 from guarddiag.model import Run, StanceUse, Unobserved, compile_gaps, uncounted, uncounted_stances
 from guarddiag.store import run_to_dict, save_record
+from guarddiag.torchcheck import ReasonDisagreement, reason_disagreements
 
 if TYPE_CHECKING:
     from guarddiag.verdicts import RunAdvice
@@ -27,8 +28,9 @@ class RunReport:
     and where it stands), ``gaps`` (each process whose log lost lines: ``(process, counted, seen)``),
     ``uncounted`` (processes whose compiles are not counted) and ``uncounted_stances`` (stances whose
     refused calls are not), ``jobs`` (each job's ranks: :class:`JobRanks`), ``unnamed`` (per job, ranks
-    with frames the log never named) and ``divergence`` (the functions the ranks of a job compiled
-    differently)."""
+    with frames the log never named), ``divergence`` (the functions the ranks of a job compiled
+    differently) and ``disagreements`` (recompiles whose cause torch's own record gives otherwise than
+    guarddiag read it: :mod:`guarddiag.torchcheck`)."""
 
     run: Run
     advice: RunAdvice | None
@@ -38,6 +40,7 @@ class RunReport:
     jobs: Mapping[str, JobRanks]
     unnamed: Mapping[str, tuple[int, ...]]
     divergence: tuple[Divergence, ...]
+    disagreements: tuple[ReasonDisagreement, ...] = ()
 
     @property
     def counted(self) -> bool:
@@ -51,7 +54,10 @@ def run_report(run: Run, advice: RunAdvice | None = None) -> RunReport:
     gaps = compile_gaps(run)
     jobs = job_ranks(run, gaps)
     unnamed = unnamed_ranks(run)
-    return RunReport(run, advice, gaps, uncounted(run), uncounted_stances(run), jobs, unnamed, rank_divergence(run, jobs, unnamed))
+    return RunReport(
+        run, advice, gaps, uncounted(run), uncounted_stances(run), jobs, unnamed, rank_divergence(run, jobs, unnamed),
+        reason_disagreements(run),
+    )
 
 
 def run_reports(runs: Mapping[str, Run]) -> dict[str, RunReport]:

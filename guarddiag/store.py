@@ -5,6 +5,8 @@ Schema versions (``schema`` key):
   guarddiag.run/2 -- a cause holds facts instead: its guard ``kind``, the ``guarded`` object (root, role,
                      path), ``aliased``, ``checked``, ``dim``, ``known``, ``reset``, ``inferred``; ``text`` is
                      torch's own. run/1 records still read (guarddiag/record1.py converts their causes).
+                     Optional fields added since, which a reader that does not know them skips: a function's
+                     ``torch_metrics`` (torch's own figures per compile, issue 27) and a run's ``trace_path``.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from guarddiag.model import (
     Source,
     StackSlot,
     StanceUse,
+    TorchMetrics,
     Unobserved,
 )
 from guarddiag.render.escape import json_text
@@ -79,6 +82,8 @@ def run_to_dict(run: Run, rank_divergence: list[dict[str, object]]) -> dict[str,
         "folder_recreated": run.folder_recreated,
         "late_hooks": [asdict(h) for h in run.late_hooks],
         "log_path": run.log_path,
+        # Only a run that kept a TORCH_TRACE folder (run --trace) has it.
+        **({"trace_path": run.trace_path} if run.trace_path is not None else {}),
         "duration_s": run.duration_s,
         "error": None if run.error is None else {"exception": run.error, "flags": list(run.error_flags)},
         "totals": {
@@ -154,7 +159,17 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         **({"refused_calls": f.refused_calls, "refusals": [_refusal_dict(r) for r in f.refusals]} if f.refusals else {}),
         # Only where the run's ledger named who called it.
         **({"callers": list(f.callers)} if f.callers else {}),
+        # Only where torch's record of the compiles holds its own figures (a run, torch >= 2.x of the ledger).
+        **({"torch_metrics": [_metrics_dict(m) for m in f.torch_metrics]} if f.torch_metrics else {}),
     }
+
+
+def _metrics_dict(m: TorchMetrics) -> dict[str, object]:
+    """torch's figures for one compile, each null where torch kept none."""
+    values = asdict(m)
+    values["compile_id"] = place_text(m.compile_id)
+    values["user_contexts"] = None if m.user_contexts is None else list(m.user_contexts)
+    return values
 
 
 def _refusal_dict(r: Refusal) -> dict[str, object]:
@@ -283,6 +298,7 @@ def _run(data: dict) -> Run:
         folder_recreated=data.get("folder_recreated", False) is True,
         late_hooks=tuple(late_hook_from_dict(h, f"late_hooks[{i}]") for i, h in enumerate(_list(data.get("late_hooks", []), "late_hooks"))),
         log_path=_str(data.get("log_path"), "log_path", optional=True),
+        trace_path=_str(data.get("trace_path"), "trace_path", optional=True),
         duration_s=_seconds(data.get("duration_s"), "duration_s"),
         error=_str(error.get("exception"), "error.exception", optional=True),
         error_flags=_strings(error.get("flags", []), "error.flags"),
@@ -348,6 +364,31 @@ def _function(f: dict, where: str) -> FunctionSummary:
         resume=_resume(f["resume"], f"{where}.resume") if f.get("resume") is not None else None,
         refusals=tuple(_refusal(r, f"{where}.refusals[{i}]") for i, r in enumerate(_list(f.get("refusals", []), f"{where}.refusals"))),
         callers=_strings(f.get("callers", []), f"{where}.callers"),
+        torch_metrics=tuple(
+            _torch_metrics(m, f"{where}.torch_metrics[{i}]")
+            for i, m in enumerate(_list(f.get("torch_metrics", []), f"{where}.torch_metrics"))
+        ),
+    )
+
+
+def _torch_metrics(raw: object, where: str) -> TorchMetrics:
+    """torch's figures for one compile: each null where torch kept none (records before issue 27 have none)."""
+    values = _object(raw, where)
+    entry = values.get("compile_id")
+    contexts = values.get("user_contexts")
+    latency = values.get("guard_latency_us")
+    number = isinstance(latency, (int, float)) and not isinstance(latency, bool)
+    if latency is not None and not (number and math.isfinite(latency) and latency >= 0):  # type: ignore[arg-type,operator]
+        raise ValueError(f"{where}.guard_latency_us: expected microseconds >= 0 or null, got {latency!r}"[:200])
+    return TorchMetrics(
+        None if entry is None else _compile_id(entry, f"{where}.compile_id"),
+        _str(values.get("recompile_reason"), f"{where}.recompile_reason", optional=True),
+        _whole(values.get("guard_count"), f"{where}.guard_count", optional=True),
+        None if latency is None else float(latency),
+        _whole(values.get("cache_size"), f"{where}.cache_size", optional=True),
+        _whole(values.get("accumulated_cache_size"), f"{where}.accumulated_cache_size", optional=True),
+        None if contexts is None else _strings(contexts, f"{where}.user_contexts"),
+        _whole(values.get("graph_breaks"), f"{where}.graph_breaks", optional=True),
     )
 
 

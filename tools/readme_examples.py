@@ -148,8 +148,9 @@ def normalise(output: str, folder: Path) -> str:
     return _RUN_FOLDER.sub(r"\1<time>-\2-<pid>", output)
 
 
-# Seconds (a negative one: a flip's compile seconds saved, when it cost more) and shares of them.
-_TIMES = re.compile(r"(?<![\w.])-?\d+\.\d+ s\b|\(\d+%\)")
+# Seconds (a negative one: a flip's compile seconds saved, when it cost more) and shares of them, and the
+# microseconds torch measured a check of a cache entry's guards to take.
+_TIMES = re.compile(r"(?<![\w.])-?\d+\.\d+ s\b|\(\d+%\)|(?<![\w.])\d+(?:\.\d+)? us\b")
 # A process's own log in a run folder is named by its pid (torch.child-4546.log); the table column
 # under it is as wide as the longest pid.
 _CHILD_LOG = re.compile(r"torch\.child-\d+\.log")

@@ -32,6 +32,8 @@ T = TypeVar("T")
 REQUIRED_LOGS = ("dynamo", "guards", "recompiles", "graph_breaks")
 # The script's output in its run folder when captured (RunRequest.capture_output).
 STDOUT_NAME = "stdout.txt"
+# The TORCH_TRACE folder in the run folder (RunRequest.trace): one file per process of the run, as torch names them.
+TRACE_NAME = "trace"
 
 
 def merge_torch_logs(existing: str | None) -> str:
@@ -75,6 +77,8 @@ class RunRequest:
     label: str = ""
     env: tuple[tuple[str, str], ...] = ()
     module: str | None = None
+    # Keep a TORCH_TRACE folder (tlparse's input, what PyTorch's issues ask for) in the run folder.
+    trace: bool = False
 
 
 # What a child did, beside proctree.wait's statuses of a script that ran (ok, failed, timeout,
@@ -113,6 +117,11 @@ class ChildRun:
         return self.folder / _bootstrap.LEDGER_NAME
 
     @property
+    def trace_path(self) -> Path | None:
+        """The TORCH_TRACE folder torch wrote for the run (``RunRequest.trace``), else None."""
+        return self.folder / TRACE_NAME if self.request.trace else None
+
+    @property
     def refusal(self) -> Mapping[str, object]:
         """What the bootstrap refused (status REFUSED): ``kind``, ``message`` and ``suggestions``."""
         error = self.meta.get("error")
@@ -147,6 +156,9 @@ def execute(request: RunRequest) -> ChildRun:
     env["TORCH_LOGS"] = merge_torch_logs(env.get("TORCH_LOGS"))
     # torch's log lines go to guarddiag's file, not the user's terminal: keep them in the format it reads.
     env.pop("TORCH_LOGS_FORMAT", None)
+    if request.trace:
+        # Every process of the run inherits it: torch writes one trace file per process in the folder.
+        env["TORCH_TRACE"] = str((run_dir / TRACE_NAME).resolve())
     proctree.become_subreaper()
     started = time.monotonic()
     with contextlib.ExitStack() as stack:

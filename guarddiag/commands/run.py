@@ -19,15 +19,18 @@ if TYPE_CHECKING:
 
 def run_command(
     target: Target, flags: list[str] | None, python: str, timeout: float | None, fmt: str, out: Path | None, strict: bool,
+    trace: bool = False,
 ) -> None:
-    """Run the script or module, print its report; one that did not finish cleanly is an error after the report."""
+    """Run the script or module, print its report; one that did not finish cleanly is an error after the report.
+    ``trace``: keep a TORCH_TRACE folder in the run folder too."""
     from guarddiag.child.folders import prune_after_command
     from guarddiag.child.runner import RunRequest
     from guarddiag.commands.spawn import run_script
 
     check_format(fmt)
     request = RunRequest(
-        script=target.script, args=target.args, python=python, flags=flag_options(flags, python), timeout=timeout, module=target.module
+        script=target.script, args=target.args, python=python, flags=flag_options(flags, python), timeout=timeout, module=target.module,
+        trace=trace,
     )
     report = run_script(request)
     result = report.run

@@ -21,16 +21,20 @@ __all__ = ["FORMATS", "render"]
 def render(report: RunReport, fmt: str) -> str:
     """The run's report value (report.RunReport) in one of :data:`FORMATS`; with its advice (``guarddiag
     run``), each cause group's fix hint and where it stands for the script (the JSON report adds it as
-    ``advice``). JSON is the record ``--out`` writes, from the same value."""
+    ``advice``; where torch's own record gives a recompile's cause otherwise, ``disagreements``). JSON is the
+    record ``--out`` writes, from the same value."""
+    from guarddiag.torchcheck import disagreement_dict
 
     def to_dict() -> object:
         from guarddiag.report import record_dict
 
+        # Recompiles whose cause torch's own record gives otherwise: only a report that has any shows the key.
+        checked = {"disagreements": [disagreement_dict(d) for d in report.disagreements]} if report.disagreements else {}
         if report.advice is None:
-            return record_dict(report)
+            return record_dict(report) | checked
         from guarddiag.render.flips import advice_to_dict
 
-        return record_dict(report) | {"advice": advice_to_dict(report.advice)}
+        return record_dict(report) | checked | {"advice": advice_to_dict(report.advice)}
 
     def markdown() -> str:
         from guarddiag.render import markdown

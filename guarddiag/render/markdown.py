@@ -16,6 +16,7 @@ from guarddiag.render.summary import (
     cause_group_words,
     cause_groups,
     compiles_cell,
+    disagreement_lines,
     failed_sentence,
     graph_break_lines,
     group_advice_lines,
@@ -28,7 +29,7 @@ from guarddiag.render.summary import (
     run_notes,
     wants_details,
 )
-from guarddiag.render.words import run_compile_time_sentence, seconds
+from guarddiag.render.words import run_compile_time_sentence, seconds, trace_line
 
 if TYPE_CHECKING:
     from guarddiag.report import RunReport
@@ -77,6 +78,10 @@ def render(report: RunReport) -> str:
     note = parse_note(report)
     if note:
         out += ["", f"> {markdown_text(note)}"]
+    for line in disagreement_lines(report):  # a quote each: adjacent quoted lines would join into one paragraph
+        out += ["", f"> note: {markdown_text(line)}"]
+    trace = trace_line(run)
+    out += ["", markdown_text(trace)] if trace else []
     return "\n".join(out) + "\n"
 
 

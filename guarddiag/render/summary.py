@@ -15,6 +15,7 @@ from guarddiag.render.words import (
     cause_text,
     cause_words,
     compile_time_sentence,
+    disagreement_sentence,
     failed_sentence,
     function_label,
     keys_sentence,
@@ -25,8 +26,10 @@ from guarddiag.render.words import (
     script_outcome,
     short_path,
     source_label,
+    torch_guards_sentence,
     uncounted_stance_sentence,
     unobserved_sentence,
+    user_contexts_sentence,
     wrapper_label,
 )
 
@@ -43,6 +46,7 @@ __all__ = [
     "cause_group_words",
     "cause_groups",
     "compiles_cell",
+    "disagreement_lines",
     "failed_sentence",
     "function_detail_lines",
     "function_label",
@@ -177,6 +181,19 @@ def parse_note(report: RunReport) -> str | None:
     return "; ".join(notes) or None
 
 
+# Disagreements with torch's own record named one by one, then counted: each is a line of its own.
+_DISAGREEMENTS_SHOWN = 5
+
+
+def disagreement_lines(report: RunReport) -> list[str]:
+    """Each recompile whose cause torch's own record gives otherwise than guarddiag read it (the first few,
+    then how many more): a note of the report, never resolved."""
+    functions = {f.key: f for f in report.run.functions}
+    shown = [disagreement_sentence(d, functions.get(d.function)) for d in report.disagreements[:_DISAGREEMENTS_SHOWN]]
+    more = len(report.disagreements) - _DISAGREEMENTS_SHOWN
+    return shown + ([f"and {more} more recompiles whose cause torch's record gives otherwise (see --format json)"] if more > 0 else [])
+
+
 def compiles_cell(run: Run, f: FunctionSummary) -> int | str:
     """A function's compiles for a table; blank for a paste, which shows recompiles but not how often it compiled."""
     return "" if run.parse.paste_messages is not None else f.compiles
@@ -272,9 +289,10 @@ def graph_break_lines(f: FunctionSummary) -> list[str]:
 
 
 def budget_lines(run: Run, f: FunctionSummary) -> list[str]:
-    """What a function cost and has left: the near-limit warning (once), its compile time (when known)."""
-    time = compile_time_sentence(f)
-    return near_limit_lines(run, f) + ([time] if time else [])
+    """What a function cost and has left: the near-limit warning (once), its compile time, torch's own figures
+    for its guards and cache, what the script's recompile contexts said (each when known)."""
+    known = (compile_time_sentence(f), torch_guards_sentence(f), user_contexts_sentence(f))
+    return near_limit_lines(run, f) + [line for line in known if line]
 
 
 def near_limit_lines(run: Run, f: FunctionSummary) -> list[str]:

@@ -12,6 +12,7 @@ from guarddiag.render.job import job_notes, log_line, process_headers, process_r
 from guarddiag.render.summary import (
     advice_notes,
     compiles_cell,
+    disagreement_lines,
     function_detail_lines,
     headline,
     near_limit_lines,
@@ -19,7 +20,7 @@ from guarddiag.render.summary import (
     run_notes,
     wants_details,
 )
-from guarddiag.render.words import run_compile_time_sentence
+from guarddiag.render.words import run_compile_time_sentence, trace_line
 
 if TYPE_CHECKING:
     from guarddiag.report import RunReport
@@ -59,11 +60,13 @@ def render(report: RunReport) -> str:
     if divergence:
         out += ["", divergence[0], *(f"  {line}" for line in divergence[1:])]
     note = parse_note(report)
-    if note:
-        out += ["", f"note: {note}"]
+    notes = [f"note: {line}" for line in ([note] if note else []) + disagreement_lines(report)]
+    out += ["", *notes] if notes else []
     logs = log_line(run)
     if logs:
         out += ["", logs]
+    trace = trace_line(run)
+    out += [trace] if trace else []
     return "\n".join(out)
 
 

@@ -22,6 +22,7 @@ from guarddiag.model import (
     Unobserved,
 )
 from guarddiag.resume import resume_of, slot_index, slot_name
+from guarddiag.torchcheck import ReasonDisagreement
 from guarddiag.wrapped import torch_wrapper
 
 _OUTCOMES = {
@@ -401,3 +402,57 @@ def uncounted_stance_sentence(use: StanceUse, torch_version: str | None) -> str:
         f"the script set stance {use.stance}{where}, and {torch} gives guarddiag no way to see the calls it refuses "
         "(torch 2.7 and later do): calls it served without recompiling are not counted"
     )
+
+
+def micros(value: float) -> str:
+    """``206 us``, ``3.5 us``: microseconds as the reports show them."""
+    return f"{value:.0f} us" if value >= 10 else f"{value:.1f} us"
+
+
+def torch_guards_sentence(f: FunctionSummary) -> str | None:
+    """``torch: 71 guards in its last cache entry, one check of them 206 us; 2 entries in the cache before its
+    last compile``, as far as torch's own figures tell; None where it gave none (a parsed log, an older torch)."""
+    installed = [m for m in f.torch_metrics if m.guard_count is not None or m.guard_latency_us is not None]
+    parts = []
+    if installed:
+        last = installed[-1]
+        guards = "guards" if last.guard_count is None else f"{last.guard_count} guards"
+        parts.append(f"{guards} in its last cache entry")
+        if last.guard_latency_us is not None:
+            parts[-1] += f", one check of them {micros(last.guard_latency_us)}"
+    sizes = [m for m in f.torch_metrics if m.cache_size is not None]
+    if sizes and sizes[-1].cache_size:  # an empty cache says nothing a function's counts do not
+        size, accumulated = sizes[-1].cache_size, sizes[-1].accumulated_cache_size
+        across = f" ({accumulated} across the frames of its code)" if accumulated is not None and accumulated != size else ""
+        parts.append(f"{size} entr{'y' if size == 1 else 'ies'}{across} in the cache before its last compile")
+    return f"torch: {'; '.join(parts)}" if parts else None
+
+
+def user_contexts_sentence(f: FunctionSummary) -> str | None:
+    """What the script's recompile-context hooks returned at the function's compiles (torch >= 2.9), each once."""
+    seen = list(dict.fromkeys(c for m in f.torch_metrics for c in (m.user_contexts or ()) if c))
+    if not seen:
+        return None
+    shown = "; ".join(c[:120] for c in seen[:4]) + (f"; and {len(seen) - 4} more" if len(seen) > 4 else "")
+    return f"the script's recompile contexts: {shown}"
+
+
+def disagreement_sentence(d: ReasonDisagreement, f: FunctionSummary | None) -> str:
+    """A recompile whose cause torch's own record gives otherwise than guarddiag read it from the log."""
+    where = function_label(f) if f is not None else d.function.name
+    against = f"cache entry {d.entry}" if d.entry is not None else "its newest cache entry"
+    read = (
+        f"where guarddiag read `{d.read[:160]}` from the log" if d.read is not None
+        else "a failure guarddiag did not read from the log"
+    )
+    return (
+        f"torch's own record of recompile {d.compile_id} of {where} names `{d.torch_reason[:160]}` failing against "
+        f"{against}, {read}: guarddiag's cause for it may be wrong (the run's folder holds torch's log and record)"
+    )
+
+
+def trace_line(run: Run) -> str | None:
+    """``torch trace: FOLDER (...)`` where the run kept a TORCH_TRACE folder (``run --trace``)."""
+    if not run.trace_path:
+        return None
+    return f"torch trace: {run.trace_path} (open it with tlparse, or attach it to a PyTorch issue)"

@@ -63,6 +63,7 @@ def test_scenario_counts_match_torch(name, workdir):
     assert "Traceback" not in proc.stderr
     run = json.loads((proc.folder / "run.json").read_text())
     assert run["schema"] == "guarddiag.run/2"
+    assert "trace_path" not in run  # no TORCH_TRACE folder without run --trace
     assert run["exit_code"] == 0
     assert run["parse"]["unrecognized"] == 0, run["parse"]["unrecognized_samples"]
 
@@ -87,3 +88,18 @@ def test_scenario_counts_match_torch(name, workdir):
     assert traced.returncode == 0, traced.stderr
     trace = json.loads(traced.stdout)
     assert trace["functions"] == run["functions"] and trace["torch_compiles"] == run["torch_compiles"]
+    _agrees_with_torchs_own_reasons(run)
+
+
+def _agrees_with_torchs_own_reasons(record: dict) -> None:
+    """torch's own figures for each compile are in the record, a reason for each recompile, and the failure
+    guarddiag read for each recompile's newest cache entry is torch's own ``recompile_reason`` (issue 27)."""
+    from guarddiag.report import run_report
+    from guarddiag.store import run_from_dict
+
+    for f in record["functions"]:
+        metrics = f["torch_metrics"]
+        assert len(metrics) == f["compiles"] and all(m["guard_count"] for m in metrics if not f["failed_compiles"])
+        reasons = {m["compile_id"]: m["recompile_reason"] for m in metrics}
+        assert all(reasons[e["compile_id"]] for e in f["recompile_events"]), reasons
+    assert run_report(run_from_dict(record)).disagreements == ()

@@ -68,6 +68,7 @@ HEADS = LOGS / "torch-2.13.0" / "module_dict_heads.log"
 SIZES = LOGS / "torch-2.13.0" / "size_guards.log"
 KEYS = LOGS / "torch-2.13.0" / "dict_keys_order.log"
 STANCES = FIXTURES / "stances" / "eager-2.13"
+METRICS = FIXTURES / "torchmetrics" / "contexts-2.13"
 
 # Control, format (bidi, zero-width), surrogate, line and paragraph separator characters: never raw.
 _RAW = {"Cc", "Cf", "Cs", "Zl", "Zp"}
@@ -191,6 +192,13 @@ def _poison(value: str):
                 if r["cause"]:
                     _poison_facts(r["cause"], value)
                     r["cause"]["text"] = value
+            # torch's own figures: its reason against the same entry, but another guard (a disagreement, shown).
+            for m in f.get("torch_metrics", []):
+                entry = (m["recompile_reason"] or "").partition(":")[0]
+                m["recompile_reason"] = f"{entry}: {value} != 1\nUser stack trace:\n{value}" if entry else None
+                m["user_contexts"] = [value, f"epoch {value}"] if m["user_contexts"] is not None else None
+        if data.get("trace_path"):
+            data["trace_path"] = f"/ci/{value}/trace"
         for p in data.get("job", {}).get("processes", []):
             p["host"] = value
             p["logs"] = [f"/ci/{value}/{os.path.basename(log)}" for log in p["logs"]]
@@ -222,6 +230,8 @@ def _real_runs() -> dict[str, Run]:
         "sizes": parse_logs([str(SIZES)]),
         "keys": parse_logs([str(KEYS)]),
         "stances": _stance_run(),
+        # torch's own figures per compile (a recompile context, a recompile_reason) and a kept TORCH_TRACE folder.
+        "metrics": replace(_metrics_run(), log_path="/ci/torch.log", trace_path="/ci/trace"),
         "inner": replace(
             parse_logs([str(HEADS)]),
             functions=tuple(replace(f, recompile_events=tuple(
@@ -229,6 +239,13 @@ def _real_runs() -> dict[str, Run]:
                 for e in f.recompile_events)) for f in parse_logs([str(HEADS)]).functions),
         ),
     }
+
+
+def _metrics_run() -> Run:
+    from guarddiag.runlogs import read_run_logs
+
+    logs = read_run_logs(METRICS, METRICS / "torch.log", METRICS / "torch.compiles.jsonl")
+    return Run(functions=logs.functions, parse=logs.stats, source="run", torch_version="2.13.0")
 
 
 def _stance_run() -> Run:
@@ -280,6 +297,10 @@ def test_every_run_report_escapes_a_hostile_record(tmp_path_factory, value):
             back = load(text)
             assert back["script"] == f"{value}.py" and back["flags"] == {value: value}
             assert [f["name"] for f in back["functions"]] == [f.name for f in hostile.functions]
+            reasons = [m["recompile_reason"] for f in back["functions"] for m in f.get("torch_metrics", [])]
+            assert reasons == [m.recompile_reason for f in hostile.functions for m in f.torch_metrics]
+        if key == "metrics":  # torch's strings are shown: its reason disagrees, its contexts and the trace folder
+            assert run_report(hostile).disagreements and "torch trace: /ci/" in render(run_report(hostile), "table")
 
 
 @given(hostile_text)

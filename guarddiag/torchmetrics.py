@@ -1,0 +1,72 @@
+"""torch's own figures per compile (guard count and latency, cache sizes, recompile reason, user contexts,
+graph breaks), from torch's record of each compile (``guarddiag.ledger``) onto the functions of the model.
+
+A function's records are found by its name, file and first line, in torch's order, as compile times are
+(``guarddiag.timing``). Each record's compile id is placed in the function's own frame: its process, and
+its cache generation (torch's frame ids restart after ``torch._dynamo.reset()``, the model's carry the
+generation: the n-th time a frame's compile 0 comes back is generation n). A function whose records hold
+none of the figures (a ledger written before they were kept) gets none: absent, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from guarddiag.ids import CompileId
+from guarddiag.ledger import CompileRecord
+from guarddiag.model import FunctionSummary, TorchMetrics
+
+
+def with_torch_metrics(functions: Iterable[FunctionSummary], records: Sequence[CompileRecord]) -> list[FunctionSummary]:
+    """Each function with torch's figures for each of its compile attempts (``FunctionSummary.torch_metrics``);
+    unchanged where no record of it holds any (a parsed log, an older ledger, a torch that kept none)."""
+    by_function: dict[tuple[str, str, int | None], list[CompileRecord]] = {}
+    for r in records:
+        if r.name is not None and _has_figures(r):  # None: refused at the limit, nothing compiled
+            by_function.setdefault((r.name, r.file or "", r.line), []).append(r)
+    if not by_function:
+        return list(functions)
+    out = []
+    for f in functions:
+        mine = by_function.get((f.name, f.file, f.line))
+        out.append(replace(f, torch_metrics=_metrics(f, mine)) if mine else f)
+    return out
+
+
+def _has_figures(r: CompileRecord) -> bool:
+    figures = (r.recompile_reason, r.guard_count, r.guard_latency_us, r.cache_size, r.accumulated_cache_size)
+    return any(v is not None for v in (*figures, r.user_contexts, r.graph_breaks))
+
+
+def _metrics(f: FunctionSummary, records: list[CompileRecord]) -> tuple[TorchMetrics, ...]:
+    generations: dict[str, int] = {}
+    out = []
+    for r in records:
+        out.append(
+            TorchMetrics(
+                _placed(f, r.compile_id, generations),
+                r.recompile_reason,
+                r.guard_count,
+                r.guard_latency_us,
+                r.cache_size,
+                r.accumulated_cache_size,
+                r.user_contexts,
+                r.graph_breaks,
+            )
+        )
+    return tuple(out)
+
+
+def _placed(f: FunctionSummary, cid: CompileId | None, generations: dict[str, int]) -> CompileId | None:
+    """``cid`` as the model names it: the frame of the function that is its frame in the cache generation it
+    belongs to (the n-th return of the frame's compile 0), in that frame's process."""
+    if cid is None:
+        return None
+    if cid.number == 0 and cid.attempt == 0:
+        generations[cid.frame] = generations.get(cid.frame, -1) + 1
+    generation = max(generations.get(cid.frame, 0), 0)
+    own = [i for i in f.frame_ids if i.frame.partition("~")[0] == cid.frame]
+    if generation < len(own):
+        return CompileId(own[generation].frame, cid.number, cid.attempt, own[generation].process)
+    return cid.in_generation(generation)
