@@ -355,11 +355,14 @@ class TraceParser:
         self._saw_config = self._saw_config or "dynamo_config" in body
         self._saw_recompile = self._saw_recompile or (key is not None and (key[2] or 0) > 0)
         cid = self._cid(key) if key is not None else CompileId.parse(text, self._process) if isinstance(text, str) else None
+        # The record names the compile as torch's metrics do, and a run's ledger keeps it: without the attempt
+        # of a restart (its envelope carries it) nor a cache generation (the ledger's reader places it).
+        named = CompileId.parse(text, self._process) if isinstance(text, str) else None
         time = body.get("entire_frame_compile_time_s")
         if time is None and body.get("has_guarded_code") is False:  # torch 2.2-2.4 time a failed attempt apart
             time = body.get("dynamo_time_before_restart_s")
         record = CompileRecord(
-            cid,
+            named if named is not None else cid,
             _text(body.get("co_name")),
             _text(body.get("co_filename")),
             _whole(body.get("co_firstlineno")),
