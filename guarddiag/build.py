@@ -148,7 +148,7 @@ class RunBuilder:
         stance refused in it (the child counts them; torch logs nothing), each given the cause that
         matters among torch's reasons by the rule a recompile's follows."""
         self._roles = roles
-        self._ledger = ledger
+        self._ledger = tuple(ledger)
         self._refusals: dict[tuple[str, str, int | None], list[RefusalRecord]] = {}
         for r in refusals:
             self._refusals.setdefault((r.name, r.file, r.line), []).append(r)
@@ -363,6 +363,10 @@ class RunBuilder:
             if not f.name:
                 found.setdefault((f.frame_id.process, sum(1 for n in f.compiles if n > 0)), []).append(f)
         return found
+
+    def add_ledger(self, records: Sequence[CompileRecord]) -> None:
+        """torch's records of the compiles, read with the events (a TORCH_TRACE holds them beside its compiles)."""
+        self._ledger += tuple(records)
 
     def functions(self) -> tuple[tuple[FunctionSummary, ...], tuple[FrameId, ...]]:
         """The per-function summaries, and the frame ids no log line named."""

@@ -4,8 +4,8 @@ a run record given to parse "capture the log with TORCH_LOGS").
 
 Every JSON and YAML file guarddiag writes carries ``schema: guarddiag.KIND/N``; its JUnit XML is a
 ``<testsuites name="guarddiag">`` and its step summary begins ``## guarddiag check``. A TORCH_TRACE file
-(torch's structured trace, tlparse's input) is named too: its glog-prefixed lines are torch lines, so it
-read as a log that compiled nothing (exit 0) though its compiles are all there, as JSON.
+(torch's structured trace, tlparse's input) is named too: ``parse`` and ``explain`` read it with its own
+reader (its glog-prefixed lines are JSON records, which the log parser would read as a log that compiled nothing).
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ _HEAD = 64 * 1024
 _JSON_SCHEMA = re.compile(r'^[ \t]*\{?[ \t]*"schema"[ \t]*:[ \t]*"(guarddiag\.[a-z-]+)/[0-9]+"', re.MULTILINE)
 # A TORCH_TRACE record: a glog prefix, then a JSON object (`{"dynamo_start": ...}`, `{"chromium_event": ...}`).
 _TRACE_RECORD = re.compile(r'^[VIWEF][0-9]{4} [0-9:.]+ +[0-9]+ [^\]\n]*\] \{"')
-# Files of a folder looked at for a trace: TORCH_TRACE=DIR writes one per process.
-_FOLDER_FILES = 32
 _YAML_SCHEMA = re.compile(r"^schema:[ \t]*['\"]?(guarddiag\.[a-z-]+)/[0-9]+", re.MULTILINE)
 
 
@@ -51,8 +49,8 @@ _RUN_REPORT_YAML = FileKind("a guarddiag run report in YAML", "guarddiag run -f 
                             "write the record with `guarddiag run SCRIPT --out FILE` instead")
 _RUN_REPORT_MIXED = FileKind("a guarddiag run report with the script's own output before it", "guarddiag run -f json > FILE",
                              "write the record with `guarddiag run SCRIPT --out FILE` instead")
-_TORCH_TRACE = FileKind("a TORCH_TRACE structured trace", "written by TORCH_TRACE=DIR, read by tlparse",
-                        "guarddiag does not read traces yet: capture the text log beside it, or run the script with `guarddiag run`")
+TORCH_TRACE = FileKind("a TORCH_TRACE structured trace", "written by TORCH_TRACE=DIR, read by tlparse",
+                        "guarddiag parse and explain read it")
 _JUNIT = FileKind("a guarddiag JUnit report", "guarddiag check --junit", "CI test reporters read it")
 _SUMMARY = FileKind("a guarddiag step summary", "guarddiag check -f markdown or $GITHUB_STEP_SUMMARY")
 
@@ -74,7 +72,7 @@ def file_kind(path: Path, leading: bool = False) -> FileKind | None:
     except OSError:
         return None
     if _TRACE_RECORD.match(head.lstrip()):
-        return _TORCH_TRACE
+        return TORCH_TRACE
     if re.search(r'<testsuites name="guarddiag"', head[:4096]):
         return _JUNIT
     if head.lstrip().startswith("## guarddiag check"):
@@ -97,20 +95,6 @@ def file_kind(path: Path, leading: bool = False) -> FileKind | None:
     return None
 
 
-def wrong_folder(folder: Path) -> str | None:
-    """The one-line error for a TORCH_TRACE=DIR folder given as logs (a trace among its first files),
-    None for any other folder (the log-dir reader says what else is wrong)."""
-    try:
-        entries = sorted(entry for entry in folder.iterdir() if entry.is_file())[:_FOLDER_FILES]
-    except OSError:
-        return None
-    trace = next((entry for entry in entries if file_kind(entry) is _TORCH_TRACE), None)
-    if trace is None:
-        return None
-    return (f"{folder}: a folder of TORCH_TRACE structured traces ({trace.name}: {_TORCH_TRACE.made_by}), not torch logs; "
-            f"{_WANTED['log'][1]}; {_TORCH_TRACE.read_by}")
-
-
 def is_run_record(path: Path) -> bool:
     """Whether ``path`` holds a run record (JSON, schema ``guarddiag.run``), whatever its name."""
     return file_kind(path) is _BY_SCHEMA[RUN_RECORD]
@@ -121,7 +105,7 @@ def wrong_file(path: Path | str, wanted: str, leading: bool = False) -> str | No
     script) is expected: what the file is and which command reads it. None when it is none of guarddiag's
     files, or the kind wanted (its own reader says what else is wrong). ``leading``: as for :func:`file_kind`."""
     kind = file_kind(Path(path), leading)
-    if kind is None or (wanted == "record" and kind is _BY_SCHEMA[RUN_RECORD]):
+    if kind is None or (wanted == "record" and kind is _BY_SCHEMA[RUN_RECORD]) or (wanted == "log" and kind is TORCH_TRACE):
         return None
     if wanted == "baseline" and kind is _BY_SCHEMA["guarddiag.baseline"]:
         return None

@@ -392,7 +392,7 @@ class LateHook:
 # How several processes' logs were read (Job.read_as): the run folder of a job guarddiag ran, a
 # torchrun --log-dir, per-rank files, files read as pieces of one log, records of one job's nodes,
 # records of several jobs (a CI matrix).
-JOB_READS = ("run", "log_dir", "per_rank", "pieces", "nodes", "jobs")
+JOB_READS = ("run", "log_dir", "per_rank", "pieces", "nodes", "jobs", "trace")
 # How a process got its label (JobProcess.named_by): the RANK its launcher gave it (a run), its start
 # order among the run's other processes (``childN``), a [rankN]: prefix in its log, its local-rank
 # directory (global rank not shown), its place on the command line (no rank shown), a merged record.

@@ -17,20 +17,20 @@ import copy
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import TextIO
 
 from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
-from guarddiag.filekinds import wrong_file, wrong_folder
+from guarddiag.filekinds import wrong_file
 from guarddiag.guardkinds import PINNING_KINDS
-from guarddiag.ids import rank_prefix, split_rank
-from guarddiag.ledger import CompileRecord, RefusalRecord
+from guarddiag.ids import MAIN_PROCESS, Process, rank_prefix, split_rank
+from guarddiag.ledger import CompileRecord, RefusalRecord, compiles_in
 from guarddiag.logparse.encoding import open_log
 from guarddiag.logparse.events import Event
-from guarddiag.logparse.jobdir import layout, tee_ranks
+from guarddiag.logparse.jobdir import Layout, layout, tee_ranks, trace_layout
 from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import WINDOW, PasteReader, framed_part, mangled_line
+from guarddiag.logparse.trace import TraceParser
 from guarddiag.merge import add_stats, in_process
 from guarddiag.model import FunctionSummary, Job, JobProcess, ParseStats, Run, StanceUse
 from guarddiag.pins import SPECIALIZED
@@ -60,8 +60,12 @@ class LogReader:
         guards: frozenset[str] | None = COUNTED_GUARDS,
         locations: bool = True,
         on_event: Callable[[Event], None] | None = None,
+        trace: Process | None = None,
     ) -> None:
-        self.parser = LogParser(keep_guards=guards, locations=locations)
+        """``trace``: the lines are a TORCH_TRACE file of that process (its ledger is in it), not a log."""
+        self.parser: LogParser | TraceParser = (
+            LogParser(keep_guards=guards, locations=locations) if trace is None else TraceParser(guards, locations, trace)
+        )
         self.builder = RunBuilder(roles, ledger, refusals)
         self._on_event = on_event
 
@@ -87,6 +91,8 @@ class LogReader:
         """Close what is still open; the functions and the parse stats of every line taken."""
         for event in self.parser.finish():
             self.add(event)
+        if isinstance(self.parser, TraceParser):
+            self.builder.add_ledger(self.parser.records)
         functions, unnamed = self.builder.functions()
         c = self.parser.counters
         return functions, ParseStats(c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed)
@@ -126,6 +132,9 @@ def parse_logs(paths: Sequence[str]) -> Run:
     """Parse the logs given to ``guarddiag parse`` as :func:`guarddiag.logparse.jobdir.layout` splits
     them: one log, pieces of one log, per-rank files, or a torchrun ``--log-dir``."""
     refuse_guarddiag_files(paths)
+    traces = trace_layout(paths)
+    if traces is not None:
+        return _parse_traces(traces, paths)
     plan = layout(paths)
     if plan.read_as in ("one_log", "pieces"):
         functions, stats = _read_pieces(plan.processes[0].files)
@@ -154,15 +163,39 @@ def parse_logs(paths: Sequence[str]) -> Run:
     return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job, stances=stances)
 
 
+def _parse_traces(plan: Layout, paths: Sequence[str]) -> Run:
+    """A run of TORCH_TRACE files: each file a process, read with torch's records of its compiles in it."""
+    functions: tuple[FunctionSummary, ...] = ()
+    stats = ParseStats()
+    versions: dict[str, None] = {}
+    for process in plan.processes:
+        (path,) = process.files
+        with contextlib.ExitStack() as stack:
+            reader = LogReader(trace=MAIN_PROCESS)
+            found, found_stats = reader.read(_open(path, stack)).result()
+        assert isinstance(reader.parser, TraceParser)
+        if reader.parser.torch_version:
+            versions[reader.parser.torch_version] = None
+        functions += tuple(in_process(f, process.process) for f in found) if process.process != MAIN_PROCESS else found
+        stats = add_stats(stats, found_stats)
+        torch_compiles = compiles_in(tuple(reader.parser.records))
+    where = ", ".join(paths)
+    if stats.torch_lines == 0:
+        raise InputError(f"{where}: a TORCH_TRACE with no records in {stats.lines} lines read; give the trace of a run that compiled")
+    job = None
+    if len(plan.processes) > 1 or plan.processes[0].process != MAIN_PROCESS:
+        job = Job(plan.read_as, tuple(JobProcess(p.process, p.rank, p.local_rank, p.named_by, p.files) for p in plan.processes))
+    return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job,
+               torch_version=next(iter(versions)) if len(versions) == 1 else None,
+               torch_compiles=torch_compiles if job is None else None)
+
+
 def refuse_guarddiag_files(paths: Sequence[str], leading: bool = True) -> None:
     """Refuse one of guarddiag's own files (a run record, a baseline, a report) given as a torch log,
     naming it and the command that reads it: its text holds no torch line, so the advice would be to
     capture the log again. ``leading``: only files that begin as guarddiag's do (before reading)."""
     for path in paths:
         wrong = wrong_file(path, "log", leading) if path != "-" and os.path.isfile(path) else None
-        if wrong:
-            raise InputError(wrong)
-        wrong = wrong_folder(Path(path)) if os.path.isdir(path) else None
         if wrong:
             raise InputError(wrong)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guarddiag.errors import InputError
+from guarddiag.filekinds import TORCH_TRACE, file_kind
 from guarddiag.ids import LOCAL, LOG, MAIN_PROCESS, Process
 from guarddiag.logparse.encoding import open_log
 
@@ -85,6 +86,64 @@ def layout(paths: Sequence[str]) -> Layout:
             unranked.append(ProcessFiles((path,), Process(LOG, position), None, None, "position"))
     ranked = [ProcessFiles(tuple(files), Process.of_rank(rank), rank, None, "prefix") for rank, files in sorted(by_rank.items())]
     return Layout("per_rank", (*ranked, *unranked))
+
+
+# torch's name for a TORCH_TRACE file (torch/_logging/_internal.py LazyTraceHandler): ``rank_N_`` when
+# torch.distributed was initialized at the process's first record.
+TRACE_PREFIX = "dedicated_log_torch_trace_"
+_TRACE_RANK = re.compile(rf"{TRACE_PREFIX}rank_(\d+)_")
+
+
+def trace_layout(paths: Sequence[str]) -> Layout | None:
+    """The processes of TORCH_TRACE inputs (files, or a folder ``TORCH_TRACE=DIR`` wrote), a file each;
+    None when no input is a trace. A process is named by the rank in its file's name, else (several
+    files) by its place; a lone file without a rank is the main process. Traces and logs given together
+    are refused: they are read by different readers, and which run a log belongs to is not known."""
+    paths = _once(paths)
+    files: list[Path] = []
+    others: list[str] = []
+    for path in paths:
+        if path == "-":
+            others.append(path)
+            continue
+        found = Path(path)
+        if found.is_dir():
+            traces = sorted(f for f in found.iterdir() if f.is_file() and f.name.startswith(TRACE_PREFIX) and is_trace(f))
+            if traces:
+                files.extend(traces)
+            else:
+                others.append(path)
+        elif is_trace(found):
+            files.append(found)
+        else:
+            others.append(path)
+    if not files:
+        return None
+    if others:
+        raise InputError(
+            f"{others[0]}: not a TORCH_TRACE file, given with the trace {files[0]}; parse a trace and a torch log "
+            "apart (a trace holds the compiles its text log holds)"
+        )
+    files = [Path(f) for f in _once([str(f) for f in files])]
+    processes = []
+    for position, file in enumerate(files, start=1):
+        m = _TRACE_RANK.match(file.name)
+        if m is not None:
+            processes.append(ProcessFiles((str(file),), Process.of_rank(int(m[1])), int(m[1]), None, "file name"))
+        elif len(files) == 1:
+            processes.append(ProcessFiles((str(file),), MAIN_PROCESS, None, None, "file name"))
+        else:
+            processes.append(ProcessFiles((str(file),), Process(LOG, position), None, None, "position"))
+    named = [p.process for p in processes]
+    if len(set(named)) < len(named):
+        twice = next(p for p in named if named.count(p) > 1)
+        raise InputError(f"two TORCH_TRACE files of {twice} among the inputs; give the traces of one run")
+    return Layout("trace", tuple(processes))
+
+
+def is_trace(path: Path) -> bool:
+    """Whether ``path`` holds a TORCH_TRACE (its first line a glog prefix and a JSON record)."""
+    return file_kind(path) is TORCH_TRACE
 
 
 def log_dir_layout(root: Path) -> Layout:

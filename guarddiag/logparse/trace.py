@@ -1,0 +1,500 @@
+"""torch's structured trace (``TORCH_TRACE=DIR``, tlparse's input) read into the parser's events.
+
+A trace file holds one record a line: a glog prefix, then a JSON envelope naming the record's kind
+(``{"dynamo_start": {...}, "frame_id": 0, "frame_compile_id": 1, "attempt": 0}``), and, when the envelope
+has ``has_payload``, the lines that follow it, each begun by a tab. The records read here, and the events
+they give (the text log's events, so that a trace and the log of the same run make one model):
+
+- ``str``: the interned file names other records point to by number;
+- ``dynamo_start``: a compile began; its stack's last frame is the compiled code (name, file, first
+  line): :class:`CompileSeen`, :class:`FrameNamed`;
+- the ``recompile_reasons`` artifact: each cache entry's first failing guard (a JSON list; torch >= 2.11
+  writes a lone reason as bare text, with a ``User stack trace:`` under each), held until the compile's
+  code is named: :class:`RecompileAnnounced`;
+- ``dynamo_cpp_guards_str``: the guard tree of a compile, the text the log prints under ``GUARDS:``
+  (``dynamo_guards``, a JSON list of guard codes, where a compile has no tree): :class:`GuardListing`;
+- the ``dynamo_graph_break_reason`` artifact: :class:`GraphBreakSeen`;
+- ``create_symbol`` and ``guard_added_fast``: :class:`SymbolCreated`, :class:`SizeGuardAdded`;
+- ``compilation_metrics``: torch's record of the attempt (:class:`~guarddiag.ledger.CompileRecord`, the
+  ledger a run keeps); an attempt refused at the recompile limit has no ``dynamo_start``, and its
+  record is the :class:`LimitWarning`.
+
+No other record is decoded: a line is told by the kind that opens its envelope, and payload lines are
+skipped by their first character. Kinds guarddiag knows and does not need are counted as read; others
+are unrecognized (``--strict``). The compile ids of a process restart at ``0/0`` after
+``torch._dynamo.reset()``: a compile that starts again opens a new cache generation, as in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+
+from guarddiag.ids import CACHE_ENTRY, MAIN_PROCESS, CompileId, Process
+from guarddiag.ledger import CompileRecord
+from guarddiag.logparse.blocks import STACK_FRAME, STACK_TEXT, GraphBreakBlock, GuardBlock
+from guarddiag.logparse.events import (
+    CompileSeen,
+    Event,
+    FrameNamed,
+    GuardFailure,
+    GuardListing,
+    LimitWarning,
+    RecompileAnnounced,
+    SizeGuardAdded,
+    StackFrame,
+    SymbolCreated,
+)
+from guarddiag.logparse.guards import flat_guard
+from guarddiag.logparse.parser import ParseCounters
+
+# The glog prefix of a record's line, up to the envelope: ``V1203 17:50:08.235000 22436 torch/_logging/structured.py:28] ``.
+_PREFIX = re.compile(r"[VIWEF]\d{4} [\d:.]+ +\d+ [^\]\n]*\] (?=\{\")")
+# Every record kind torch writes that tlparse reads (its src/types.rs Envelope) or torch's callers of
+# trace_structured name: read as torch's even where guarddiag needs nothing from it.
+KNOWN_KINDS = frozenset({
+    "str", "dynamo_start", "dynamo_output_graph", "optimize_ddp_split_graph", "optimize_ddp_split_child",
+    "compiled_autograd_graph", "dynamo_guards", "dynamo_cpp_guards_str", "aot_forward_graph", "aot_backward_graph",
+    "aot_inference_graph", "aot_joint_graph", "inductor_pre_grad_graph", "inductor_post_grad_graph",
+    "inductor_output_code", "compilation_metrics", "bwd_compilation_metrics", "aot_autograd_backward_compilation_metrics",
+    "graph_dump", "link", "symbolic_shape_specialization", "propagate_real_tensors_provenance", "guard_added",
+    "create_unbacked_symbol", "create_symbol", "expression_created", "missing_fake_kernel", "mismatched_fake_kernel",
+    "artifact", "memoizer_artifacts", "describe_storage", "describe_tensor", "describe_source", "dump_file",
+    "chromium_event", "guard_added_fast", "exported_program", "unbacked_symbol_created",
+})
+# The kinds decoded here (the others are counted and skipped unread).
+_READ = frozenset({
+    "str", "dynamo_start", "dynamo_cpp_guards_str", "dynamo_guards", "compilation_metrics", "artifact",
+    "create_symbol", "guard_added_fast",
+})
+# The artifacts read (an artifact's name is in its envelope's first bytes: the others are not decoded).
+_RECOMPILE_REASONS, _GRAPH_BREAK = "recompile_reasons", "dynamo_graph_break_reason"
+_ARTIFACTS = (f'"name": "{_RECOMPILE_REASONS}"', f'"name": "{_GRAPH_BREAK}"')
+# A reason's first line: the cache entry whose guard failed, then the failure as the log prints it.
+_REASON = re.compile(rf"^(?:(?P<ce>{CACHE_ENTRY}): )?(?P<text>.*)$")
+# compilation_metrics' fail_reason for a call refused at the limit: "Dynamo recompile limit exceeded" (and its
+# limit type in the developer context, torch >= 2.8), "cache_size_limit reached" / "recompile_limit reached" before.
+_LIMIT_REASON = re.compile(r"recompile limit exceeded|(?:cache_size|recompile)_limit reached", re.IGNORECASE)
+_LIMIT_TYPE = re.compile(r"Limit type: (?P<limit>\w+)")
+# A file of Python's standard library (a trace names no folder of it): under lib/pythonX.Y, not in a package folder.
+_STDLIB = re.compile(r"[/\\\\]lib[/\\\\]python3\.\d+[/\\\\](?!(?:site|dist)-packages)")
+_LIMIT_SET = re.compile(r"currently set to (?P<value>\d+)")
+
+
+class TraceParser:
+    """Feed a trace's lines, get events (the interface of :class:`~guarddiag.logparse.parser.LogParser`),
+    and torch's records of each attempt in :attr:`records`. One instance per trace file (one process)."""
+
+    def __init__(self, keep_guards: frozenset[str] | None = None, locations: bool = True, process: Process = MAIN_PROCESS) -> None:
+        """``keep_guards``, ``locations``: as for the log parser's listings; ``process``: the process of the file."""
+        self._keep_guards = keep_guards
+        self._locations = locations
+        self._process = process
+        self._seen_guards: dict | None = {} if not locations and keep_guards is None else None
+        self.counters = ParseCounters()
+        self.records: list[CompileRecord] = []
+        # Kinds known and not read, by count (what a trace holds besides what guarddiag reads).
+        self.skipped: dict[str, int] = {}
+        self.torch_version: str | None = None
+        self._strings: dict[int, str] = {}
+        self._torch_dir: str | None = None
+        # The record whose payload lines are being read: a guard tree is streamed into its block, any
+        # other payload gathered.
+        self._payload: list[str] | None = None
+        self._block: GuardBlock | GraphBreakBlock | None = None
+        self._on_payload: tuple[str, dict] | None = None
+        self._generation = 0
+        self._started: set[tuple] = set()
+        self._listed: set[tuple] = set()
+        self._seen: set[tuple] = set()
+        self._frames: dict[tuple[int, int | None, int | None], tuple[str, str, int | None]] = {}
+        # The file of the code that called each compile's function (its record takes it).
+        self._callers: dict[tuple, str | None] = {}
+        # Failing guards read for a compile, held until its code is named (its dynamo_start follows).
+        self._reasons: dict[tuple, tuple[GuardFailure, ...]] = {}
+
+    def parse(self, lines: Iterable[str]) -> Iterator[Event]:
+        """Every event of a whole trace, in its order."""
+        feed = self.feed
+        for line in lines:
+            if line[:1] == "\t":  # a payload line: the hot path
+                self.counters.lines += 1
+                self.counters.torch_lines += 1
+                if self._block is not None:
+                    self._block.feed(line[1:].rstrip("\r\n"))
+                elif self._payload is not None:
+                    self._payload.append(line[1:].rstrip("\r\n"))
+                continue
+            events = feed(line)
+            if events:
+                yield from events
+        yield from self.finish()
+
+    def feed(self, raw: str) -> list[Event]:
+        """Take one line; the events of the record it ends (and of its own, when it has no payload)."""
+        counters = self.counters
+        counters.lines += 1
+        if raw[:1] == "\t":
+            counters.torch_lines += 1
+            if self._block is not None:
+                self._block.feed(raw[1:].rstrip("\r\n"))
+            elif self._payload is not None:
+                self._payload.append(raw[1:].rstrip("\r\n"))
+            return []
+        out = self._end_record()
+        line = raw.rstrip("\r\n")
+        m = _PREFIX.match(line)
+        if m is None:
+            if line.strip():
+                counters.unknown(line)
+            return out
+        counters.torch_lines += 1
+        start = m.end() + 2
+        kind = line[start : line.find('"', start)]
+        if kind not in _READ or (kind == "artifact" and not any(a in line for a in _ARTIFACTS)):
+            if kind in KNOWN_KINDS:
+                self.skipped[kind] = self.skipped.get(kind, 0) + 1
+                if kind == "artifact" and self.torch_version is None and '"torch_version"' in line:
+                    self._on_payload = ("torch_version", {})
+                    self._payload = []
+            else:
+                counters.unknown(line)
+            return out
+        try:
+            envelope = json.loads(line[m.end() :])
+        except ValueError:
+            counters.unknown(line)
+            return out
+        if not isinstance(envelope, dict):
+            counters.unknown(line)
+            return out
+        out.extend(self._record(kind, envelope))
+        return out
+
+    def finish(self) -> list[Event]:
+        """The events of the last record and of compiles whose code was never named."""
+        out = self._end_record()
+        for key, failures in self._reasons.items():
+            cid = self._cid(key)
+            name, file, line = self._frames.get(self._frame_key(key), ("", "", None))
+            out.extend(self._seen_compile(cid))
+            out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
+        self._reasons.clear()
+        return out
+
+    # One record's envelope.
+
+    def _record(self, kind: str, envelope: dict) -> list[Event]:
+        body = envelope.get(kind)
+        key = _key(envelope)
+        if kind == "str":
+            if isinstance(body, list) and len(body) == 2 and isinstance(body[0], str) and isinstance(body[1], int):
+                self._strings[body[1]] = body[0]
+                if self._torch_dir is None:
+                    self._torch_dir = _torch_dir(body[0])
+            return []
+        if kind == "dynamo_start":
+            return self._start(key, body)
+        if kind == "compilation_metrics":
+            return self._metrics(key, body)
+        if key is None:
+            return []
+        cid = self._cid(key)
+        if kind == "dynamo_cpp_guards_str":
+            self._listed.add(self._gen_key(key))
+            self._block = GuardBlock(cid, self._process, self._keep_guards, self._locations, self._seen_guards)
+            return self._seen_compile(cid)
+        if kind == "dynamo_guards":
+            self._listed.add(self._gen_key(key))
+            self._on_payload, self._payload = ("dynamo_guards", envelope), []
+            return self._seen_compile(cid)
+        if kind == "artifact":
+            name = body.get("name") if isinstance(body, dict) else None
+            if name == _GRAPH_BREAK:
+                self._on_payload, self._payload = (_GRAPH_BREAK, envelope), []
+            elif name == _RECOMPILE_REASONS:
+                self._on_payload, self._payload = (_RECOMPILE_REASONS, envelope), []
+            return []
+        if kind == "create_symbol" and isinstance(body, dict):
+            symbol, source = body.get("symbol"), body.get("source")
+            if isinstance(symbol, str) and isinstance(source, str):
+                return [*self._seen_compile(cid), SymbolCreated(cid, symbol, source, str(body.get("val", "")), self._process)]
+        if kind == "guard_added_fast" and isinstance(body, dict) and isinstance(body.get("expr"), str):
+            location, code = self._user_frame(body.get("user_stack"))
+            return [*self._seen_compile(cid), SizeGuardAdded(cid, body["expr"].strip(), location, code, self._process)]
+        return []
+
+    def _end_record(self) -> list[Event]:
+        """The events of the record whose payload just ended."""
+        out: list[Event] = []
+        if self._block is not None:
+            out = self._block.close()
+            self._block = None
+        if self._on_payload is None:
+            return out
+        (what, envelope), payload = self._on_payload, self._payload or []
+        self._on_payload, self._payload = None, None
+        key = _key(envelope)
+        if what == "torch_version":
+            self.torch_version = _torch_version(payload)
+            return out
+        if key is None:
+            return out
+        cid = self._cid(key)
+        if what == _RECOMPILE_REASONS:
+            self._reasons[key] = _failures(payload)
+        elif what == _GRAPH_BREAK and payload:
+            block = GraphBreakBlock(cid, self._process, payload[0], channel=True)
+            for text in payload[1:]:
+                block.feed(text)
+            out.extend(block.close())
+        elif what == "dynamo_guards":
+            out.append(GuardListing(cid, _flat_guards(payload, self._keep_guards), process=self._process))
+        return out
+
+    def _start(self, key: tuple | None, body: object) -> list[Event]:
+        if key is None or not isinstance(body, dict):
+            return []
+        gen_key = self._gen_key(key)
+        # A compile that already started (or installed guards, first attempt) starts again only after reset().
+        if gen_key in self._started or (key[3] == 0 and gen_key in self._listed):
+            self._generation += 1
+            self._started.clear()
+            self._listed.clear()
+            gen_key = self._gen_key(key)
+        self._started.add(gen_key)
+        stack = body.get("stack")
+        top = stack[-1] if isinstance(stack, list) and stack and isinstance(stack[-1], dict) else {}
+        name = top.get("name") if isinstance(top.get("name"), str) else ""
+        file = self._file(top)
+        line = top.get("line") if isinstance(top.get("line"), int) else None
+        self._frames[self._frame_key(key)] = (name, file, line)
+        self._callers[key] = self._caller(stack[:-1]) if isinstance(stack, list) else None
+        cid = self._cid(key)
+        out = self._seen_compile(cid)
+        failures = self._reasons.pop(key, None)
+        if failures is not None:
+            out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
+        out.append(FrameNamed(cid, name, file, line, self._process))
+        return out
+
+    def _metrics(self, key: tuple | None, body: object) -> list[Event]:
+        if not isinstance(body, dict):
+            return []
+        text = body.get("compile_id")
+        cid = self._cid(key) if key is not None else CompileId.parse(text, self._process) if isinstance(text, str) else None
+        record = CompileRecord(
+            cid,
+            _text(body.get("co_name")),
+            _text(body.get("co_filename")),
+            _whole(body.get("co_firstlineno")),
+            _text(body.get("fail_type")),
+            (str(body["fail_reason"]).strip().splitlines() or [""])[0][:300] if body.get("fail_reason") else "",
+            _seconds(body.get("entire_frame_compile_time_s")) if body.get("entire_frame_compile_time_s") is not None
+            else _seconds(body.get("dynamo_time_before_restart_s")) if body.get("has_guarded_code") is False else None,
+            _limit_in(body),
+            self._callers.pop(key, None) if key is not None else None,
+            _text(body.get("recompile_reason")),
+            _whole(body.get("guard_count")),
+            _seconds(body.get("guard_latency_us")),
+            _whole(body.get("cache_size")),
+            _whole(body.get("accumulated_cache_size")),
+            tuple(str(c) for c in body["recompile_user_contexts"]) if isinstance(body.get("recompile_user_contexts"), list) else None,
+            _whole(body.get("num_graph_breaks")),
+        )
+        self.records.append(record)
+        if key is None or record.name is not None or not _LIMIT_REASON.search(str(body.get("fail_reason") or "")):
+            return []
+        # A call refused at the limit: torch compiled nothing, so no dynamo_start named it.
+        out = self._seen_compile(cid)
+        name, file, line = self._frames.get(self._frame_key(key), ("", "", None))
+        failures = self._reasons.pop(key, None)
+        if failures is not None:
+            out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
+        reason = str(body.get("fail_reason"))
+        limit = _LIMIT_TYPE.search(reason)
+        value = record.recompile_limit if record.recompile_limit is not None else _set_to(reason)
+        last = record.recompile_reason or (failures[0].text if failures else "")
+        if failures and record.recompile_reason is None and failures[0].cache_entry is not None:
+            last = f"{failures[0].cache_entry.text}: {last}"
+        out.append(LimitWarning(cid, limit["limit"] if limit else "recompile_limit", value, name, file, line,
+                                last.splitlines()[0] if last else "", self._process))
+        return out
+
+    # Ids and names.
+
+    def _gen_key(self, key: tuple) -> tuple:
+        return (self._generation, *key)
+
+    def _frame_key(self, key: tuple) -> tuple[int, int | None, int | None]:
+        return (self._generation, key[0], key[1])
+
+    def _cid(self, key: tuple) -> CompileId | None:
+        ca, frame, number, attempt = key
+        text = f"{frame}/{number}" if ca is None else f"!{ca}/{frame}/{number}" if frame is not None else f"!{ca}"
+        cid = CompileId.parse(f"{text}_{attempt}" if attempt else text, self._process)
+        return cid.in_generation(self._generation) if cid is not None and frame is not None else cid
+
+    def _seen_compile(self, cid: CompileId | None) -> list[Event]:
+        if cid is None:
+            return []
+        first = cid.first_attempt
+        if first.compile_key in self._seen:
+            return []
+        self._seen.add(first.compile_key)
+        return [CompileSeen(first)]
+
+    def _file(self, frame: dict) -> str:
+        """A stack frame's file: interned (a number) or, in some records, written out."""
+        file = frame.get("filename")
+        if isinstance(file, int):
+            return self._strings.get(file, "")
+        return file if isinstance(file, str) else ""
+
+    def _caller(self, stack: list) -> str | None:
+        """The file of the code that called the compiled function, as a run's ledger names it: outward from
+        the call, the first frame that is neither torch's nor the standard library's."""
+        for frame in reversed(stack):
+            file = self._file(frame) if isinstance(frame, dict) else ""
+            if not file or file.startswith("<frozen "):
+                continue
+            if (self._torch_dir and file.startswith(self._torch_dir + os.sep)) or _STDLIB.search(file):
+                continue
+            return file
+        return None
+
+    def _user_frame(self, stack: object) -> tuple[str, str]:
+        """The innermost user frame of a shape guard's stack, as torch's log line shows it: its file
+        shortened as torch shortens it (``scenarios/model.py:5 in f``), and its code."""
+        if not isinstance(stack, list) or not stack or not isinstance(stack[-1], dict):
+            return "", ""
+        frame = stack[-1]
+        file, line, name = self._file(frame), frame.get("line"), frame.get("name")
+        if not file or not isinstance(line, int):
+            return "", ""
+        location = f"{_shorten(file, self._torch_dir)}:{line}"
+        location = f"{location} in {name}" if isinstance(name, str) else location
+        code = frame.get("loc")
+        return location, " ".join(code.split()) if isinstance(code, str) else ""
+
+
+def _key(envelope: dict) -> tuple | None:
+    """The compile an envelope belongs to: (compiled autograd id, frame id, compile number, attempt)."""
+    frame, number = envelope.get("frame_id"), envelope.get("frame_compile_id")
+    ca = envelope.get("compiled_autograd_id")
+    if not isinstance(frame, int) or not isinstance(number, int):
+        if isinstance(ca, int):
+            return (ca, None, None, 0)
+        return None
+    attempt = envelope.get("attempt")
+    return (ca if isinstance(ca, int) else None, frame, number, attempt if isinstance(attempt, int) else 0)
+
+
+def _failures(payload: list[str]) -> tuple[GuardFailure, ...]:
+    """The failing guards of a ``recompile_reasons`` artifact: a JSON list of reasons, or (torch >= 2.11,
+    one reason) the reason itself; each reason a cache entry's failure, with the user stack under it."""
+    text = "\n".join(payload)
+    try:
+        reasons = json.loads(text)
+    except ValueError:
+        reasons = [text]
+    if isinstance(reasons, str):
+        reasons = [reasons]
+    if not isinstance(reasons, list):
+        return ()
+    return tuple(_failure(r) for r in reasons if isinstance(r, str) and r.strip())
+
+
+def _failure(reason: str) -> GuardFailure:
+    first, *rest = reason.split("\n")
+    m = _REASON.match(first.strip())
+    assert m is not None  # the pattern matches any line
+    stack: list[StackFrame] = []
+    in_stack = False
+    for line in rest:
+        text = line.strip()
+        if text.startswith(STACK_TEXT):
+            in_stack = True
+            continue
+        if not in_stack or not text:
+            continue
+        frame = STACK_FRAME.match(text)
+        if frame is not None:
+            stack.append(StackFrame(frame["file"], int(frame["line"]), frame["function"]))
+        elif stack and not stack[-1].code:
+            last = stack[-1]
+            stack[-1] = StackFrame(last.file, last.line, last.function, text)
+    return GuardFailure(CompileId.parse(m["ce"]), m["text"], tuple(stack))
+
+
+def _flat_guards(payload: list[str], keep: frozenset[str] | None) -> tuple:
+    """The guards of a ``dynamo_guards`` record (a JSON list of ``{"code": ...}``): the flat listing's."""
+    try:
+        raw = json.loads("\n".join(payload))
+    except ValueError:
+        return ()
+    guards = (flat_guard(g["code"]) for g in raw if isinstance(g, dict) and isinstance(g.get("code"), str)) if isinstance(raw, list) else ()
+    return tuple(g for g in guards if keep is None or g.kind in keep)
+
+
+def _torch_version(payload: list[str]) -> str | None:
+    try:
+        raw = json.loads("\n".join(payload))
+    except ValueError:
+        return None
+    version = raw.get("pytorch_version") if isinstance(raw, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def _torch_dir(path: str) -> str | None:
+    """torch's own folder, from one of its files (``.../site-packages/torch/_dynamo/convert_frame.py``)."""
+    at = path.rfind(f"{os.sep}torch{os.sep}_")
+    return path[: at + len("/torch")] if at >= 0 else None
+
+
+def _shorten(file: str, torch_dir: str | None) -> str:
+    """A file as torch's ``shorten_filename`` writes it: without the path it shares with torch's folder's parent."""
+    if torch_dir is None:
+        return file
+    try:
+        prefix = os.path.commonpath([file, torch_dir])
+    except ValueError:
+        return file
+    return file[len(prefix) + 1 :] if prefix not in ("", os.sep) else file
+
+
+def _limit_in(body: dict) -> int | None:
+    """The recompile limit in force, from the dynamo config torch records with the attempt (a JSON text)."""
+    config = body.get("dynamo_config")
+    if not isinstance(config, str) or "_limit" not in config:
+        return None
+    try:
+        values = json.loads(config)
+    except ValueError:
+        return None
+    if not isinstance(values, dict):
+        return None
+    for name in ("recompile_limit", "cache_size_limit"):
+        if isinstance(values.get(name), int) and not isinstance(values.get(name), bool):
+            return values[name]
+    return None
+
+
+def _set_to(reason: str) -> int | None:
+    m = _LIMIT_SET.search(reason)
+    return int(m["value"]) if m else None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _whole(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _seconds(value: object) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
+    return float(value) if ok else None
