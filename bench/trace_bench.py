@@ -36,6 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_scaled_log  # noqa: E402  (sibling scripts, not a package)
@@ -93,17 +94,25 @@ def commands(case: Case, out: Path, with_trace: bool) -> dict[str, list[str]]:
     return cmds
 
 
-def summary(record: dict[str, object]) -> dict[str, object]:
-    """What the trace and the text log of one run must agree on: totals and each function's counts."""
-    functions = record.get("functions") or []
+def summary(record: dict[str, Any]) -> dict[str, Any]:
+    """What the trace and the text log of one run must agree on: totals, each function's counts, each recompile's causes."""
+    functions = [f for f in record.get("functions") or [] if isinstance(f, dict)]
     return {
-        "totals": record.get("totals"),
-        "functions": [{k: f.get(k) for k in FUNCTION_FIELDS} for f in functions if isinstance(f, dict)],
+        "totals": record.get("totals") or {},
+        "functions": [{k: f.get(k) for k in FUNCTION_FIELDS} for f in functions],
+        "causes": [
+            (event.get("compile_id"), [cause.get("category") for cause in event.get("causes") or []])
+            for f in functions
+            for event in f.get("recompile_events") or []
+        ],
     }
 
 
 def check_records(case: Case) -> str:
-    """Compare the JSON of ``parse`` on the trace and on the text log: ``same totals and functions`` or what differs."""
+    """Compare the JSON of ``parse`` on the trace and on the text log: what agrees, or what differs.
+
+    Totals the text log cannot know (null there, e.g. compile times, which only the trace's metrics hold)
+    are left out of the comparison and named."""
     records = []
     for path in (case.trace, case.log):
         proc = subprocess.run([run_bench.guarddiag(), "parse", "-f", "json", str(path)], capture_output=True, text=True, check=False)
@@ -111,11 +120,15 @@ def check_records(case: Case) -> str:
             return f"`parse -f json {path.name}` exited {proc.returncode}"
         records.append(summary(json.loads(proc.stdout)))
     trace, text = records
+    trace_only = sorted(k for k, v in text["totals"].items() if v is None and trace["totals"].get(k) is not None)
+    for key in trace_only:
+        del trace["totals"][key], text["totals"][key]
     if trace == text:
-        totals = trace["totals"] if isinstance(trace["totals"], dict) else {}
-        return f"same totals and functions ({', '.join(f'{k} {v}' for k, v in totals.items() if v is not None)})"
+        counts = ", ".join(f"{k} {v}" for k, v in text["totals"].items() if v is not None)
+        extra = f"; from the trace only: {', '.join(trace_only)}" if trace_only else ""
+        return f"same totals ({counts}), per-function counts and recompile causes{extra}"
     diffs = [f"{key}: trace {trace[key]} / text {text[key]}" for key in trace if trace[key] != text[key]]
-    return "DIFFER: " + "; ".join(diffs)
+    return "DIFFER: " + "; ".join(diffs)[:1000]
 
 
 def measure_case(case: Case, with_trace: bool) -> Measured:
