@@ -164,7 +164,8 @@ def rows(measured: Measured) -> list[str]:
         cpu = statistics.median(s.cpu_s for s in runs)
         rss = max(s.maxrss_mib for s in runs)
         paired = statistics.median(s.wall_s / base.wall_s for s, base in zip(runs, samples[TLPARSE], strict=True))
-        ratio = "1" if name == TLPARSE else f"**{t / t_tlparse:.2f}x** (paired {paired:.2f}x)"
+        cpu_ratio = cpu / statistics.median(s.cpu_s for s in samples[TLPARSE])
+        ratio = "1" if name == TLPARSE else f"**{t / t_tlparse:.2f}x** (paired {paired:.2f}x; CPU {cpu_ratio:.2f}x)"
         lines.append(
             f"| {case.name} | `{name}` | {path.stat().st_size / MB:,.1f} MB | {t:.3f} s ({spread(walls)}; {len(runs)} runs: "
             f"{', '.join(f'{w:.2f}' for w in walls)}) | {path.stat().st_size / MB / t:.0f} | {cpu:.3f} s | {rss:.0f} MiB | {ratio} |"
@@ -186,7 +187,7 @@ def render(facts: list[tuple[str, str]], version: str, startup: list[Sample], re
         lines.append(f"- {m.case.name}: {m.case.how}; load average before: {m.load}; trace vs text record: {m.record_check}.")
     lines += [
         "",
-        "| size | command | file | wall: median (min-max; runs) | MB/s | CPU median | peak RSS | / tlparse |",
+        "| size | command | file | wall: median (min-max; runs) | MB/s | CPU median | peak RSS | / tlparse: wall (paired; CPU) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for m in results:
