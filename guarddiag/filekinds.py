@@ -63,6 +63,11 @@ _WANTED = {
 }
 
 
+def is_trace_text(head: str) -> bool:
+    """Whether text that begins so is a TORCH_TRACE (a glog prefix, then a JSON record)."""
+    return bool(_TRACE_RECORD.match(head.lstrip("\ufeff").lstrip()))
+
+
 def file_kind(path: Path, leading: bool = False) -> FileKind | None:
     """The kind of guarddiag file ``path`` holds, None when it is none of them (or cannot be read).
     ``leading``: only a file that begins as guarddiag's do (a log that quotes a report further down is a log)."""
@@ -71,7 +76,7 @@ def file_kind(path: Path, leading: bool = False) -> FileKind | None:
             head = fh.read(_HEAD).decode("utf-8", errors="replace").lstrip("\ufeff")
     except OSError:
         return None
-    if _TRACE_RECORD.match(head.lstrip()):
+    if is_trace_text(head):
         return TORCH_TRACE
     if re.search(r'<testsuites name="guarddiag"', head[:4096]):
         return _JUNIT

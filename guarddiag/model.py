@@ -364,6 +364,8 @@ class ParseStats:
     unidentified_frames: tuple[FrameId, ...] = ()
     # Read as a paste (no framed torch line): how many torch messages were recognised; None for a log.
     paste_messages: int | None = None
+    # Read from a TORCH_TRACE (torch's structured records, not its text log): how many records; None for a log.
+    trace_records: int | None = None
 
 
 # Kinds of module hooks guarddiag watches (LateHook.kind): nn.Module.register_<kind>_hook.
@@ -395,8 +397,9 @@ class LateHook:
 JOB_READS = ("run", "log_dir", "per_rank", "pieces", "nodes", "jobs", "trace")
 # How a process got its label (JobProcess.named_by): the RANK its launcher gave it (a run), its start
 # order among the run's other processes (``childN``), a [rankN]: prefix in its log, its local-rank
-# directory (global rank not shown), its place on the command line (no rank shown), a merged record.
-NAMED_BY = ("environment", "started", "prefix", "directory", "position", "record")
+# directory (global rank not shown), its place on the command line (no rank shown), a merged record,
+# the rank in its TORCH_TRACE file's name.
+NAMED_BY = ("environment", "started", "prefix", "directory", "position", "record", "file")
 
 
 @dataclass(frozen=True)

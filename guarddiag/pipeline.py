@@ -17,17 +17,18 @@ import copy
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TextIO
 
 from guarddiag.build import RolesLookup, RunBuilder
 from guarddiag.errors import InputError
-from guarddiag.filekinds import wrong_file
+from guarddiag.filekinds import is_trace_text, wrong_file
 from guarddiag.guardkinds import PINNING_KINDS
 from guarddiag.ids import MAIN_PROCESS, Process, rank_prefix, split_rank
 from guarddiag.ledger import CompileRecord, RefusalRecord, compiles_in
 from guarddiag.logparse.encoding import open_log
 from guarddiag.logparse.events import Event
-from guarddiag.logparse.jobdir import Layout, layout, tee_ranks, trace_layout
+from guarddiag.logparse.jobdir import Layout, ProcessFiles, layout, tee_ranks, trace_layout
 from guarddiag.logparse.parser import LogParser
 from guarddiag.logparse.paste import WINDOW, PasteReader, framed_part, mangled_line
 from guarddiag.logparse.trace import TraceParser
@@ -41,6 +42,8 @@ from guarddiag.sourceinfo import local_roles
 COUNTED_GUARDS = PINNING_KINDS | {SPECIALIZED}
 
 Parsed = tuple[tuple[FunctionSummary, ...], ParseStats]
+# Bytes of standard input looked at to tell a TORCH_TRACE from a log: a record's glog prefix and its kind.
+_TRACE_HEAD = 512
 
 
 class LogReader:
@@ -95,7 +98,8 @@ class LogReader:
             self.builder.add_ledger(self.parser.records)
         functions, unnamed = self.builder.functions()
         c = self.parser.counters
-        return functions, ParseStats(c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed)
+        records = self.parser.envelopes if isinstance(self.parser, TraceParser) else None
+        return functions, ParseStats(c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed, trace_records=records)
 
     def snapshot(self) -> LogReader:
         """A copy to finish while this one goes on reading (``on_event`` is shared, not copied)."""
@@ -135,18 +139,29 @@ def parse_logs(paths: Sequence[str]) -> Run:
     traces = trace_layout(paths)
     if traces is not None:
         return _parse_traces(traces, paths)
+    if list(paths) == ["-"]:
+        stdin = open_log("-")
+        if _is_trace(stdin):
+            return _parse_traces(_STDIN_TRACE, paths, stdin)
+        return _parsed_log(_read_pieces(paths, stdin), paths, layout(paths))
     plan = layout(paths)
     if plan.read_as in ("one_log", "pieces"):
-        functions, stats = _read_pieces(plan.processes[0].files)
-    else:
-        functions, stats = (), ParseStats()
-        for process in plan.processes:
-            with contextlib.ExitStack() as stack:
-                streams = [(path, _open(path, stack)) for path in process.files]
-                lines = _lines(streams, whole=True)
-                found, found_stats = read_log(_unprefixed(lines, process.rank) if process.rank is not None else lines)
-            functions += tuple(in_process(f, process.process) for f in found) if process.process else found
-            stats = add_stats(stats, found_stats)
+        return _parsed_log(_read_pieces(plan.processes[0].files), paths, plan)
+    functions: tuple[FunctionSummary, ...] = ()
+    stats = ParseStats()
+    for process in plan.processes:
+        with contextlib.ExitStack() as stack:
+            streams = [(path, _open(path, stack)) for path in process.files]
+            lines = _lines(streams, whole=True)
+            found, found_stats = read_log(_unprefixed(lines, process.rank) if process.rank is not None else lines)
+        functions += tuple(in_process(f, process.process) for f in found) if process.process else found
+        stats = add_stats(stats, found_stats)
+    return _parsed_log((functions, stats), paths, plan)
+
+
+def _parsed_log(parsed: Parsed, paths: Sequence[str], plan: Layout) -> Run:
+    """The run of logs read as ``plan`` says; refused when no line of them was torch's."""
+    functions, stats = parsed
     where = "standard input" if list(paths) == ["-"] else ", ".join(paths)
     if stats.torch_lines == 0 and not stats.paste_messages:
         refuse_guarddiag_files(paths, leading=False)  # a report after the script's own output (run -f json > FILE)
@@ -163,31 +178,61 @@ def parse_logs(paths: Sequence[str]) -> Run:
     return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job, stances=stances)
 
 
-def _parse_traces(plan: Layout, paths: Sequence[str]) -> Run:
-    """A run of TORCH_TRACE files: each file a process, read with torch's records of its compiles in it."""
+@dataclass(frozen=True)
+class TraceRead:
+    """What TORCH_TRACE files held: the functions and parse stats of all of them, torch's compile attempts
+    (one count for a lone process, None for several: each process's is its own), and the torch versions named."""
+
+    functions: tuple[FunctionSummary, ...]
+    stats: ParseStats
+    torch_compiles: int | None
+    versions: tuple[str, ...]
+
+
+def read_traces(plan: Layout, stdin: TextIO | None = None, **reader: object) -> TraceRead:
+    """The trace files of ``plan`` (:func:`~guarddiag.logparse.jobdir.trace_layout`), each read as its
+    process with torch's records of its compiles; ``stdin``: standard input already opened (``-``);
+    ``reader``: :class:`LogReader`'s options (explain keeps every guard)."""
     functions: tuple[FunctionSummary, ...] = ()
     stats = ParseStats()
     versions: dict[str, None] = {}
+    compiles: list[int | None] = []
     for process in plan.processes:
         (path,) = process.files
         with contextlib.ExitStack() as stack:
-            reader = LogReader(trace=MAIN_PROCESS)
-            found, found_stats = reader.read(_open(path, stack)).result()
-        assert isinstance(reader.parser, TraceParser)
-        if reader.parser.torch_version:
-            versions[reader.parser.torch_version] = None
-        functions += tuple(in_process(f, process.process) for f in found) if process.process != MAIN_PROCESS else found
+            log = LogReader(trace=process.process, **reader)  # type: ignore[arg-type]
+            found, found_stats = log.read(stdin if path == "-" and stdin is not None else _open(path, stack)).result()
+        parser = log.parser
+        assert isinstance(parser, TraceParser)
+        if parser.torch_version:
+            versions[parser.torch_version] = None
+        functions += found
         stats = add_stats(stats, found_stats)
-        torch_compiles = compiles_in(tuple(reader.parser.records))
-    where = ", ".join(paths)
-    if stats.torch_lines == 0:
-        raise InputError(f"{where}: a TORCH_TRACE with no records in {stats.lines} lines read; give the trace of a run that compiled")
+        compiles.append(compiles_in(tuple(parser.records)))
+    return TraceRead(functions, stats, compiles[0] if len(compiles) == 1 else None, tuple(versions))
+
+
+# A TORCH_TRACE piped in: one process.
+_STDIN_TRACE = Layout("trace", (ProcessFiles(("-",), MAIN_PROCESS, None, None, "position"),))
+
+
+def _is_trace(stream: TextIO) -> bool:
+    """Whether a stream (standard input) begins as a TORCH_TRACE, looked at without taking a byte from it."""
+    head = stream.buffer.peek(_TRACE_HEAD)[:_TRACE_HEAD]  # type: ignore[attr-defined]
+    return is_trace_text(head.decode("utf-8", errors="replace"))
+
+
+def _parse_traces(plan: Layout, paths: Sequence[str], stdin: TextIO | None = None) -> Run:
+    """A run of TORCH_TRACE files: each file a process, read with torch's records of its compiles in it."""
+    read = read_traces(plan, stdin)
+    where = "standard input" if list(paths) == ["-"] else ", ".join(paths)
+    if read.stats.torch_lines == 0:
+        raise InputError(f"{where}: a TORCH_TRACE with no records in {read.stats.lines} lines read; give the trace of a run that compiled")
     job = None
     if len(plan.processes) > 1 or plan.processes[0].process != MAIN_PROCESS:
         job = Job(plan.read_as, tuple(JobProcess(p.process, p.rank, p.local_rank, p.named_by, p.files) for p in plan.processes))
-    return Run(functions=functions, parse=stats, source="parse", log_path=where, job=job,
-               torch_version=next(iter(versions)) if len(versions) == 1 else None,
-               torch_compiles=torch_compiles if job is None else None)
+    return Run(functions=read.functions, parse=read.stats, source="parse", log_path=where, job=job,
+               torch_version=read.versions[0] if len(read.versions) == 1 else None, torch_compiles=read.torch_compiles)
 
 
 def refuse_guarddiag_files(paths: Sequence[str], leading: bool = True) -> None:
@@ -200,14 +245,14 @@ def refuse_guarddiag_files(paths: Sequence[str], leading: bool = True) -> None:
             raise InputError(wrong)
 
 
-def _read_pieces(paths: Sequence[str]) -> Parsed:
+def _read_pieces(paths: Sequence[str], stdin: TextIO | None = None) -> Parsed:
     """Pieces of one log (a CI log split in several files), in order, as the one log they are (``cat``
     of the pieces): one parser reads them all, so a record or a line cut at a file boundary, or compile
     ids that restart after a ``torch._dynamo.reset()`` in an earlier piece, read as in the whole log.
     torchrun ``--tee`` output names each line's worker: its lines without a rank are read as its rank's."""
     tees = tee_ranks(paths)
     with contextlib.ExitStack() as stack:
-        streams = [(path, _open(path, stack)) for path in paths]
+        streams = [(path, stdin if path == "-" and stdin is not None else _open(path, stack)) for path in paths]
         return read_log(_ranked_tee(_lines(streams), tees) if tees else _lines(streams))
 
 

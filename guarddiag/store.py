@@ -101,6 +101,8 @@ def run_to_dict(run: Run, rank_divergence: list[dict[str, object]]) -> dict[str,
             "unidentified_frames": [str(i) for i in run.parse.unidentified_frames],
             # Only a paste has it: a framed log's record is unchanged.
             **({"paste_messages": run.parse.paste_messages} if run.parse.paste_messages is not None else {}),
+            # Only a TORCH_TRACE's record has it.
+            **({"trace_records": run.parse.trace_records} if run.parse.trace_records is not None else {}),
         },
         # Only a job read from several logs or records has it: a record of one log is unchanged.
         **({"job": _job_dict(run.job)} if run.job is not None else {}),
@@ -261,6 +263,7 @@ def _run(data: dict) -> Run:
             _strings(p.get("unrecognized_samples", []), "parse.unrecognized_samples"),
             tuple(FrameId.parse(i) for i in _strings(p.get("unidentified_frames", []), "parse.unidentified_frames")),
             _whole(p.get("paste_messages"), "parse.paste_messages", optional=True),
+            _whole(p.get("trace_records"), "parse.trace_records", optional=True),
         ),
         torch_version=_str(data.get("torch_version"), "torch_version", optional=True),
         exit_code=_whole(data.get("exit_code"), "exit_code", optional=True),

@@ -13,8 +13,8 @@ from tests.shared_runs import Result, guarddiag_once
 def scenario_run(name: str) -> Result:
     """``guarddiag run scenarios/NAME.py --out run.json -f json``, made once per session in a folder of its own
     (read only: a command that writes runs on ``copy_of`` it). Its stdout is the script's own output, then the
-    report in JSON."""
-    return guarddiag_once({}, "run", str(SCENARIOS / f"{name}.py"), "--out", "run.json", "-f", "json")
+    report in JSON. torch writes the TORCH_TRACE of the run into the folder's ``trace/``."""
+    return guarddiag_once({}, "run", str(SCENARIOS / f"{name}.py"), "--out", "run.json", "-f", "json", env={"TORCH_TRACE": "trace"})
 
 
 def scenario_record(name: str) -> dict:

@@ -15,8 +15,9 @@ from guarddiag.explain import Explanation, GuardListings, HintChecker, explain_f
 from guarddiag.filekinds import is_run_record
 from guarddiag.ids import MAIN_PROCESS, Process
 from guarddiag.logparse.encoding import open_log
+from guarddiag.logparse.jobdir import Layout, trace_layout
 from guarddiag.model import Run
-from guarddiag.pipeline import LogReader, paused_gc, refuse_guarddiag_files
+from guarddiag.pipeline import LogReader, paused_gc, read_traces, refuse_guarddiag_files
 from guarddiag.render.escape import markdown_text, visible
 from guarddiag.render.explain import render_explanation
 from guarddiag.render.words import script_outcome
@@ -163,6 +164,9 @@ def _callers(run: Run) -> Callers:
 def _from_log(
     path: Path, torch_version: str | None, full: bool, checks: HintChecker | None = None, callers: Callers | None = None
 ) -> Explanation:
+    traces = trace_layout([str(path)])
+    if traces is not None:
+        return _from_traces(path, traces, torch_version, full, checks)
     if path.is_dir():
         raise InputError(f"{path}: is a directory; give a script (.py), a torch log, or a run record (.json)")
     refuse_guarddiag_files([str(path)])
@@ -179,6 +183,17 @@ def _from_log(
             "(or give the script to `guarddiag explain`)"
         )
     return explanation
+
+
+def _from_traces(path: Path, plan: Layout, torch_version: str | None, full: bool, checks: HintChecker | None) -> Explanation:
+    """A TORCH_TRACE file or folder explained: every process's guard trees, read as a log's listings are."""
+    listings = GuardListings()
+    with paused_gc():
+        read = read_traces(plan, guards=None, locations=False, on_event=listings.add)
+        if not read.functions:
+            raise InputError(f"{path}: no compiled function in this TORCH_TRACE; give the trace of a run that compiled")
+        version = torch_version or (read.versions[0] if len(read.versions) == 1 else None)
+        return explain_functions(list(read.functions), listings, version, full, checks)
 
 
 def explain_lines(

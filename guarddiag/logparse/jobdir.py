@@ -108,7 +108,8 @@ def trace_layout(paths: Sequence[str]) -> Layout | None:
             continue
         found = Path(path)
         if found.is_dir():
-            traces = sorted(f for f in found.iterdir() if f.is_file() and f.name.startswith(TRACE_PREFIX) and is_trace(f))
+            # Told by content: a folder of traces renamed by hand (rank0.log) is one too.
+            traces = sorted(f for f in found.iterdir() if f.is_file() and is_trace(f))
             if traces:
                 files.extend(traces)
             else:
@@ -129,9 +130,9 @@ def trace_layout(paths: Sequence[str]) -> Layout | None:
     for position, file in enumerate(files, start=1):
         m = _TRACE_RANK.match(file.name)
         if m is not None:
-            processes.append(ProcessFiles((str(file),), Process.of_rank(int(m[1])), int(m[1]), None, "file name"))
+            processes.append(ProcessFiles((str(file),), Process.of_rank(int(m[1])), int(m[1]), None, "file"))
         elif len(files) == 1:
-            processes.append(ProcessFiles((str(file),), MAIN_PROCESS, None, None, "file name"))
+            processes.append(ProcessFiles((str(file),), MAIN_PROCESS, None, None, "position"))
         else:
             processes.append(ProcessFiles((str(file),), Process(LOG, position), None, None, "position"))
     named = [p.process for p in processes]

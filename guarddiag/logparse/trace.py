@@ -74,9 +74,7 @@ _RECOMPILE_REASONS, _GRAPH_BREAK = "recompile_reasons", "dynamo_graph_break_reas
 _ARTIFACTS = (f'"name": "{_RECOMPILE_REASONS}"', f'"name": "{_GRAPH_BREAK}"')
 # A reason's first line: the cache entry whose guard failed, then the failure as the log prints it.
 _REASON = re.compile(rf"^(?:(?P<ce>{CACHE_ENTRY}): )?(?P<text>.*)$")
-# compilation_metrics' fail_reason for a call refused at the limit: "Dynamo recompile limit exceeded" (and its
-# limit type in the developer context, torch >= 2.8), "cache_size_limit reached" / "recompile_limit reached" before.
-_LIMIT_REASON = re.compile(r"recompile limit exceeded|(?:cache_size|recompile)_limit reached", re.IGNORECASE)
+# The limit a refusal's reason names (torch >= 2.8, in its developer context), and its value.
 _LIMIT_TYPE = re.compile(r"Limit type: (?P<limit>\w+)")
 # A file of Python's standard library (a trace names no folder of it): under lib/pythonX.Y, not in a package folder.
 _STDLIB = re.compile(r"[/\\\\]lib[/\\\\]python3\.\d+[/\\\\](?!(?:site|dist)-packages)")
@@ -94,6 +92,8 @@ class TraceParser:
         self._process = process
         self._seen_guards: dict | None = {} if not locations and keep_guards is None else None
         self.counters = ParseCounters()
+        # Records read (each envelope line), whatever their kind.
+        self.envelopes = 0
         self.records: list[CompileRecord] = []
         # Kinds known and not read, by count (what a trace holds besides what guarddiag reads).
         self.skipped: dict[str, int] = {}
@@ -151,6 +151,7 @@ class TraceParser:
                 counters.unknown(line)
             return out
         counters.torch_lines += 1
+        self.envelopes += 1
         start = m.end() + 2
         kind = line[start : line.find('"', start)]
         if kind not in _READ or (kind == "artifact" and not any(a in line for a in _ARTIFACTS)):
@@ -271,7 +272,7 @@ class TraceParser:
         file = self._file(top)
         line = top.get("line") if isinstance(top.get("line"), int) else None
         self._frames[self._frame_key(key)] = (name, file, line)
-        self._callers[key] = self._caller(stack[:-1]) if isinstance(stack, list) else None
+        self._callers[key[:3]] = self._caller(stack[:-1]) if isinstance(stack, list) else None
         cid = self._cid(key)
         out = self._seen_compile(cid)
         failures = self._reasons.pop(key, None)
@@ -284,6 +285,7 @@ class TraceParser:
         if not isinstance(body, dict):
             return []
         text = body.get("compile_id")
+        limits = _limits(body)
         cid = self._cid(key) if key is not None else CompileId.parse(text, self._process) if isinstance(text, str) else None
         record = CompileRecord(
             cid,
@@ -294,8 +296,9 @@ class TraceParser:
             (str(body["fail_reason"]).strip().splitlines() or [""])[0][:300] if body.get("fail_reason") else "",
             _seconds(body.get("entire_frame_compile_time_s")) if body.get("entire_frame_compile_time_s") is not None
             else _seconds(body.get("dynamo_time_before_restart_s")) if body.get("has_guarded_code") is False else None,
-            _limit_in(body),
-            self._callers.pop(key, None) if key is not None else None,
+            limits.get("recompile_limit", limits.get("cache_size_limit")),
+            # A restarted attempt's metrics come under its attempt number; the call was the first attempt's.
+            self._callers.pop(key[:3], None) if key is not None else None,
             _text(body.get("recompile_reason")),
             _whole(body.get("guard_count")),
             _seconds(body.get("guard_latency_us")),
@@ -305,22 +308,19 @@ class TraceParser:
             _whole(body.get("num_graph_breaks")),
         )
         self.records.append(record)
-        if key is None or record.name is not None or not _LIMIT_REASON.search(str(body.get("fail_reason") or "")):
+        # A call refused at a recompile limit: torch records no code object for it, and no dynamo_start named it.
+        if key is None or record.name is not None or self._gen_key(key) in self._started:
             return []
-        # A call refused at the limit: torch compiled nothing, so no dynamo_start named it.
         out = self._seen_compile(cid)
         name, file, line = self._frames.get(self._frame_key(key), ("", "", None))
         failures = self._reasons.pop(key, None)
         if failures is not None:
             out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
-        reason = str(body.get("fail_reason"))
-        limit = _LIMIT_TYPE.search(reason)
-        value = record.recompile_limit if record.recompile_limit is not None else _set_to(reason)
+        limit, value = _limit_hit(str(body.get("fail_reason") or ""), limits, key[2])
         last = record.recompile_reason or (failures[0].text if failures else "")
         if failures and record.recompile_reason is None and failures[0].cache_entry is not None:
             last = f"{failures[0].cache_entry.text}: {last}"
-        out.append(LimitWarning(cid, limit["limit"] if limit else "recompile_limit", value, name, file, line,
-                                last.splitlines()[0] if last else "", self._process))
+        out.append(LimitWarning(cid, limit, value, name, file, line, last.splitlines()[0] if last else "", self._process))
         return out
 
     # Ids and names.
@@ -465,21 +465,36 @@ def _shorten(file: str, torch_dir: str | None) -> str:
     return file[len(prefix) + 1 :] if prefix not in ("", os.sep) else file
 
 
-def _limit_in(body: dict) -> int | None:
-    """The recompile limit in force, from the dynamo config torch records with the attempt (a JSON text)."""
+def _limits(body: dict) -> dict[str, int]:
+    """The recompile limits in force (``recompile_limit``, ``accumulated_recompile_limit``; ``cache_size_limit``
+    and ``accumulated_cache_size_limit`` before torch 2.6), from the dynamo config torch records with an attempt."""
     config = body.get("dynamo_config")
     if not isinstance(config, str) or "_limit" not in config:
-        return None
+        return {}
     try:
         values = json.loads(config)
     except ValueError:
-        return None
+        return {}
     if not isinstance(values, dict):
-        return None
-    for name in ("recompile_limit", "cache_size_limit"):
-        if isinstance(values.get(name), int) and not isinstance(values.get(name), bool):
-            return values[name]
-    return None
+        return {}
+    return {k: v for k, v in values.items() if k.endswith("_limit") and isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _limit_hit(reason: str, limits: dict[str, int], number: int | None) -> tuple[str, int | None]:
+    """Which limit refused a call, and its value: torch >= 2.8 names it in the refusal's reason (``Limit type:``);
+    else the frame's limit when the compile number reached it, the accumulated limit when not. The config's
+    names are torch's of that version (``cache_size_limit`` before 2.6)."""
+    named = _LIMIT_TYPE.search(reason)
+    frame_limit = "recompile_limit" if "recompile_limit" in limits or "cache_size_limit" not in limits else "cache_size_limit"
+    total_limit = "accumulated_" + frame_limit
+    if named is not None:
+        limit = named["limit"]
+    elif number is not None and frame_limit in limits and number < limits[frame_limit] and total_limit in limits:
+        limit = total_limit
+    else:
+        limit = frame_limit
+    value = limits.get(limit)
+    return limit, value if value is not None else _set_to(reason)
 
 
 def _set_to(reason: str) -> int | None:

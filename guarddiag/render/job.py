@@ -31,7 +31,7 @@ def job_notes(run: Run) -> list[str]:
     if job is not None:
         notes.append(_READ[job.read_as].format(n=len(job.processes), records=len(job.records)))
         notes += [f"not read: {a} (an earlier attempt of a restarted job; give its directory to read it)" for a in job.skipped]
-        notes += [_unknown_rank(p) for p in job.processes if p.named_by in ("directory", "position")]
+        notes += [_unknown_rank(p, job.read_as) for p in job.processes if p.named_by in ("directory", "position")]
         notes += [
             f"{r.label} ({r.path}): its run did not finish cleanly (status {r.status}): its counts cover what ran before that"
             for r in job.records
@@ -52,12 +52,14 @@ def job_notes(run: Run) -> list[str]:
     return notes
 
 
-def _unknown_rank(p: JobProcess) -> str:
+def _unknown_rank(p: JobProcess, read_as: str) -> str:
     where = os.path.dirname(p.logs[0]) if p.named_by == "directory" and p.logs else ", ".join(p.logs)
     why = (
         "its log shows no [rankN]: prefix (nothing logged after init_process_group), and torchrun's log dir does not record "
         "the node rank"
         if p.named_by == "directory"
+        else "its file name holds no rank_N_ (torch.distributed was not initialized at its first record)"
+        if read_as == "trace"
         else "it shows no [rankN]: prefix"
     )
     return f"rank not known for {where}: {why}; reported as [{p.process}]"
@@ -104,6 +106,8 @@ def logs_at(run: Run) -> str | None:
         return None
     if run.job is not None and run.job.read_as == "run":
         return f"torch logs: {os.path.dirname(run.log_path)}"
+    if run.parse.trace_records is not None:
+        return f"torch trace (TORCH_TRACE): {run.log_path}"
     return f"torch log: {run.log_path}"
 
 

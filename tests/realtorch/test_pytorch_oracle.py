@@ -7,7 +7,9 @@ account of the run (tests/oracle/_truth.py: every compilation-metrics record, pe
 
 Each script runs once through the installed ``guarddiag run``; per function (name, file, line) its
 ``compiles`` must equal torch's compiles (records that compiled, plus those whose compile failed) and
-``len(limit_hits)`` torch's attempts refused at a recompile limit; the totals likewise.
+``len(limit_hits)`` torch's attempts refused at a recompile limit; the totals likewise. torch writes a
+TORCH_TRACE of the same run (``TORCH_TRACE`` passes to the script): ``guarddiag parse`` of it must give
+torch's counts too, and the run's functions field by field (issue #27).
 
 In one pytest process the runs are started ahead of the tests that read them, ``GUARDDIAG_ORACLE_JOBS``
 at a time (default 2), for the scripts that were collected (``-k`` picks fewer). Under pytest-xdist
@@ -53,7 +55,7 @@ def _xdist_workers() -> int:
 
 def _run(script: str, workdir: Path) -> tuple[Path, str]:
     """``guarddiag run`` of one oracle script in WORKDIR; torch's account goes to WORKDIR/truth.json."""
-    env = {"GUARDDIAG_ORACLE_TRUTH": str(workdir / "truth.json"), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {"GUARDDIAG_ORACLE_TRUTH": str(workdir / "truth.json"), "PYTHONDONTWRITEBYTECODE": "1", "TORCH_TRACE": str(workdir / "trace")}
     parallel = _xdist_workers() or _jobs()
     if parallel > 1 and "OMP_NUM_THREADS" not in os.environ:  # parallel runs share the cores, as guarddiag's own do
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // parallel))
@@ -153,3 +155,14 @@ def test_guarddiag_counts_match_torch(script: str, oracle_run):
     expected["(total)"] = (totals["ok"] + totals["failed"], totals["refused"])
     actual["(total)"] = (run["totals"]["compiles"], run["totals"]["limit_hits"])
     assert actual == expected, _table(expected, actual, truth, run)
+
+    if not (workdir / "trace").exists():  # torch opens its trace at its first record: a run that compiled nothing has none
+        assert expected["(total)"] == (0, 0), output
+        return
+    parsed = run_guarddiag("parse", "trace", "--out", "trace.json", "--strict", cwd=workdir)
+    assert parsed.returncode == 0, f"parse of the run's TORCH_TRACE failed\n{parsed.stderr}"
+    traced = json.loads((workdir / "trace.json").read_text(encoding="utf-8"))
+    of_trace = guarddiag_counts(traced, workdir)
+    of_trace["(total)"] = (traced["totals"]["compiles"], traced["totals"]["limit_hits"])
+    assert of_trace == expected, "the TORCH_TRACE: " + _table(expected, of_trace, truth, traced)
+    assert traced["functions"] == run["functions"]

@@ -108,12 +108,19 @@ def trace_dir():
     return shared("torch-trace-of-a-scenario", _trace)[0]
 
 
-@pytest.mark.parametrize("command", [("parse", "{f}"), ("parse", "trace"), ("explain", "{f}"), ("diff", "{f}", "{f}")])
-def test_a_torch_trace_is_named_not_read_as_a_log_that_compiled_nothing(trace_dir, command):
-    # Its glog-prefixed JSON lines are torch lines: parse said "0 compiled functions" and exited 0.
+@pytest.mark.parametrize("command", [("diff", "{f}", "{f}"), ("check", "{f}", "--max-recompiles", "9")])
+def test_a_torch_trace_given_for_a_record_is_named_with_the_commands_that_read_it(trace_dir, command):
     (trace,) = (trace_dir / "trace").iterdir()
     proc = run_guarddiag(*(a.format(f=f"trace/{trace.name}") for a in command), cwd=trace_dir)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     (line,) = proc.stderr.splitlines()
-    assert "TORCH_TRACE structured trace" in line and "does not read traces yet" in line, line
-    assert "0 compiled functions" not in proc.stdout
+    assert "TORCH_TRACE structured trace" in line and "guarddiag parse and explain read it" in line, line
+
+
+@pytest.mark.parametrize("command", [("parse", "{f}"), ("parse", "trace"), ("explain", "{f}")])
+def test_a_torch_trace_is_read_not_as_a_log_that_compiled_nothing(trace_dir, command):
+    # Its glog-prefixed JSON lines are torch lines: parse once said "0 compiled functions" and exited 0.
+    (trace,) = (trace_dir / "trace").iterdir()
+    proc = run_guarddiag(*(a.format(f=f"trace/{trace.name}") for a in command), cwd=trace_dir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 compiled functions" not in proc.stdout and "forward" in proc.stdout, proc.stdout

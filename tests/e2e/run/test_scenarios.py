@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LOGS, SCENARIOS, in_make_test, torch_truth
+from tests.conftest import LOGS, SCENARIOS, in_make_test, run_guarddiag, torch_truth
 from tests.scenario_runs import scenario_run
 
 # Scenario -> {function: categories of the causes that recompiled it} on the pinned torch.
@@ -81,3 +81,9 @@ def test_scenario_counts_match_torch(name, workdir):
     assert causes == EXPECTED_CAUSES[name]
     limit = {f["name"] for f in run["functions"] if f["limit_hit"]}
     assert limit == ({"rollout"} if name == "recompile_limit" else set())
+
+    # The TORCH_TRACE torch wrote in the same run reads as that run, field by field (issue #27).
+    traced = run_guarddiag("parse", "trace", "-f", "json", "--strict", cwd=proc.folder)
+    assert traced.returncode == 0, traced.stderr
+    trace = json.loads(traced.stdout)
+    assert trace["functions"] == run["functions"] and trace["torch_compiles"] == run["torch_compiles"]
