@@ -67,13 +67,15 @@ STEPS: dict[str, Callable[[Path, bool], None]] = {
 }
 
 
-def cpu_median(step: Callable[[Path, bool], None], path: Path, trace: bool, repeats: int) -> tuple[float, list[float]]:
-    times = []
+def cpu_times(step: Callable[[Path, bool], None], trace: Path, log: Path, repeats: int) -> tuple[list[float], list[float]]:
+    """CPU seconds of ``step`` on the trace and on the log, runs interleaved so drifting load hits both alike."""
+    times: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeats):
-        started = time.process_time()
-        step(path, trace)
-        times.append(time.process_time() - started)
-    return statistics.median(times), times
+        for path, is_trace, out in ((trace, True, times[0]), (log, False, times[1])):
+            started = time.process_time()
+            step(path, is_trace)
+            out.append(time.process_time() - started)
+    return times
 
 
 def top_functions(path: Path, top: int) -> list[str]:
@@ -115,8 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "|---|---|---|---|",
     ]
     for name, step in STEPS.items():
-        t_trace, runs_trace = cpu_median(step, trace, True, args.repeats)
-        t_text, runs_text = cpu_median(step, log, False, args.repeats)
+        runs_trace, runs_text = cpu_times(step, trace, log, args.repeats)
+        t_trace, t_text = statistics.median(runs_trace), statistics.median(runs_text)
         lines.append(
             f"| {name} | {t_trace:.3f} s ({', '.join(f'{t:.3f}' for t in runs_trace)}) | "
             f"{t_text:.3f} s ({', '.join(f'{t:.3f}' for t in runs_text)}) | {t_trace / t_text:.2f}x |"
