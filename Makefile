@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test test-slow test-all test-oracle test-inductor test-fast test-transformers fuzz bench bench-explain bench-startup bench-trace lint record-fixtures record-torchrun clean
+.PHONY: help venv demo test test-slow test-all test-oracle test-inductor test-fast test-transformers fuzz bench bench-explain bench-startup bench-trace lint record-fixtures record-traces record-torchrun clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -95,6 +95,15 @@ lint: venv  ## ruff over the package and tests
 
 record-fixtures: venv  ## Re-record tests/fixtures/logs for the venv's torch (PY=python of another torch, see tests/fixtures/logs/README.md)
 	$(BIN)/python tests/fixtures/record_logs.py --python $(or $(PY),$(BIN)/python)
+
+# The trace fixtures' subset (tests/fixtures/traces/README.md says why each one is in).
+TRACE_SCENARIOS := tensor_shape tensor_dtype grad_mode dict_keys global_variable float_hyperparameter fresh_module_instance recompile_limit graph_break no_recompile
+TRACE_SCRIPTS := tests/fixtures/counting/reset_and_failures.py tests/fixtures/counting/limit_raised.py tests/fixtures/stances/printed_fail.py tests/fixtures/causes/module_dict_heads.py tests/fixtures/causes/tensor_aliasing.py tests/fixtures/causes/callable_argument.py
+
+record-traces: venv  ## Re-record tests/fixtures/traces for the venv's torch: TORCH_TRACE folders with the text log of the same run
+	$(BIN)/python tests/fixtures/record_logs.py --python $(or $(PY),$(BIN)/python) --trace $(addprefix --scenario ,$(TRACE_SCENARIOS)) $(addprefix --script ,$(TRACE_SCRIPTS))
+	$(BIN)/python tests/fixtures/record_logs.py --python $(or $(PY),$(BIN)/python) --trace --script tests/fixtures/causes/float_global.py --env GUARDDIAG_FIXTURE_BACKEND=inductor --suffix inductor
+	$(BIN)/python tests/fixtures/distributed/record_torchrun.py --python $(or $(PY),$(BIN)/python) trace_ranks trace_shape2
 
 record-torchrun: venv  ## Re-record the torchrun jobs of tests/fixtures/logs/torch-<v>/torchrun (log dir, console, --tee, two nodes) with torch's counts per rank
 	$(BIN)/python tests/fixtures/distributed/record_torchrun.py --python $(or $(PY),$(BIN)/python)

@@ -37,6 +37,7 @@ def add_stats(a: ParseStats, b: ParseStats) -> ParseStats:
         (*a.unrecognized_samples, *b.unrecognized_samples)[:MAX_SAMPLES],
         tuple(dict.fromkeys((*a.unidentified_frames, *b.unidentified_frames))),
         trace_records=None if a.trace_records is None and b.trace_records is None else (a.trace_records or 0) + (b.trace_records or 0),
+        trace_gaps=tuple(dict.fromkeys((*a.trace_gaps, *b.trace_gaps))),
     )
 
 

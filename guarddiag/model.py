@@ -366,6 +366,8 @@ class ParseStats:
     paste_messages: int | None = None
     # Read from a TORCH_TRACE (torch's structured records, not its text log): how many records; None for a log.
     trace_records: int | None = None
+    # What the TORCH_TRACE's torch version does not record (TRACE_GAPS), so the counts cannot show it.
+    trace_gaps: tuple[str, ...] = ()
 
 
 # Kinds of module hooks guarddiag watches (LateHook.kind): nn.Module.register_<kind>_hook.
@@ -391,6 +393,9 @@ class LateHook:
     traced: int
 
 
+# What a TORCH_TRACE may not record (ParseStats.trace_gaps): ``limit_refusals``, the calls refused at a recompile
+# limit (torch < 2.5 writes nothing of them).
+TRACE_GAPS = ("limit_refusals",)
 # How several processes' logs were read (Job.read_as): the run folder of a job guarddiag ran, a
 # torchrun --log-dir, per-rank files, files read as pieces of one log, records of one job's nodes,
 # records of several jobs (a CI matrix).

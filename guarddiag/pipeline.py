@@ -98,8 +98,11 @@ class LogReader:
             self.builder.add_ledger(self.parser.records)
         functions, unnamed = self.builder.functions()
         c = self.parser.counters
-        records = self.parser.envelopes if isinstance(self.parser, TraceParser) else None
-        return functions, ParseStats(c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed, trace_records=records)
+        trace = self.parser if isinstance(self.parser, TraceParser) else None
+        return functions, ParseStats(
+            c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed,
+            trace_records=trace.envelopes if trace else None, trace_gaps=trace.gaps() if trace else (),
+        )
 
     def snapshot(self) -> LogReader:
         """A copy to finish while this one goes on reading (``on_event`` is shared, not copied)."""

@@ -29,6 +29,7 @@ from guarddiag.model import (
     NAMED_BY,
     REFUSING_STANCES,
     SCHEMA,
+    TRACE_GAPS,
     Cause,
     CompiledFor,
     DictKeys,
@@ -103,6 +104,7 @@ def run_to_dict(run: Run, rank_divergence: list[dict[str, object]]) -> dict[str,
             **({"paste_messages": run.parse.paste_messages} if run.parse.paste_messages is not None else {}),
             # Only a TORCH_TRACE's record has it.
             **({"trace_records": run.parse.trace_records} if run.parse.trace_records is not None else {}),
+            **({"trace_gaps": list(run.parse.trace_gaps)} if run.parse.trace_gaps else {}),
         },
         # Only a job read from several logs or records has it: a record of one log is unchanged.
         **({"job": _job_dict(run.job)} if run.job is not None else {}),
@@ -264,6 +266,7 @@ def _run(data: dict) -> Run:
             tuple(FrameId.parse(i) for i in _strings(p.get("unidentified_frames", []), "parse.unidentified_frames")),
             _whole(p.get("paste_messages"), "parse.paste_messages", optional=True),
             _whole(p.get("trace_records"), "parse.trace_records", optional=True),
+            tuple(g for g in _strings(p.get("trace_gaps", []), "parse.trace_gaps") if g in TRACE_GAPS),
         ),
         torch_version=_str(data.get("torch_version"), "torch_version", optional=True),
         exit_code=_whole(data.get("exit_code"), "exit_code", optional=True),

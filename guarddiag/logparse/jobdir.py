@@ -97,7 +97,8 @@ _TRACE_RANK = re.compile(rf"{TRACE_PREFIX}rank_(\d+)_")
 def trace_layout(paths: Sequence[str]) -> Layout | None:
     """The processes of TORCH_TRACE inputs (files, or a folder ``TORCH_TRACE=DIR`` wrote), a file each;
     None when no input is a trace. A process is named by the rank in its file's name, else (several
-    files) by its place; a lone file without a rank is the main process. Traces and logs given together
+    files) by the rank its records name, else by its place; a lone file without a rank in its name is
+    the main process. Traces and logs given together
     are refused: they are read by different readers, and which run a log belongs to is not known."""
     paths = _once(paths)
     files: list[Path] = []
@@ -129,17 +130,39 @@ def trace_layout(paths: Sequence[str]) -> Layout | None:
     processes = []
     for position, file in enumerate(files, start=1):
         m = _TRACE_RANK.match(file.name)
-        if m is not None:
-            processes.append(ProcessFiles((str(file),), Process.of_rank(int(m[1])), int(m[1]), None, "file"))
+        rank = int(m[1]) if m is not None else _record_rank(file) if len(files) > 1 else None
+        if rank is not None:
+            processes.append(ProcessFiles((str(file),), Process.of_rank(rank), rank, None, "file"))
         elif len(files) == 1:
             processes.append(ProcessFiles((str(file),), MAIN_PROCESS, None, None, "position"))
         else:
             processes.append(ProcessFiles((str(file),), Process(LOG, position), None, None, "position"))
+    processes.sort(key=lambda p: p.process)
     named = [p.process for p in processes]
     if len(set(named)) < len(named):
         twice = next(p for p in named if named.count(p) > 1)
         raise InputError(f"two TORCH_TRACE files of {twice} among the inputs; give the traces of one run")
     return Layout("trace", tuple(processes))
+
+
+# A record's rank (torch adds it to every envelope once torch.distributed is initialized): in a record's line,
+# never in a payload line (those begin with a tab).
+_RECORD_RANK = re.compile(rb'^[VIWEF]\d{4} .*?\] \{".*?, "rank": (\d+)[,}]')
+
+
+def _record_rank(path: Path) -> int | None:
+    """The rank a trace's records name, for a file torch named before torch.distributed was initialized
+    (its first records compiled before ``init_process_group``); None when no record names one."""
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                if line[:1] != b"\t" and b'"rank": ' in line:
+                    m = _RECORD_RANK.match(line)
+                    if m is not None:
+                        return int(m[1])
+    except OSError:
+        return None
+    return None
 
 
 def is_trace(path: Path) -> bool:

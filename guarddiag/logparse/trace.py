@@ -39,6 +39,7 @@ from guarddiag.logparse.events import (
     CompileSeen,
     Event,
     FrameNamed,
+    GraphBreakSeen,
     GuardFailure,
     GuardListing,
     LimitWarning,
@@ -94,6 +95,9 @@ class TraceParser:
         self.counters = ParseCounters()
         # Records read (each envelope line), whatever their kind.
         self.envelopes = 0
+        # What torch's version recorded, for what the trace cannot show: a recompile's reasons (torch >= 2.5),
+        # the dynamo config of an attempt (>= 2.6), and whether anything recompiled at all.
+        self._saw_reasons = self._saw_config = self._saw_recompile = False
         self.records: list[CompileRecord] = []
         # Kinds known and not read, by count (what a trace holds besides what guarddiag reads).
         self.skipped: dict[str, int] = {}
@@ -110,26 +114,50 @@ class TraceParser:
         self._listed: set[tuple] = set()
         self._seen: set[tuple] = set()
         self._frames: dict[tuple[int, int | None, int | None], tuple[str, str, int | None]] = {}
+        # The flat listings (dynamo_guards) of compiles whose guard tree has not come.
+        self._flat: dict[tuple, GuardListing] = {}
+        # Compiles whose dynamo_start did not name their code (torch < 2.5): their metrics name it.
+        self._unnamed: set[tuple] = set()
+        # Whether the trace has graph-break records (torch >= 2.6); before, restart reasons say them.
+        self._break_records = False
         # The file of the code that called each compile's function (its record takes it).
         self._callers: dict[tuple, str | None] = {}
         # Failing guards read for a compile, held until its code is named (its dynamo_start follows).
         self._reasons: dict[tuple, tuple[GuardFailure, ...]] = {}
 
     def parse(self, lines: Iterable[str]) -> Iterator[Event]:
-        """Every event of a whole trace, in its order."""
+        """Every event of a whole trace, in its order. Payload lines, most of a trace (graphs, code, timing
+        events), are the hot path: counted and passed over unless their record reads them, and a guard
+        tree's lines taken as the log parser's hot path takes them (a counting parse keeps few kinds)."""
+        counters = self.counters
         feed = self.feed
+        skippable: frozenset[str] | None = None
+        keep_raw = None
         for line in lines:
-            if line[:1] == "\t":  # a payload line: the hot path
-                self.counters.lines += 1
-                self.counters.torch_lines += 1
-                if self._block is not None:
-                    self._block.feed(line[1:].rstrip("\r\n"))
-                elif self._payload is not None:
-                    self._payload.append(line[1:].rstrip("\r\n"))
+            if line[:1] != "\t":
+                events = feed(line)
+                block = self._block
+                skippable = block.skippable if isinstance(block, GuardBlock) else None
+                keep_raw = block.keep_raw if skippable is not None else None
+                if events:
+                    yield from events
                 continue
-            events = feed(line)
-            if events:
-                yield from events
+            counters.lines += 1
+            counters.torch_lines += 1
+            if skippable is not None:
+                start = line.find("+- ")
+                if start >= 0 and line[1] in "+|":  # a tree line, as TreeReader.feed tells them
+                    end = line.find(":", start + 3)
+                    label = line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()
+                    if label not in skippable:
+                        continue
+                    if end > start + 3:
+                        keep_raw(label, line[end + 1 :].strip())  # type: ignore[misc]
+                        continue
+            if self._block is not None:
+                self._block.feed(line[1:].rstrip("\r\n"))
+            elif self._payload is not None:
+                self._payload.append(line[1:].rstrip("\r\n"))
         yield from self.finish()
 
     def feed(self, raw: str) -> list[Event]:
@@ -177,13 +205,33 @@ class TraceParser:
     def finish(self) -> list[Event]:
         """The events of the last record and of compiles whose code was never named."""
         out = self._end_record()
-        for key, failures in self._reasons.items():
-            cid = self._cid(key)
-            name, file, line = self._frames.get(self._frame_key(key), ("", "", None))
+        out += self._flat.values()
+        self._flat.clear()
+        return out + self._orphans(None)
+
+    def _orphans(self, key: tuple | None) -> list[Event]:
+        """Reasons read for compiles other than ``key`` that never started: torch writes a compile's reasons
+        just before its ``dynamo_start``, so those calls were refused at a recompile limit (torch 2.5 records
+        nothing else of them; 2.6+ record the refusal's metrics right after, which take the reasons first).
+        At the end of the trace (``key`` None), a process killed before it compiled leaves reasons too:
+        they are a recompile announced, as in a cut log."""
+        out: list[Event] = []
+        for other in [k for k in self._reasons if k != key]:
+            failures = self._reasons.pop(other)
+            cid = self._cid(other)
+            name, file, line = self._frames.get(self._frame_key(other), ("", "", None))
             out.extend(self._seen_compile(cid))
             out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
-        self._reasons.clear()
+            if key is not None:
+                last = f"{failures[0].cache_entry.text}: {failures[0].text}" if failures and failures[0].cache_entry else ""
+                out.append(LimitWarning(cid, "", None, name, file, line, last, self._process))
         return out
+
+    def gaps(self) -> tuple[str, ...]:
+        """What this trace cannot show, by torch's version (:data:`~guarddiag.model.TRACE_GAPS`): a trace
+        that recompiled without a single reason record nor a dynamo config is torch < 2.5's, which records
+        no call refused at a recompile limit."""
+        return ("limit_refusals",) if self._saw_recompile and not self._saw_reasons and not self._saw_config else ()
 
     # One record's envelope.
 
@@ -197,14 +245,15 @@ class TraceParser:
                     self._torch_dir = _torch_dir(body[0])
             return []
         if kind == "dynamo_start":
-            return self._start(key, body)
+            return (self._orphans(key) if self._reasons else []) + self._start(key, body)
         if kind == "compilation_metrics":
-            return self._metrics(key, body)
+            return (self._orphans(key) if self._reasons else []) + self._metrics(key, body)
         if key is None:
             return []
         cid = self._cid(key)
         if kind == "dynamo_cpp_guards_str":
             self._listed.add(self._gen_key(key))
+            self._flat.pop(key, None)  # the tree is the listing the log prints
             self._block = GuardBlock(cid, self._process, self._keep_guards, self._locations, self._seen_guards)
             return self._seen_compile(cid)
         if kind == "dynamo_guards":
@@ -214,8 +263,10 @@ class TraceParser:
         if kind == "artifact":
             name = body.get("name") if isinstance(body, dict) else None
             if name == _GRAPH_BREAK:
+                self._break_records = True
                 self._on_payload, self._payload = (_GRAPH_BREAK, envelope), []
             elif name == _RECOMPILE_REASONS:
+                self._saw_reasons = True
                 self._on_payload, self._payload = (_RECOMPILE_REASONS, envelope), []
             return []
         if kind == "create_symbol" and isinstance(body, dict):
@@ -252,7 +303,8 @@ class TraceParser:
                 block.feed(text)
             out.extend(block.close())
         elif what == "dynamo_guards":
-            out.append(GuardListing(cid, _flat_guards(payload, self._keep_guards), process=self._process))
+            # Held until the compile ends: a guard tree of the same compile (torch 2.4+) is the listing instead.
+            self._flat[key] = GuardListing(cid, _flat_guards(payload, self._keep_guards), process=self._process)
         return out
 
     def _start(self, key: tuple | None, body: object) -> list[Event]:
@@ -267,14 +319,25 @@ class TraceParser:
             gen_key = self._gen_key(key)
         self._started.add(gen_key)
         stack = body.get("stack")
-        top = stack[-1] if isinstance(stack, list) and stack and isinstance(stack[-1], dict) else {}
-        name = top.get("name") if isinstance(top.get("name"), str) else ""
+        stack = [f for f in stack if isinstance(f, dict)] if isinstance(stack, list) else []
+        top = stack[-1] if stack else {}
         file = self._file(top)
-        line = top.get("line") if isinstance(top.get("line"), int) else None
-        self._frames[self._frame_key(key)] = (name, file, line)
-        self._callers[key[:3]] = self._caller(stack[:-1]) if isinstance(stack, list) else None
         cid = self._cid(key)
         out = self._seen_compile(cid)
+        if self._torch_dir is not None and file.startswith(self._torch_dir + os.sep):
+            # torch < 2.5 ends the stack in its own convert_frame: the code compiled is named by its metrics.
+            self._callers[key[:3]] = self._caller(stack)
+            self._unnamed.add(key[:3])
+            return out
+        name = top.get("name") if isinstance(top.get("name"), str) else ""
+        line = top.get("line") if isinstance(top.get("line"), int) else None
+        self._callers[key[:3]] = self._caller(stack[:-1])
+        return out + self._named(key, cid, name, file, line)
+
+    def _named(self, key: tuple, cid: CompileId | None, name: str, file: str, line: int | None) -> list[Event]:
+        """A compile's code named: its frame's name, and the recompile announced for it."""
+        self._frames[self._frame_key(key)] = (name, file, line)
+        out: list[Event] = []
         failures = self._reasons.pop(key, None)
         if failures is not None:
             out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
@@ -286,32 +349,50 @@ class TraceParser:
             return []
         text = body.get("compile_id")
         limits = _limits(body)
+        self._saw_config = self._saw_config or "dynamo_config" in body
+        self._saw_recompile = self._saw_recompile or (key is not None and (key[2] or 0) > 0)
         cid = self._cid(key) if key is not None else CompileId.parse(text, self._process) if isinstance(text, str) else None
+        time = body.get("entire_frame_compile_time_s")
+        if time is None and body.get("has_guarded_code") is False:  # torch 2.2-2.4 time a failed attempt apart
+            time = body.get("dynamo_time_before_restart_s")
+        contexts = body.get("recompile_user_contexts")
         record = CompileRecord(
             cid,
             _text(body.get("co_name")),
             _text(body.get("co_filename")),
             _whole(body.get("co_firstlineno")),
-            _text(body.get("fail_type")),
-            (str(body["fail_reason"]).strip().splitlines() or [""])[0][:300] if body.get("fail_reason") else "",
-            _seconds(body.get("entire_frame_compile_time_s")) if body.get("entire_frame_compile_time_s") is not None
-            else _seconds(body.get("dynamo_time_before_restart_s")) if body.get("has_guarded_code") is False else None,
-            limits.get("recompile_limit", limits.get("cache_size_limit")),
+            fail_type=_text(body.get("fail_type")),
+            reason=(str(body["fail_reason"]).strip().splitlines() or [""])[0][:300] if body.get("fail_reason") else "",
+            compile_s=_seconds(time),
+            recompile_limit=limits.get("recompile_limit", limits.get("cache_size_limit")),
             # A restarted attempt's metrics come under its attempt number; the call was the first attempt's.
-            self._callers.pop(key[:3], None) if key is not None else None,
-            _text(body.get("recompile_reason")),
-            _whole(body.get("guard_count")),
-            _seconds(body.get("guard_latency_us")),
-            _whole(body.get("cache_size")),
-            _whole(body.get("accumulated_cache_size")),
-            tuple(str(c) for c in body["recompile_user_contexts"]) if isinstance(body.get("recompile_user_contexts"), list) else None,
-            _whole(body.get("num_graph_breaks")),
+            caller=self._callers.pop(key[:3], None) if key is not None else None,
+            recompile_reason=_text(body.get("recompile_reason")),
+            guard_count=_whole(body.get("guard_count")),
+            guard_latency_us=_seconds(body.get("guard_latency_us")),
+            cache_size=_whole(body.get("cache_size")),
+            accumulated_cache_size=_whole(body.get("accumulated_cache_size")),
+            user_contexts=tuple(str(c) for c in contexts) if isinstance(contexts, list) else None,
+            graph_breaks=_whole(body.get("num_graph_breaks")),
         )
         self.records.append(record)
+        out: list[Event] = []
+        flat = self._flat.pop(key, None) if key is not None else None
+        if flat is not None:
+            out.append(flat)
+        if key is not None and key[:3] in self._unnamed and record.name is not None:
+            self._unnamed.discard(key[:3])
+            first = (key[0], key[1], key[2], 0)
+            out += self._named(first, self._cid(first), record.name, record.file or "", record.line)
+        if key is not None and key[3] > 0 and not self._break_records and isinstance(body.get("restart_reasons"), list):
+            # torch < 2.6 writes no graph-break record: a restarted attempt's reasons are its graph breaks.
+            first_cid = self._cid((key[0], key[1], key[2], 0))
+            out += [GraphBreakSeen(first_cid, "", str(r).strip().split("\n")[0], True, self._process)
+                    for r in body["restart_reasons"][:1] if str(r).strip()]
         # A call refused at a recompile limit: torch records no code object for it, and no dynamo_start named it.
         if key is None or record.name is not None or self._gen_key(key) in self._started:
-            return []
-        out = self._seen_compile(cid)
+            return out
+        out += self._seen_compile(cid)
         name, file, line = self._frames.get(self._frame_key(key), ("", "", None))
         failures = self._reasons.pop(key, None)
         if failures is not None:

@@ -19,8 +19,8 @@ _READ = {
     "of their own ([rankN]: prefixes)",
     "nodes": "merged {records} records as the nodes of one job: global ranks are kept, other processes are labelled by record",
     "jobs": "merged {records} records as separate jobs (--jobs, a CI matrix): every process is labelled by its record",
-    "trace": "read {n} TORCH_TRACE files, a process each: named by the rank in the file's name (torch writes it once "
-    "torch.distributed is initialized), else by its place",
+    "trace": "read {n} TORCH_TRACE files, a process each: named by the rank in the file's name or in its records (torch "
+    "writes it once torch.distributed is initialized), else by its place",
 }
 
 

@@ -78,9 +78,11 @@ def headline(report: RunReport) -> str:
     # Only a run whose script used a stance that refuses to recompile counts the calls it refused.
     refused = f", {run.refused_calls} calls refused by a compiler stance" if run.stances else ""
     refused += " (not all countable: see the warning)" if report.uncounted_stances else ""
+    # A trace whose torch records no refusal cannot say 0: it does not know (parse_note says why).
+    limits = "recompile-limit hits not recorded" if "limit_refusals" in run.parse.trace_gaps else f"{run.limit_hits} recompile-limit hits"
     return (
         f"{len(run.functions)} compiled functions{where}, {run.compiles} compiles, {run.recompiles} recompiles, "
-        f"{run.limit_hits} recompile-limit hits{refused}, {run.graph_breaks} graph breaks ({torch})"
+        f"{limits}{refused}, {run.graph_breaks} graph breaks ({torch})"
     )
 
 
@@ -156,6 +158,11 @@ def parse_note(report: RunReport) -> str | None:
     notes = []
     if run.parse.unrecognized:
         notes.append(f"{run.parse.unrecognized} torch log lines not understood (see `parse` in --format json)")
+    if "limit_refusals" in run.parse.trace_gaps:
+        notes.append(
+            "this TORCH_TRACE comes from torch < 2.5, which records no call refused at a recompile limit: limit hits are "
+            "not counted (the text log of the same run shows them)"
+        )
     if run.parse.unidentified_frames:
         notes.append(
             f"{len(run.parse.unidentified_frames)} frames not named in the log "

@@ -1,6 +1,7 @@
 """The repository does not know the machine it was written on.
 
-Recorded fixtures name only the neutral roots that tests/fixtures/record_logs.py writes, and no tracked
+Recorded fixtures (text logs and TORCH_TRACE folders) name only the neutral roots that
+tests/fixtures/record_logs.py writes, and no tracked
 file names this checkout's own directory (a path that means nothing in a contributor's clone, a user's
 CI or a package).
 """
@@ -21,12 +22,17 @@ from tests.fixtures.record_logs import NEUTRAL_BASE, NEUTRAL_LOGS, NEUTRAL_VENV,
 ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?:[\w.+-]+/)+[\w.+-]*")
 NEUTRAL = (NEUTRAL_PROJECT, NEUTRAL_VENV, NEUTRAL_BASE, NEUTRAL_LOGS)
 RECORDED = sorted(
-    [*(p for pattern in ("logs/torch-*/**/*", "flips/torch-*/**/*") for p in FIXTURES.glob(pattern) if p.is_file()),
+    [*(p for pattern in ("logs/torch-*/**/*", "flips/torch-*/**/*", "traces/torch-*/**/*") for p in FIXTURES.glob(pattern) if p.is_file()),
      *FIXTURES.glob("flags/*.json")]
 )
 
 
+# JSON's escapes (a trace's payloads and metadata, truth files): a path right after "\n" is a path all the same.
+JSON_ESCAPE = re.compile(r'\\[nrt"]')
+
+
 def _machine_paths(text: str) -> list[str]:
+    text = JSON_ESCAPE.sub(" ", text)
     return sorted({m.group() for m in ABSOLUTE.finditer(text)
                    if not any(m.group() == root or m.group().startswith(root + "/") for root in NEUTRAL)})
 
@@ -46,6 +52,8 @@ def test_the_check_finds_a_machine_path():
     assert _machine_paths(line) == ["/srv/ci/checkout/scenarios/x.py"]
     assert _machine_paths(f'File "{NEUTRAL_PROJECT}/scenarios/x.py" in {NEUTRAL_PROJECT}') == []
     assert _machine_paths(f"{NEUTRAL_PROJECT}-old/x.py") == [f"{NEUTRAL_PROJECT}-old/x.py"]
+    trace_line = '{"str": ["/srv/ci/a.py", 0]} {"stack_trace": "x\\n/srv/ci/b.py:3\\t\\"/srv/ci/c.py\\""}'
+    assert _machine_paths(trace_line) == ["/srv/ci/a.py", "/srv/ci/b.py", "/srv/ci/c.py"]
 
 
 def test_recording_rewrites_nested_roots_longest_first():
