@@ -34,12 +34,14 @@ class Finding:
     report value of the run of a ``script_failed`` (its gaps and uncounted processes say why);
     ``allowed`` and ``baseline`` the numbers a regression or improvement was measured against
     (``baseline`` None: not in it), for a ``refused`` the calls a compiler stance refused to recompile;
-    ``categories`` what a ``new_cause`` adds.
+    ``categories`` what a ``new_cause`` adds. ``limits_unknown``: the record of a TORCH_TRACE whose torch
+    records no call refused at a recompile limit, whose limit hits are not checked (shown, not failing).
     A ``rank_divergence`` is about the function as the first rank that did not behave as most did
     compiled it, ``divergence`` the whole comparison; it fails only under ``fail_on_rank_divergence``
     (``gating`` False: shown, not failing)."""
 
-    kind: str  # regression | limit_hit | refused | new_cause | script_failed | rank_divergence | improvement | gone
+    # regression | limit_hit | refused | new_cause | script_failed | rank_divergence | improvement | gone | limits_unknown
+    kind: str
     script: str
     file: str
     line: int | None
@@ -175,6 +177,8 @@ def evaluate(
         script = baseline.script(path) if baseline else None
         if baseline is not None and script is None:
             findings.append(Finding("gone", path, path, None))
+        if "limit_refusals" in run.parse.trace_gaps:  # a trace whose torch records no refusal: hits cannot be checked
+            findings.append(Finding("limits_unknown", path, path, None))
         ordered = [(f, relative_file(f.file, settings.root)) for f in sorted(run.functions, key=report_order)]
         matches = _match(ordered, script)
         seen = {b.key for b in matches.values()}

@@ -78,7 +78,7 @@ def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
                     _seconds(raw.get("compile_s")),
                     _whole(raw.get("recompile_limit")),
                     _text(raw.get("caller")),
-                    _text(raw.get("recompile_reason")),
+                    recompile_reason(raw.get("recompile_reason")),
                     _whole(raw.get("guard_count")),
                     _seconds(raw.get("guard_latency_us")),
                     _whole(raw.get("cache_size")),
@@ -162,7 +162,22 @@ def _text(value: object) -> str | None:
 
 
 def _texts(value: object) -> tuple[str, ...] | None:
-    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else None
+    return user_contexts(value)
+
+
+# What of torch's recompile_reason a record keeps: the child's ledger cuts it there (its own copy of the
+# figure: it imports nothing of guarddiag), and a trace's is cut alike, so both give the same record.
+RECOMPILE_REASON_CHARS = 4000
+
+
+def recompile_reason(value: object) -> str | None:
+    """torch's ``recompile_reason`` as a record keeps it (None: none, or not text)."""
+    return value[:RECOMPILE_REASON_CHARS] if isinstance(value, str) and value else None
+
+
+def user_contexts(value: object) -> tuple[str, ...] | None:
+    """torch's ``recompile_user_contexts`` (a set, written as a list) in a stable order; None when not a list."""
+    return tuple(sorted(v for v in value if isinstance(v, str))) if isinstance(value, list) else None
 
 
 def _seconds(value: object) -> float | None:

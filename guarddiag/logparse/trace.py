@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from guarddiag.ids import CACHE_ENTRY, MAIN_PROCESS, CompileId, Process
-from guarddiag.ledger import CompileRecord
+from guarddiag.ledger import CompileRecord, recompile_reason, user_contexts
 from guarddiag.logparse.blocks import STACK_FRAME, STACK_TEXT, GraphBreakBlock, GuardBlock
 from guarddiag.logparse.events import (
     CompileSeen,
@@ -63,7 +63,10 @@ KNOWN_KINDS = frozenset({
     "graph_dump", "link", "symbolic_shape_specialization", "propagate_real_tensors_provenance", "guard_added",
     "create_unbacked_symbol", "create_symbol", "expression_created", "missing_fake_kernel", "mismatched_fake_kernel",
     "artifact", "memoizer_artifacts", "describe_storage", "describe_tensor", "describe_source", "dump_file",
-    "chromium_event", "guard_added_fast", "exported_program", "unbacked_symbol_created",
+    "chromium_event", "guard_added_fast", "exported_program", "unbacked_symbol_created", "inductor_input_graph", "export",
+    "guard_on_data_dependent_error", "propagate_real_tensors",
+    # torch's metrics of a backward compile, and of work done at run time (autotuning): no compile attempt of a frame.
+    "compilation_metrics_runtime", "bwd_compilation_metrics_runtime",
 })
 # The kinds decoded here (the others are counted and skipped unread).
 _READ = frozenset({
@@ -355,7 +358,6 @@ class TraceParser:
         time = body.get("entire_frame_compile_time_s")
         if time is None and body.get("has_guarded_code") is False:  # torch 2.2-2.4 time a failed attempt apart
             time = body.get("dynamo_time_before_restart_s")
-        contexts = body.get("recompile_user_contexts")
         record = CompileRecord(
             cid,
             _text(body.get("co_name")),
@@ -367,12 +369,12 @@ class TraceParser:
             recompile_limit=limits.get("recompile_limit", limits.get("cache_size_limit")),
             # A restarted attempt's metrics come under its attempt number; the call was the first attempt's.
             caller=self._callers.pop(key[:3], None) if key is not None else None,
-            recompile_reason=_text(body.get("recompile_reason")),
+            recompile_reason=recompile_reason(body.get("recompile_reason")),
             guard_count=_whole(body.get("guard_count")),
             guard_latency_us=_seconds(body.get("guard_latency_us")),
             cache_size=_whole(body.get("cache_size")),
             accumulated_cache_size=_whole(body.get("accumulated_cache_size")),
-            user_contexts=tuple(str(c) for c in contexts) if isinstance(contexts, list) else None,
+            user_contexts=user_contexts(body.get("recompile_user_contexts")),
             graph_breaks=_whole(body.get("num_graph_breaks")),
         )
         self.records.append(record)

@@ -113,6 +113,9 @@ def finding_message(f: Finding) -> str:
         why = script_outcome(run) if run.status != "ok" else capture_gap(run, f.report.gaps) or _too_low(f.report)
         log = f"; {logs_at(run)}" if run.log_path else ""
         return f"{f.script}: {why}; not compared with the baseline{log}"
+    if f.kind == "limits_unknown":
+        return (f"{f.script}: read from a TORCH_TRACE of torch < 2.5, which records no call refused at a recompile limit: "
+                "its limit hits are not checked (check the run's text log, or run the script with `guarddiag check`)")
     if f.function is None:
         if f.kind == "gone" and f.name:
             return f"{place_label(f.name, f.file, f.line)}: in the baseline, not compiled in this run"

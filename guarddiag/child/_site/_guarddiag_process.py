@@ -37,6 +37,7 @@ Sink = Callable[[dict], None]
 _SINKS: list[Sink] = []
 _REASON_CHARS = 300
 # torch's recompile_reason holds the guard, its source line and (torch >= 2.11) the user stack under it.
+# The same figure as guarddiag.ledger.RECOMPILE_REASON_CHARS (a trace's reason is cut there too).
 _RECOMPILE_REASON_CHARS = 4000
 
 

@@ -76,3 +76,4 @@ def test_a_24_trace_names_each_function_though_its_start_record_ends_in_torch():
     assert sorted(f.name for f in run.functions) == ["forward", "torch_dynamo_resume_in_forward_at_31"]
     (forward,) = [f for f in run.functions if f.name == "forward"]
     assert len(forward.graph_breaks) == 2 and "print" in forward.graph_breaks[0].reason  # from its restart reasons
+
