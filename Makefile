@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test test-slow test-all test-oracle test-inductor test-fast test-transformers fuzz bench bench-explain bench-startup lint record-fixtures record-traces record-torchrun clean
+.PHONY: help venv demo test test-slow test-all test-oracle test-inductor test-fast test-transformers fuzz bench bench-explain bench-startup bench-trace lint record-fixtures record-traces record-torchrun clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -83,6 +83,12 @@ bench-explain: venv  ## explain scaling over model size (issue 18); appends to b
 bench-startup: venv  ## Start-up of `guarddiag version` and `parse` (wall, CPU, imports; median of 21, issue 12); appends to bench/results.md
 	$(BIN)/python -m compileall -q guarddiag
 	$(BIN)/python bench/startup.py $(BENCH_ARGS)
+
+bench-trace: venv  ## guarddiag on a TORCH_TRACE vs tlparse on the same file, recorded run and 1 GiB (issue 27 §3); appends to bench/results.md
+	$(BIN)/pip install -q -e ".[bench]"
+	test -f bench/data/model.log -a -d bench/data/trace || $(BIN)/python bench/make_model_log.py
+	$(BIN)/python -m compileall -q guarddiag
+	$(BIN)/python bench/trace_bench.py $(BENCH_ARGS)
 
 lint: venv  ## ruff over the package and tests
 	$(BIN)/ruff check guarddiag tests

@@ -1,4 +1,4 @@
-"""Run one command and write its wall time, peak RSS and exit code as JSON: ``_measure.py OUT TIMEOUT CMD...``.
+"""Run one command and write its wall time, CPU time, peak RSS and exit code as JSON: ``_measure.py OUT TIMEOUT CMD...``.
 
 run_bench starts this small process, which forks the command. The fork matters: Linux counts
 the RSS of the process that *spawned* a command into that command's ``ru_maxrss`` (the spawning
@@ -28,7 +28,12 @@ def main() -> None:
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - started
     signal.setitimer(signal.ITIMER_REAL, 0)
-    record = {"wall_s": wall, "maxrss_kib": usage.ru_maxrss, "exit_code": os.waitstatus_to_exitcode(status)}
+    record = {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,  # steadier than wall time when other work shares the cores
+        "maxrss_kib": usage.ru_maxrss,
+        "exit_code": os.waitstatus_to_exitcode(status),
+    }
     with open(out, "w", encoding="utf-8") as fh:
         json.dump(record, fh)
 

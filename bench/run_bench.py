@@ -58,10 +58,11 @@ class BenchError(Exception):
 
 @dataclass(frozen=True)
 class Sample:
-    """One finished subprocess: wall time and the peak RSS of that process alone."""
+    """One finished subprocess: wall time, the peak RSS of that process alone, its CPU time (user + system)."""
 
     wall_s: float
     maxrss_mib: float
+    cpu_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def measure(cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] 
             tail = stderr.read().decode(errors="replace").strip().splitlines()[-6:] or ["(nothing on stderr)"]
             why = "killed after --timeout" if record["exit_code"] == -signal.SIGKILL else f"exited {record['exit_code']}"
             raise BenchError(f"`{' '.join(cmd)}` {why} after {record['wall_s']:.1f} s:\n    " + "\n    ".join(tail))
-    return Sample(record["wall_s"], record["maxrss_kib"] / 1024)
+    return Sample(record["wall_s"], record["maxrss_kib"] / 1024, record["cpu_s"])
 
 
 def repeat(times: int, run: Callable[[], Sample]) -> list[Sample]:
