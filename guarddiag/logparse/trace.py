@@ -136,8 +136,20 @@ class TraceParser:
         feed = self.feed
         skippable: frozenset[str] | None = None
         keep_raw = None
+        skipped = self.skipped
         for line in lines:
             if line[:1] != "\t":
+                # Most records of a trace describe a tensor to tlparse (describe_tensor, _storage, _source): with
+                # no record open they end nothing, and are counted without framing or decoding.
+                at = line.find('] {"describe_') if self._block is None and self._on_payload is None else -1
+                if at > 0:
+                    kind = line[at + 4 : line.find('"', at + 4)]
+                    counters.lines += 1
+                    counters.torch_lines += 1
+                    self.envelopes += 1
+                    skipped[kind] = skipped.get(kind, 0) + 1
+                    skippable = keep_raw = None
+                    continue
                 events = feed(line)
                 block = self._block
                 skippable = block.skippable if isinstance(block, GuardBlock) else None
