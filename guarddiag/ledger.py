@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guarddiag.ids import CompileId, FrameId
-from guarddiag.model import FailedCompile, FunctionSummary
+from guarddiag.model import FailedCompile, FunctionSummary, TorchMetrics
 from guarddiag.wrapped import frame_package
 
 
@@ -37,21 +37,9 @@ class CompileRecord:
     recompile_limit: int | None = None
     # The file of the code that called the function being compiled (None: not known, or an older ledger).
     caller: str | None = None
-    # torch's own account of the attempt, None where the torch version or the ledger kept none:
-    # the first failing guard torch printed for the newest cache entry (``recompile_reason``, torch >= 2.7),
-    recompile_reason: str | None = None
-    # the guards the installed entry holds and the microseconds torch measured one evaluation of its tree
-    # take (``guard_count``; ``guard_latency_us``, torch >= 2.7),
-    guard_count: int | None = None
-    guard_latency_us: float | None = None
-    # the function's cache entries when the attempt began, and the entries of every frame with its code
-    # (``cache_size``, ``accumulated_cache_size``),
-    cache_size: int | None = None
-    accumulated_cache_size: int | None = None
-    # what the script's own recompile-context hooks returned (``recompile_user_contexts``, torch >= 2.9),
-    user_contexts: tuple[str, ...] | None = None
-    # and the graph breaks of the attempt (``num_graph_breaks``).
-    graph_breaks: int | None = None
+    # torch's own figures for the attempt (recompile reason, guard count and latency, cache sizes, user
+    # contexts, graph breaks; compile id as torch wrote it): None where the torch or the ledger kept none.
+    torch: TorchMetrics | None = None
 
 
 def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
@@ -78,13 +66,11 @@ def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
                     _seconds(raw.get("compile_s")),
                     _whole(raw.get("recompile_limit")),
                     _text(raw.get("caller")),
-                    recompile_reason(raw.get("recompile_reason")),
-                    _whole(raw.get("guard_count")),
-                    _seconds(raw.get("guard_latency_us")),
-                    _whole(raw.get("cache_size")),
-                    _whole(raw.get("accumulated_cache_size")),
-                    _texts(raw.get("user_contexts")),
-                    _whole(raw.get("graph_breaks")),
+                    torch_figures(
+                        CompileId.parse(str(raw["compile_id"])), raw.get("recompile_reason"), raw.get("guard_count"),
+                        raw.get("guard_latency_us"), raw.get("cache_size"), raw.get("accumulated_cache_size"),
+                        raw.get("user_contexts"), raw.get("graph_breaks"),
+                    ),
                 )
             )
     return tuple(records)
@@ -161,23 +147,35 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _texts(value: object) -> tuple[str, ...] | None:
-    return user_contexts(value)
-
-
 # What of torch's recompile_reason a record keeps: the child's ledger cuts it there (its own copy of the
 # figure: it imports nothing of guarddiag), and a trace's is cut alike, so both give the same record.
 RECOMPILE_REASON_CHARS = 4000
 
 
-def recompile_reason(value: object) -> str | None:
-    """torch's ``recompile_reason`` as a record keeps it (None: none, or not text)."""
-    return value[:RECOMPILE_REASON_CHARS] if isinstance(value, str) and value else None
-
-
-def user_contexts(value: object) -> tuple[str, ...] | None:
-    """torch's ``recompile_user_contexts`` (a set, written as a list) in a stable order; None when not a list."""
-    return tuple(sorted(v for v in value if isinstance(v, str))) if isinstance(value, list) else None
+def torch_figures(
+    compile_id: CompileId | None,
+    reason: object,
+    guard_count: object,
+    guard_latency_us: object,
+    cache_size: object,
+    accumulated_cache_size: object,
+    contexts: object,
+    graph_breaks: object,
+) -> TorchMetrics | None:
+    """torch's figures of one attempt as raw JSON values (a run's ledger, a trace's compilation_metrics) checked
+    and kept alike: the reason cut at :data:`RECOMPILE_REASON_CHARS`, the user contexts (a set, written as a
+    list) sorted; None when torch gave none of them (an older torch or ledger)."""
+    metrics = TorchMetrics(
+        compile_id,
+        reason[:RECOMPILE_REASON_CHARS] if isinstance(reason, str) and reason else None,
+        _whole(guard_count),
+        _seconds(guard_latency_us),
+        _whole(cache_size),
+        _whole(accumulated_cache_size),
+        tuple(sorted(c for c in contexts if isinstance(c, str))) if isinstance(contexts, list) else None,
+        _whole(graph_breaks),
+    )
+    return None if metrics == TorchMetrics(compile_id) else metrics
 
 
 def _seconds(value: object) -> float | None:

@@ -23,7 +23,7 @@ def with_torch_metrics(functions: Iterable[FunctionSummary], records: Sequence[C
     unchanged where no record of it holds any (a parsed log, an older ledger, a torch that kept none)."""
     by_function: dict[tuple[str, str, int | None], list[CompileRecord]] = {}
     for r in records:
-        if r.name is not None and _has_figures(r):  # None: refused at the limit, nothing compiled
+        if r.name is not None and r.torch is not None:  # name None: refused at the limit, nothing compiled
             by_function.setdefault((r.name, r.file or "", r.line), []).append(r)
     if not by_function:
         return list(functions)
@@ -34,27 +34,12 @@ def with_torch_metrics(functions: Iterable[FunctionSummary], records: Sequence[C
     return out
 
 
-def _has_figures(r: CompileRecord) -> bool:
-    figures = (r.recompile_reason, r.guard_count, r.guard_latency_us, r.cache_size, r.accumulated_cache_size)
-    return any(v is not None for v in (*figures, r.user_contexts, r.graph_breaks))
-
-
 def _metrics(f: FunctionSummary, records: list[CompileRecord]) -> tuple[TorchMetrics, ...]:
     generations: dict[str, int] = {}
     out = []
     for r in records:
-        out.append(
-            TorchMetrics(
-                _placed(f, r.compile_id, generations),
-                r.recompile_reason,
-                r.guard_count,
-                r.guard_latency_us,
-                r.cache_size,
-                r.accumulated_cache_size,
-                r.user_contexts,
-                r.graph_breaks,
-            )
-        )
+        assert r.torch is not None  # with_torch_metrics keeps only records with figures
+        out.append(replace(r.torch, compile_id=_placed(f, r.compile_id, generations)))
     return tuple(out)
 
 

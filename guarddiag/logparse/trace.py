@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from guarddiag.ids import CACHE_ENTRY, MAIN_PROCESS, CompileId, Process
-from guarddiag.ledger import CompileRecord, recompile_reason, user_contexts
+from guarddiag.ledger import CompileRecord, torch_figures
 from guarddiag.logparse.blocks import STACK_FRAME, STACK_TEXT, GraphBreakBlock, GuardBlock
 from guarddiag.logparse.events import (
     CompileSeen,
@@ -384,13 +384,11 @@ class TraceParser:
             recompile_limit=limits.get("recompile_limit", limits.get("cache_size_limit")),
             # A restarted attempt's metrics come under its attempt number; the call was the first attempt's.
             caller=self._callers.pop(key[:3], None) if key is not None else None,
-            recompile_reason=recompile_reason(body.get("recompile_reason")),
-            guard_count=_whole(body.get("guard_count")),
-            guard_latency_us=_seconds(body.get("guard_latency_us")),
-            cache_size=_whole(body.get("cache_size")),
-            accumulated_cache_size=_whole(body.get("accumulated_cache_size")),
-            user_contexts=user_contexts(body.get("recompile_user_contexts")),
-            graph_breaks=_whole(body.get("num_graph_breaks")),
+            torch=torch_figures(
+                named if named is not None else cid, body.get("recompile_reason"), body.get("guard_count"),
+                body.get("guard_latency_us"), body.get("cache_size"), body.get("accumulated_cache_size"),
+                body.get("recompile_user_contexts"), body.get("num_graph_breaks"),
+            ),
         )
         self.records.append(record)
         out: list[Event] = []
@@ -415,8 +413,9 @@ class TraceParser:
         if failures is not None:
             out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
         limit, value = _limit_hit(str(body.get("fail_reason") or ""), limits, key[2])
-        last = record.recompile_reason or (failures[0].text if failures else "")
-        if failures and record.recompile_reason is None and failures[0].cache_entry is not None:
+        torch_reason = record.torch.recompile_reason if record.torch is not None else None
+        last = torch_reason or (failures[0].text if failures else "")
+        if failures and torch_reason is None and failures[0].cache_entry is not None:
             last = f"{failures[0].cache_entry.text}: {last}"
         out.append(LimitWarning(cid, limit, value, name, file, line, last.splitlines()[0] if last else "", self._process))
         return out

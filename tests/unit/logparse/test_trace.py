@@ -123,10 +123,13 @@ def test_the_limit_a_refusal_does_not_name_is_told_by_the_compile_number():
 def test_torchs_metrics_are_the_ledger_of_the_trace():
     parser, _ = events(trace())
     first, second, refused = parser.records
-    assert (first.name, first.line, first.guard_count, first.guard_latency_us, first.cache_size) == ("rollout", 24, 105, 172.0, 0)
+    assert first.torch is not None and second.torch is not None and refused.torch is not None
+    figures = (first.torch.guard_count, first.torch.guard_latency_us, first.torch.cache_size)
+    assert (first.name, first.line, figures) == ("rollout", 24, (105, 172.0, 0))
     assert first.recompile_limit == 2 and first.compile_s == 0.7 and first.caller == SCRIPT
-    assert second.recompile_reason is not None and second.recompile_reason.startswith("0/0: horizon == 1")
+    assert second.torch.recompile_reason is not None and second.torch.recompile_reason.startswith("0/0: horizon == 1")
     assert refused.name is None and refused.fail_type == "Unsupported" and refused.reason == "Dynamo recompile limit exceeded"
+    assert refused.torch.guard_count is None and refused.torch.recompile_reason is not None  # torch's figures, absent ones None
 
 
 def test_the_run_of_a_trace_counts_what_torch_did():
