@@ -58,14 +58,14 @@ def read_ledger(path: Path) -> tuple[CompileRecord, ...] | None:
             records.append(
                 CompileRecord(
                     CompileId.parse(str(raw["compile_id"])),
-                    _text(raw.get("name")),
-                    _text(raw.get("file")),
+                    as_text(raw.get("name")),
+                    as_text(raw.get("file")),
                     raw["line"] if isinstance(raw.get("line"), int) else None,
-                    _text(raw.get("fail_type")),
-                    _text(raw.get("reason")) or "",
-                    _seconds(raw.get("compile_s")),
-                    _whole(raw.get("recompile_limit")),
-                    _text(raw.get("caller")),
+                    as_text(raw.get("fail_type")),
+                    as_text(raw.get("reason")) or "",
+                    as_seconds(raw.get("compile_s")),
+                    as_whole(raw.get("recompile_limit")),
+                    as_text(raw.get("caller")),
                     torch_figures(
                         CompileId.parse(str(raw["compile_id"])), raw.get("recompile_reason"), raw.get("guard_count"),
                         raw.get("guard_latency_us"), raw.get("cache_size"), raw.get("accumulated_cache_size"),
@@ -123,16 +123,16 @@ def read_stances(path: Path) -> StanceRecords:
 
 
 def _refusal(raw: dict) -> RefusalRecord | None:
-    stance, name, calls = raw.get("refused"), raw.get("name"), _whole(raw.get("calls"))
+    stance, name, calls = raw.get("refused"), raw.get("name"), as_whole(raw.get("calls"))
     if not isinstance(stance, str) or not isinstance(name, str) or calls is None or calls < 1:
         return None
     reasons = raw.get("reasons")
     return RefusalRecord(
         stance,
         name,
-        _text(raw.get("file")) or "",
-        _whole(raw.get("line")),
-        _whole(raw.get("entries")) or 0,
+        as_text(raw.get("file")) or "",
+        as_whole(raw.get("line")),
+        as_whole(raw.get("entries")) or 0,
         tuple(str(r) for r in reasons) if isinstance(reasons, list) else None,
         calls,
     )
@@ -143,7 +143,8 @@ def compiles_in(records: tuple[CompileRecord, ...] | None) -> int | None:
     return None if records is None else sum(1 for r in records if r.name is not None)
 
 
-def _text(value: object) -> str | None:
+def as_text(value: object) -> str | None:
+    """``value`` when it is text, else None (a record's JSON value, as torch or a hand-edited file wrote it)."""
     return value if isinstance(value, str) else None
 
 
@@ -168,22 +169,24 @@ def torch_figures(
     metrics = TorchMetrics(
         compile_id,
         reason[:RECOMPILE_REASON_CHARS] if isinstance(reason, str) and reason else None,
-        _whole(guard_count),
-        _seconds(guard_latency_us),
-        _whole(cache_size),
-        _whole(accumulated_cache_size),
+        as_whole(guard_count),
+        as_seconds(guard_latency_us),
+        as_whole(cache_size),
+        as_whole(accumulated_cache_size),
         tuple(sorted(c for c in contexts if isinstance(c, str))) if isinstance(contexts, list) else None,
-        _whole(graph_breaks),
+        as_whole(graph_breaks),
     )
     return None if metrics == TorchMetrics(compile_id) else metrics
 
 
-def _seconds(value: object) -> float | None:
+def as_seconds(value: object) -> float | None:
+    """``value`` as seconds (or microseconds) when it is a finite number >= 0, else None."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
     return float(value) if ok else None
 
 
-def _whole(value: object) -> int | None:
+def as_whole(value: object) -> int | None:
+    """``value`` when it is an int (not a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 

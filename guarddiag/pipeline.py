@@ -94,11 +94,11 @@ class LogReader:
         """Close what is still open; the functions and the parse stats of every line taken."""
         for event in self.parser.finish():
             self.add(event)
-        if isinstance(self.parser, TraceParser):
-            self.builder.add_ledger(self.parser.records)
+        trace = self.parser if isinstance(self.parser, TraceParser) else None
+        if trace is not None:
+            self.builder.add_ledger(trace.records)
         functions, unnamed = self.builder.functions()
         c = self.parser.counters
-        trace = self.parser if isinstance(self.parser, TraceParser) else None
         return functions, ParseStats(
             c.lines, c.torch_lines, c.unrecognized, tuple(c.samples), unnamed,
             trace_records=trace.envelopes if trace else None, trace_gaps=trace.gaps() if trace else (),
@@ -229,8 +229,6 @@ def _parse_traces(plan: Layout, paths: Sequence[str], stdin: TextIO | None = Non
     """A run of TORCH_TRACE files: each file a process, read with torch's records of its compiles in it."""
     read = read_traces(plan, stdin)
     where = "standard input" if list(paths) == ["-"] else ", ".join(paths)
-    if read.stats.torch_lines == 0:
-        raise InputError(f"{where}: a TORCH_TRACE with no records in {read.stats.lines} lines read; give the trace of a run that compiled")
     job = None
     if len(plan.processes) > 1 or plan.processes[0].process != MAIN_PROCESS:
         job = Job(plan.read_as, tuple(JobProcess(p.process, p.rank, p.local_rank, p.named_by, p.files) for p in plan.processes))

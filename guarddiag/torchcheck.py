@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from guarddiag.ids import CompileId, FunctionKey
+from guarddiag.logparse.blocks import reason_failure
 from guarddiag.model import FunctionSummary, RecompileEvent, Run, TorchMetrics
 
 # What torch records when no entry's guards failed (a recompile it could not explain): nothing to compare.
 _NO_REASON = "Unable to find recompilation reasons"
-# The line under torch's reason (torch >= 2.11) after which its user stack follows.
-_STACK = "User stack trace:"
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,8 @@ def reason_disagreements(run: Run) -> tuple[ReasonDisagreement, ...]:
 def _check(f: FunctionSummary, m: TorchMetrics, events: dict[tuple[str, int], RecompileEvent]) -> ReasonDisagreement | None:
     if m.compile_id is None or not m.recompile_reason or m.recompile_reason.startswith(_NO_REASON):
         return None
-    entry, guard = _split(m.recompile_reason)
+    failure = reason_failure(m.recompile_reason)
+    entry, guard = (str(failure.cache_entry) if failure.cache_entry else None), failure.text
     event = events.get(_compile_key(m.compile_id))
     causes = () if event is None else event.causes
     # The failures guarddiag read for torch's entry (for a reason that names no entry, for any).
@@ -71,16 +71,6 @@ def disagreement_dict(d: ReasonDisagreement) -> dict[str, object]:
         "torch_reason": d.torch_reason,
         "read": d.read,
     }
-
-
-def _split(reason: str) -> tuple[str | None, str]:
-    """torch's reason as (the entry's compile id, the failing guard's first line): ``0/1: x == 2`` ->
-    (``0/1``, ``x == 2``); a reason with no id before its text: (None, text)."""
-    first = reason.split("\n" + _STACK, 1)[0].strip().split("\n", 1)[0]
-    head, sep, rest = first.partition(": ")
-    if sep and CompileId.parse(head) is not None:
-        return head, rest.strip()
-    return None, first
 
 
 def _same(read: str, torch_text: str) -> bool:

@@ -157,13 +157,7 @@ class RecompileBlock(Block):
         return True
 
     def _stack_line(self, text: str) -> None:
-        """``File "x.py", line 16, in forward`` opens a frame; the line under it is that frame's code."""
-        frame = STACK_FRAME.match(text)
-        if frame is not None:
-            self.stack.append(StackFrame(frame["file"], int(frame["line"]), frame["function"]))
-        elif self.stack and not self.stack[-1].code:
-            last = self.stack[-1]
-            self.stack[-1] = StackFrame(last.file, last.line, last.function, text)
+        stack_line(self.stack, text)
 
     def _end_stack(self) -> None:
         """The stack read belongs to the failure above it."""
@@ -179,6 +173,38 @@ class RecompileBlock(Block):
     def close(self) -> list[Event]:
         self._end_stack()
         return [RecompileAnnounced(self.cid, self.name, self.file, self.line, tuple(self.failures), self.process)]
+
+
+def stack_line(stack: list[StackFrame], text: str) -> None:
+    """One line of a ``User stack trace:``: ``File "x.py", line 16, in forward`` opens a frame; the line
+    under it is that frame's code."""
+    frame = STACK_FRAME.match(text)
+    if frame is not None:
+        stack.append(StackFrame(frame["file"], int(frame["line"]), frame["function"]))
+    elif stack and not stack[-1].code:
+        last = stack[-1]
+        stack[-1] = StackFrame(last.file, last.line, last.function, text)
+
+
+# A reason's first line: the cache entry whose guard failed, then the failure as the log prints it.
+_REASON = re.compile(rf"^(?:(?P<ce>{CACHE_ENTRY}): )?(?P<text>.*)$")
+
+
+def reason_failure(reason: str) -> GuardFailure:
+    """One cache entry's failure as torch writes a recompile reason whole (a trace's ``recompile_reasons``,
+    its metrics' ``recompile_reason``): ``0/1: <guard>``, and (torch >= 2.11) a ``User stack trace:`` under it."""
+    first, *rest = reason.split("\n")
+    m = _REASON.match(first.strip())
+    assert m is not None  # the pattern matches any line
+    stack: list[StackFrame] = []
+    in_stack = False
+    for line in rest:
+        text = line.strip()
+        if text.startswith(STACK_TEXT):
+            in_stack = True
+        elif in_stack and text:
+            stack_line(stack, text)
+    return GuardFailure(CompileId.parse(m["ce"]), m["text"], tuple(stack))
 
 
 class LimitBlock(Block):

@@ -32,9 +32,9 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 
-from guarddiag.ids import CACHE_ENTRY, MAIN_PROCESS, CompileId, Process
-from guarddiag.ledger import CompileRecord, torch_figures
-from guarddiag.logparse.blocks import STACK_FRAME, STACK_TEXT, GraphBreakBlock, GuardBlock
+from guarddiag.ids import MAIN_PROCESS, CompileId, Process
+from guarddiag.ledger import CompileRecord, as_seconds, as_text, as_whole, torch_figures
+from guarddiag.logparse.blocks import GraphBreakBlock, GuardBlock, reason_failure
 from guarddiag.logparse.events import (
     CompileSeen,
     Event,
@@ -45,7 +45,6 @@ from guarddiag.logparse.events import (
     LimitWarning,
     RecompileAnnounced,
     SizeGuardAdded,
-    StackFrame,
     SymbolCreated,
 )
 from guarddiag.logparse.guards import flat_guard
@@ -76,12 +75,10 @@ _READ = frozenset({
 # The artifacts read (an artifact's name is in its envelope's first bytes: the others are not decoded).
 _RECOMPILE_REASONS, _GRAPH_BREAK = "recompile_reasons", "dynamo_graph_break_reason"
 _ARTIFACTS = (f'"name": "{_RECOMPILE_REASONS}"', f'"name": "{_GRAPH_BREAK}"')
-# A reason's first line: the cache entry whose guard failed, then the failure as the log prints it.
-_REASON = re.compile(rf"^(?:(?P<ce>{CACHE_ENTRY}): )?(?P<text>.*)$")
 # The limit a refusal's reason names (torch >= 2.8, in its developer context), and its value.
 _LIMIT_TYPE = re.compile(r"Limit type: (?P<limit>\w+)")
 # A file of Python's standard library (a trace names no folder of it): under lib/pythonX.Y, not in a package folder.
-_STDLIB = re.compile(r"[/\\\\]lib[/\\\\]python3\.\d+[/\\\\](?!(?:site|dist)-packages)")
+_STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!(?:site|dist)-packages)")
 _LIMIT_SET = re.compile(r"currently set to (?P<value>\d+)")
 
 
@@ -238,8 +235,7 @@ class TraceParser:
             out.extend(self._seen_compile(cid))
             out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
             if key is not None:
-                last = f"{failures[0].cache_entry.text}: {failures[0].text}" if failures and failures[0].cache_entry else ""
-                out.append(LimitWarning(cid, "", None, name, file, line, last, self._process))
+                out.append(LimitWarning(cid, "", None, name, file, line, _last_reason(failures), self._process))
         return out
 
     def gaps(self) -> tuple[str, ...]:
@@ -375,12 +371,12 @@ class TraceParser:
             time = body.get("dynamo_time_before_restart_s")
         record = CompileRecord(
             named if named is not None else cid,
-            _text(body.get("co_name")),
-            _text(body.get("co_filename")),
-            _whole(body.get("co_firstlineno")),
-            fail_type=_text(body.get("fail_type")),
+            as_text(body.get("co_name")),
+            as_text(body.get("co_filename")),
+            as_whole(body.get("co_firstlineno")),
+            fail_type=as_text(body.get("fail_type")),
             reason=(str(body["fail_reason"]).strip().splitlines() or [""])[0][:300] if body.get("fail_reason") else "",
-            compile_s=_seconds(time),
+            compile_s=as_seconds(time),
             recompile_limit=limits.get("recompile_limit", limits.get("cache_size_limit")),
             # A restarted attempt's metrics come under its attempt number; the call was the first attempt's.
             caller=self._callers.pop(key[:3], None) if key is not None else None,
@@ -414,10 +410,8 @@ class TraceParser:
             out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
         limit, value = _limit_hit(str(body.get("fail_reason") or ""), limits, key[2])
         torch_reason = record.torch.recompile_reason if record.torch is not None else None
-        last = torch_reason or (failures[0].text if failures else "")
-        if failures and torch_reason is None and failures[0].cache_entry is not None:
-            last = f"{failures[0].cache_entry.text}: {last}"
-        out.append(LimitWarning(cid, limit, value, name, file, line, last.splitlines()[0] if last else "", self._process))
+        last = torch_reason.splitlines()[0] if torch_reason else _last_reason(failures or ())
+        out.append(LimitWarning(cid, limit, value, name, file, line, last, self._process))
         return out
 
     # Ids and names.
@@ -501,29 +495,15 @@ def _failures(payload: list[str]) -> tuple[GuardFailure, ...]:
         reasons = [reasons]
     if not isinstance(reasons, list):
         return ()
-    return tuple(_failure(r) for r in reasons if isinstance(r, str) and r.strip())
+    return tuple(reason_failure(r) for r in reasons if isinstance(r, str) and r.strip())
 
 
-def _failure(reason: str) -> GuardFailure:
-    first, *rest = reason.split("\n")
-    m = _REASON.match(first.strip())
-    assert m is not None  # the pattern matches any line
-    stack: list[StackFrame] = []
-    in_stack = False
-    for line in rest:
-        text = line.strip()
-        if text.startswith(STACK_TEXT):
-            in_stack = True
-            continue
-        if not in_stack or not text:
-            continue
-        frame = STACK_FRAME.match(text)
-        if frame is not None:
-            stack.append(StackFrame(frame["file"], int(frame["line"]), frame["function"]))
-        elif stack and not stack[-1].code:
-            last = stack[-1]
-            stack[-1] = StackFrame(last.file, last.line, last.function, text)
-    return GuardFailure(CompileId.parse(m["ce"]), m["text"], tuple(stack))
+def _last_reason(failures: tuple[GuardFailure, ...]) -> str:
+    """A refused call's last reason as torch's limit warning says it: the newest entry's failure, ``0/7: <guard>``."""
+    if not failures:
+        return ""
+    first = failures[0]
+    return f"{first.cache_entry}: {first.text}" if first.cache_entry is not None else first.text
 
 
 def _flat_guards(payload: list[str], keep: frozenset[str] | None) -> tuple:
@@ -597,16 +577,3 @@ def _limit_hit(reason: str, limits: dict[str, int], number: int | None) -> tuple
 def _set_to(reason: str) -> int | None:
     m = _LIMIT_SET.search(reason)
     return int(m["value"]) if m else None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _whole(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _seconds(value: object) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
-    return float(value) if ok else None

@@ -174,3 +174,25 @@ def test_kinds_torch_is_not_known_to_write_and_torn_lines_are_counted_never_fata
 def test_records_read_are_not_decoded_when_their_kind_is_not_needed():
     parser, _ = events(trace())
     assert parser.skipped == {"chromium_event": 1, "artifact": 1}  # the torch_version artifact: its payload alone is read
+
+
+def test_a_25_refusal_is_the_reasons_of_a_compile_that_never_started():
+    # torch 2.5 writes only the refused call's reasons (no metrics of it): the next compile's start shows it never ran.
+    lines = [*record("str", [SCRIPT, 1]), *start(0), *metrics(0, dynamo_config=None),
+             *record("artifact", {"name": "recompile_reasons", "encoding": "json"}, (0, 1, 0), ["[", json.dumps(ONE), "]"]),
+             *record("dynamo_start", {"stack": [{"line": 3, "name": "other", "filename": 1}]}, (1, 0, 0))]
+    found = events(lines)[1]
+    (hit,) = [e for e in found if isinstance(e, LimitWarning)]
+    assert (hit.compile_id, hit.name, hit.line, hit.value) == (CompileId.parse("0/1"), "rollout", 24, None)
+    assert hit.last_reason == "0/0: " + ONE.removeprefix("0/0: ")
+    assert [e.compile_id for e in found if isinstance(e, RecompileAnnounced)] == [CompileId.parse("0/1")]
+
+
+def test_a_26_refusal_without_torchs_reason_says_the_newest_entrys_failure():
+    # torch 2.6 records the refusal's metrics but no recompile_reason (2.7+): its last reason is the artifact's first.
+    lines = [*start(0), *metrics(0),
+             *record("artifact", {"name": "recompile_reasons", "encoding": "json"}, (0, 1, 0), ["[", json.dumps(TWO), "]"]),
+             *metrics(1, co_name=None, co_filename=None, co_firstlineno=None, fail_type="Unsupported", fail_reason=REFUSED,
+                      has_guarded_code=None)]
+    (hit,) = [e for e in events(lines)[1] if isinstance(e, LimitWarning)]
+    assert hit.last_reason == TWO and hit.limit == "recompile_limit"
