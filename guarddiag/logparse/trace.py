@@ -229,13 +229,26 @@ class TraceParser:
         they are a recompile announced, as in a cut log."""
         out: list[Event] = []
         for other in [k for k in self._reasons if k != key]:
-            failures = self._reasons.pop(other)
-            cid = self._cid(other)
-            name, file, line = self._frames.get(self._frame_key(other), ("", "", None))
-            out.extend(self._seen_compile(cid))
+            out += self._refused(other, "", None, None) if key is not None else self._announced(other)[1]
+        return out
+
+    def _announced(self, key: tuple) -> tuple[tuple[GuardFailure, ...] | None, list[Event]]:
+        """A compile that never started, seen, and the recompile its reasons announce (when any were read)."""
+        cid = self._cid(key)
+        name, file, line = self._frames.get(self._frame_key(key), ("", "", None))
+        failures = self._reasons.pop(key, None)
+        out = self._seen_compile(cid)
+        if failures is not None:
             out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
-            if key is not None:
-                out.append(LimitWarning(cid, "", None, name, file, line, _last_reason(failures), self._process))
+        return failures, out
+
+    def _refused(self, key: tuple, limit: str, value: int | None, torch_reason: str | None) -> list[Event]:
+        """A call refused at a recompile limit (``limit`` "" and ``value`` None: not known), as the log's limit
+        warning says it: its last reason torch's own, else the newest entry's failure its reasons gave."""
+        failures, out = self._announced(key)
+        name, file, line = self._frames.get(self._frame_key(key), ("", "", None))
+        last = torch_reason.splitlines()[0] if torch_reason else _last_reason(failures or ())
+        out.append(LimitWarning(self._cid(key), limit, value, name, file, line, last, self._process))
         return out
 
     def gaps(self) -> tuple[str, ...]:
@@ -393,26 +406,18 @@ class TraceParser:
             out.append(flat)
         if key is not None and key[:3] in self._unnamed and record.name is not None:
             self._unnamed.discard(key[:3])
-            first = (key[0], key[1], key[2], 0)
+            first = (*key[:3], 0)
             out += self._named(first, self._cid(first), record.name, record.file or "", record.line)
         if key is not None and key[3] > 0 and not self._break_records and isinstance(body.get("restart_reasons"), list):
             # torch < 2.6 writes no graph-break record: a restarted attempt's reasons are its graph breaks.
-            first_cid = self._cid((key[0], key[1], key[2], 0))
+            first_cid = self._cid((*key[:3], 0))
             out += [GraphBreakSeen(first_cid, "", str(r).strip().split("\n")[0], True, self._process)
                     for r in body["restart_reasons"][:1] if str(r).strip()]
         # A call refused at a recompile limit: torch records no code object for it, and no dynamo_start named it.
         if key is None or record.name is not None or self._gen_key(key) in self._started:
             return out
-        out += self._seen_compile(cid)
-        name, file, line = self._frames.get(self._frame_key(key), ("", "", None))
-        failures = self._reasons.pop(key, None)
-        if failures is not None:
-            out.append(RecompileAnnounced(cid, name, file, line, failures, self._process))
         limit, value = _limit_hit(str(body.get("fail_reason") or ""), limits, key[2])
-        torch_reason = record.torch.recompile_reason if record.torch is not None else None
-        last = torch_reason.splitlines()[0] if torch_reason else _last_reason(failures or ())
-        out.append(LimitWarning(cid, limit, value, name, file, line, last, self._process))
-        return out
+        return out + self._refused(key, limit, value, record.torch.recompile_reason if record.torch is not None else None)
 
     # Ids and names.
 
