@@ -227,12 +227,25 @@ class LedgerIndex:
         return "raised" if record is not None and record.fail_type == "FailOnRecompileLimitHit" else "eager"
 
 
+FunctionRecords = dict[tuple[str, str, int | None], list[CompileRecord]]
+
+
+def records_by_function(records: Iterable[CompileRecord]) -> FunctionRecords:
+    """torch's records of each compiled function, in torch's order, by (name, file, first line) as a
+    :class:`FunctionSummary` is named; an attempt refused at the limit (no code object) is no function's."""
+    by_function: FunctionRecords = {}
+    for r in records:
+        if r.name is not None:
+            by_function.setdefault((r.name, r.file or "", r.line), []).append(r)
+    return by_function
+
+
 def with_callers(functions: Iterable[FunctionSummary], records: Sequence[CompileRecord]) -> list[FunctionSummary]:
     """Each function with whose code called it at its compiles (``FunctionSummary.callers``), from torch's
     records of them; unchanged where no record names a caller (a parsed log, an older ledger)."""
-    by_function: dict[tuple[str, str, int | None], dict[str, None]] = {}
-    for r in records:
-        if r.name is not None and r.caller is not None:
-            by_function.setdefault((r.name, r.file or "", r.line), {})[frame_package(r.caller)] = None
+    callers = {
+        key: tuple(dict.fromkeys(frame_package(r.caller) for r in mine if r.caller is not None))
+        for key, mine in records_by_function(records).items()
+    }
     # A function no record names is kept as it is, not copied: a log's thousands of functions are all such.
-    return [replace(f, callers=tuple(c)) if (c := by_function.get((f.name, f.file, f.line))) else f for f in functions]
+    return [replace(f, callers=c) if (c := callers.get((f.name, f.file, f.line))) else f for f in functions]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from guarddiag.ledger import CompileRecord
+from guarddiag.ledger import CompileRecord, records_by_function
 from guarddiag.model import FunctionSummary
 
 
@@ -23,10 +23,7 @@ def with_compile_times(functions: Iterable[FunctionSummary], records: Sequence[C
     without records (a parsed log, a torch that kept none)."""
     if not records:
         return list(functions)
-    by_function: dict[tuple[str, str, int | None], list[CompileRecord]] = {}
-    for r in records:
-        if r.name is not None:  # None: refused at the limit, nothing compiled
-            by_function.setdefault((r.name, r.file or "", r.line), []).append(r)
+    by_function = records_by_function(records)
     out = []
     for f in functions:
         mine = by_function.get((f.name, f.file, f.line), []) if f.name else []

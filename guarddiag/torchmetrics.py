@@ -14,17 +14,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from guarddiag.ids import CompileId
-from guarddiag.ledger import CompileRecord
+from guarddiag.ledger import CompileRecord, records_by_function
 from guarddiag.model import FunctionSummary, TorchMetrics
 
 
 def with_torch_metrics(functions: Iterable[FunctionSummary], records: Sequence[CompileRecord]) -> list[FunctionSummary]:
     """Each function with torch's figures for each of its compile attempts (``FunctionSummary.torch_metrics``);
     unchanged where no record of it holds any (a parsed log, an older ledger, a torch that kept none)."""
-    by_function: dict[tuple[str, str, int | None], list[CompileRecord]] = {}
-    for r in records:
-        if r.name is not None and r.torch is not None:  # name None: refused at the limit, nothing compiled
-            by_function.setdefault((r.name, r.file or "", r.line), []).append(r)
+    by_function = {}
+    for key, mine in records_by_function(records).items():
+        with_figures = [r for r in mine if r.torch is not None]
+        if with_figures:
+            by_function[key] = with_figures
     if not by_function:
         return list(functions)
     out = []
