@@ -15,6 +15,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
 from guarddiag.causes import cause_from_changed_guard, classify_failure, classify_last_reason
+from guarddiag.guardcost import origins
 from guarddiag.guardexpr import condition_key, symbolic_condition
 from guarddiag.ids import MAIN_PROCESS, CompileId, FrameId, Process
 from guarddiag.ledger import CompileRecord, LedgerIndex, RefusalRecord, with_callers
@@ -35,6 +36,7 @@ from guarddiag.model import (
     Cause,
     CompiledFor,
     DynamicDims,
+    EntryGuards,
     FunctionSummary,
     GraphBreak,
     Guard,
@@ -96,6 +98,8 @@ class _Frame:
     graph_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
     warned_breaks: dict[tuple[int | None, str], GraphBreak] = field(default_factory=dict)
     last_listing: tuple[int, GuardListing] | None = None
+    # Each listed compile's guards: how many, torch's measurement of a check, where they come from.
+    entry_guards: dict[int, EntryGuards] = field(default_factory=dict)
     # Each compile's pinned values, hashed (compile number -> hash of what -> hash of value), kept once
     # the frame recompiles; and per announced recompile, what changed against each entry torch printed.
     pins: dict[int, Entry] = field(default_factory=dict)
@@ -281,6 +285,8 @@ class RunBuilder:
             frame.pins[cid.number] = hashed(pins, size_guards(event))
             frame.pinned_before.update(frame.pins[cid.number].values)
         frame.last_listing = (cid.number, event)
+        leaves = sum(n for _, n in event.owners) if event.owners else None
+        frame.entry_guards[cid.number] = EntryGuards(cid, leaves, event.latency_us, origins(event.owners))
         if frame.wrapper is None:
             frame.wrapper = library_frame(frame.file)
         if frame.wrapper:
@@ -471,6 +477,7 @@ def _joined(parts: list[FunctionSummary]) -> FunctionSummary:
         failed_compiles=tuple(c for f in parts for c in f.failed_compiles),
         compiled_for=tuple(dict.fromkeys(c for f in parts for c in f.compiled_for)),
         dynamic_dims=parts[-1].dynamic_dims,
+        guard_entries=tuple(e for f in parts for e in f.guard_entries),
         refusals=tuple(r for f in parts for r in f.refusals),
         # A frame the log shows no compile of (a graph break, a limit hit alone) is no code object compiled.
         code_objects=sum(f.code_objects for f in parts if f.compiles) or 1,
@@ -582,6 +589,7 @@ def _summary(
         failed_compiles=failed,
         compiled_for=tuple(dict.fromkeys(frame.compiled_for[n] for n in sorted(frame.compiled_for))),
         dynamic_dims=dims,
+        guard_entries=tuple(frame.entry_guards[n] for n in sorted(frame.entry_guards)),
         refusals=refusals,
         resume=_resume(
             frame, roles, [c.source for e in events for c in (*e.causes, *e.also)] + [h.cause.source for h in hits if h.cause]

@@ -26,6 +26,7 @@ def in_process(f: FunctionSummary, tag: Process) -> FunctionSummary:
         limit_hits=tuple(replace(h, compile_id=h.compile_id.in_process(tag) if h.compile_id else None) for h in f.limit_hits),
         failed_compiles=tuple(replace(c, compile_id=c.compile_id.in_process(tag)) for c in f.failed_compiles),
         torch_metrics=tuple(replace(m, compile_id=m.compile_id.in_process(tag) if m.compile_id else None) for m in f.torch_metrics),
+        guard_entries=tuple(replace(e, compile_id=e.compile_id.in_process(tag) if e.compile_id else None) for e in f.guard_entries),
     )
 
 
@@ -56,6 +57,7 @@ def retagged(f: FunctionSummary, process: Process) -> FunctionSummary:
         limit_hits=tuple(replace(h, compile_id=moved(h.compile_id) if h.compile_id else None) for h in f.limit_hits),
         failed_compiles=tuple(replace(c, compile_id=moved(c.compile_id)) for c in f.failed_compiles),
         torch_metrics=tuple(replace(m, compile_id=moved(m.compile_id) if m.compile_id else None) for m in f.torch_metrics),
+        guard_entries=tuple(replace(e, compile_id=moved(e.compile_id) if e.compile_id else None) for e in f.guard_entries),
     )
 
 

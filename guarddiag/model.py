@@ -311,6 +311,33 @@ class TorchMetrics:
 
 
 @dataclass(frozen=True)
+class GuardOrigin:
+    """Where many of a cache entry's guards come from: ``source``, an object of the frame as torch names it
+    (``L['self']._modules['layers']``; "" for the frame as a whole: grad mode, global state, the default
+    device), and the leaf guards under it. ``members``: the items of a container whose guards these are
+    (``self.layers``' 48 blocks), when it has several; ``rest``: only the object's guards outside the
+    origins listed before it (``self`` apart from ``self.layers``)."""
+
+    source: str
+    guards: int
+    members: int | None = None
+    rest: bool = False
+
+
+@dataclass(frozen=True)
+class EntryGuards:
+    """One cache entry's guards, as torch listed them when it compiled the entry: ``leaves``, the guards of its
+    tree (None: a flat listing, whose guards are not a tree); ``latency_us``, torch's one measurement of a
+    check of them at compile time (``Guard eval latency``, torch >= 2.6; None: not logged); ``origins``, the
+    objects holding most of them, largest first."""
+
+    compile_id: CompileId | None
+    leaves: int | None
+    latency_us: float | None
+    origins: tuple[GuardOrigin, ...] = ()
+
+
+@dataclass(frozen=True)
 class FunctionSummary:
     """All that happened to one compiled code object (matched across runs by name/file/line)."""
 
@@ -328,6 +355,8 @@ class FunctionSummary:
     compiled_for: tuple[CompiledFor, ...] = ()
     # The tensors whose sizes are dynamic in its last compile, by dim.
     dynamic_dims: tuple[DynamicDims, ...] = ()
+    # The guards of each cache entry its compiles installed, as their listings showed them, in compile order.
+    guard_entries: tuple[EntryGuards, ...] = ()
     # Seconds torch spent compiling it (every attempt, failed ones too), and of those the seconds in
     # compiles after the first; None when torch's record of times is not there (a parsed log).
     compile_s: float | None = None

@@ -6,7 +6,8 @@ Schema versions (``schema`` key):
                      path), ``aliased``, ``checked``, ``dim``, ``known``, ``reset``, ``inferred``; ``text`` is
                      torch's own. run/1 records still read (guarddiag/record1.py converts their causes).
                      Optional fields added since, which a reader that does not know them skips: a function's
-                     ``torch_metrics`` (torch's own figures per compile, issue 27) and a run's ``trace_path``.
+                     ``torch_metrics`` (torch's own figures per compile, issue 27), a run's ``trace_path``,
+                     and a function's ``guard_entries`` (each cache entry's guards as listed, issue 28).
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ from guarddiag.model import (
     CompiledFor,
     DictKeys,
     DynamicDims,
+    EntryGuards,
     FailedCompile,
     FunctionSummary,
     GraphBreak,
+    GuardOrigin,
     Inferred,
     Job,
     JobProcess,
@@ -161,7 +164,14 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         **({"callers": list(f.callers)} if f.callers else {}),
         # Only where torch's record of the compiles holds its own figures (a run, torch >= 2.x of the ledger).
         **({"torch_metrics": [_metrics_dict(m) for m in f.torch_metrics]} if f.torch_metrics else {}),
+        # Only where the log listed its guards (the ``guards`` channel).
+        **({"guard_entries": [_entry_guards_dict(e) for e in f.guard_entries]} if f.guard_entries else {}),
     }
+
+
+def _entry_guards_dict(e: EntryGuards) -> dict[str, object]:
+    """One cache entry's guards as its listing showed them (issue 28)."""
+    return {**asdict(e), "compile_id": place_text(e.compile_id), "origins": [asdict(o) for o in e.origins]}
 
 
 def _metrics_dict(m: TorchMetrics) -> dict[str, object]:
@@ -368,7 +378,46 @@ def _function(f: dict, where: str) -> FunctionSummary:
             _torch_metrics(m, f"{where}.torch_metrics[{i}]")
             for i, m in enumerate(_list(f.get("torch_metrics", []), f"{where}.torch_metrics"))
         ),
+        guard_entries=tuple(
+            _entry_guards(e, f"{where}.guard_entries[{i}]")
+            for i, e in enumerate(_list(f.get("guard_entries", []), f"{where}.guard_entries"))
+        ),
     )
+
+
+def _entry_guards(raw: object, where: str) -> EntryGuards:
+    """One cache entry's guards: counts whole, torch's latency microseconds >= 0, each null where not known
+    (records before issue 28 have none)."""
+    values = _object(raw, where)
+    entry = values.get("compile_id")
+    rows = _list(values.get("origins", []), f"{where}.origins")
+    return EntryGuards(
+        None if entry is None else _compile_id(entry, f"{where}.compile_id"),
+        _whole(values.get("leaves"), f"{where}.leaves", optional=True),
+        _microseconds(values.get("latency_us"), f"{where}.latency_us"),
+        tuple(_origin(o, f"{where}.origins[{i}]") for i, o in enumerate(rows)),
+    )
+
+
+def _origin(raw: object, where: str) -> GuardOrigin:
+    values = _object(raw, where)
+    rest = values.get("rest", False)
+    if not isinstance(rest, bool):
+        raise TypeError(f"{where}.rest: expected true or false, got {rest!r}"[:200])
+    return GuardOrigin(
+        str(_str(values.get("source", ""), f"{where}.source")),
+        _whole(values.get("guards"), f"{where}.guards") or 0,
+        _whole(values.get("members"), f"{where}.members", optional=True),
+        rest,
+    )
+
+
+def _microseconds(value: object, where: str) -> float | None:
+    """A figure of torch's in microseconds: a finite number >= 0, or null (not known)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if value is not None and not (number and math.isfinite(value) and value >= 0):  # type: ignore[arg-type,operator]
+        raise ValueError(f"{where}: expected microseconds >= 0 or null, got {value!r}"[:200])
+    return None if value is None else float(value)  # type: ignore[arg-type]
 
 
 def _torch_metrics(raw: object, where: str) -> TorchMetrics:
@@ -376,15 +425,11 @@ def _torch_metrics(raw: object, where: str) -> TorchMetrics:
     values = _object(raw, where)
     entry = values.get("compile_id")
     contexts = values.get("user_contexts")
-    latency = values.get("guard_latency_us")
-    number = isinstance(latency, (int, float)) and not isinstance(latency, bool)
-    if latency is not None and not (number and math.isfinite(latency) and latency >= 0):  # type: ignore[arg-type,operator]
-        raise ValueError(f"{where}.guard_latency_us: expected microseconds >= 0 or null, got {latency!r}"[:200])
     return TorchMetrics(
         None if entry is None else _compile_id(entry, f"{where}.compile_id"),
         _str(values.get("recompile_reason"), f"{where}.recompile_reason", optional=True),
         _whole(values.get("guard_count"), f"{where}.guard_count", optional=True),
-        None if latency is None else float(latency),
+        _microseconds(values.get("guard_latency_us"), f"{where}.guard_latency_us"),
         _whole(values.get("cache_size"), f"{where}.cache_size", optional=True),
         _whole(values.get("accumulated_cache_size"), f"{where}.accumulated_cache_size", optional=True),
         None if contexts is None else _strings(contexts, f"{where}.user_contexts"),

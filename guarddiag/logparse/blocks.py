@@ -62,6 +62,9 @@ _GB_EXCEPTION = re.compile(r"^torch\._dynamo\.exc\.\w+: (?P<reason>.+)$")
 # A warning that names a graph break ahead of torch's record of it: ``Graph break from `Tensor.item()`, consider setting:``.
 _GB_WARNING = re.compile(r"^Graph break from `(?P<what>[^`]+)`")
 _GB_USER_CODE = re.compile(r"^Graph break: from user code at")
+# torch's one measurement of a listing's guards at compile time: ``Guard eval latency = 66.37 us`` in the log
+# (torch >= 2.6), ``Guard latency = 66.37 us`` ending a trace's guard tree.
+_LATENCY = re.compile(r"^Guard (?:eval )?latency = (?P<us>\d+(?:\.\d+)?) us\s*$")
 # Bare continuation lines of a guard listing in torch 2.0/2.1 logs.
 _BARE_GUARD = re.compile(
     r"^\s*(?:\+-|\| |___|check_tensor|hasattr\(|[LG]\[|not |utils_device|len\(|isinstance|Eq\(|Ne\(|-?\d+ (?:<=|[<>=]))"
@@ -98,16 +101,27 @@ class GuardBlock(Block):
         self.reader = TreeReader(keep, locations, seen)
         self.skippable = keep
         self.keep_raw = self.reader.keep_raw  # the hot path's one call per kept guard line
-        self.tree_line = self.reader.tree_line if keep is None else None
+        self.owner_line = self.reader.owners.line  # and its one call per tree line, kept or not
+        self.tree_line = self.whole_line if keep is None else None
+        self.latency_us: float | None = None
         self.done = False
+
+    def whole_line(self, depth: int, text: str) -> None:
+        """A tree line of a listing read whole, as the hot path hands it over (depth, text after ``+- ``)."""
+        colon = text.find(":")
+        self.owner_line(depth, text[:colon] if colon > 0 else text, text, colon)
+        self.reader.tree_line(depth, text)
 
     def feed(self, body: str) -> bool:
         if self.done:
             return False
         text = body.strip()
-        if text.startswith("Guard eval latency"):
+        latency = _LATENCY.match(text)
+        if latency is not None:
+            # The listing is over (the log's next line; a trace's last): no more lines for the hot path to take.
+            self.latency_us = float(latency["us"])
             self.done = True
-            self.skippable = self.tree_line = None  # the listing is over: no more lines for the hot path to take
+            self.skippable = self.tree_line = None
             return True
         if text.startswith("GUARDS:") and self.reader.guards:
             return False
@@ -117,7 +131,8 @@ class GuardBlock(Block):
         return not self.done and bool(_BARE_GUARD.match(body))
 
     def close(self) -> list[Event]:
-        return [GuardListing(self.cid, tuple(self.reader.guards), tuple(self.reader.raw), self.process)]
+        reader = self.reader
+        return [GuardListing(self.cid, tuple(reader.guards), tuple(reader.raw), self.process, self.latency_us, reader.owners.whole())]
 
 
 class ShapeFnBlock(Block):

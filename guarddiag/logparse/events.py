@@ -75,6 +75,12 @@ class GuardListing:
     guards: tuple[Guard, ...]
     raw: tuple[tuple[str, str], ...] = ()
     process: Process = MAIN_PROCESS
+    # torch's ``Guard eval latency = X us`` under the listing (torch >= 2.6; a trace's ``Guard latency``):
+    # one check of the whole tree, measured once at compile time. None: the listing gave none.
+    latency_us: float | None = None
+    # Leaf guards of a tree listing by the source of the manager each sits under ("": the root, guards on
+    # the frame as a whole), every leaf whether or not ``guards``/``raw`` keep it. Empty for a flat listing.
+    owners: tuple[tuple[str, int], ...] = ()
 
     def all_guards(self) -> tuple[Guard, ...]:
         from guarddiag.logparse.guards import guard_from_raw

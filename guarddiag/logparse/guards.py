@@ -83,6 +83,35 @@ def flat_guard(text: str) -> Guard:
     return Guard(kind, src.strip(), expr, location)
 
 
+class GuardOwners:
+    """A tree listing's leaf guards counted by the source of the manager each sits under (where the guards
+    of a cache entry come from), from each tree line's depth and label as the parsers' hot paths cut them.
+    Every leaf counts, whether or not a counting parse keeps it."""
+
+    __slots__ = ("_sources", "counts")
+
+    def __init__(self) -> None:
+        self._sources: list[str] = []
+        self.counts: dict[str, int] = {}
+
+    def line(self, depth: int, label: str, text: str, end: int) -> None:
+        """One tree line at ``depth``: ``label`` is ``text`` up to its first colon at ``end`` (the whole line
+        without one). A leaf's label is upper case (``TENSOR_MATCH``); a manager's names ``Manager``."""
+        if label.isupper():
+            sources = self._sources
+            owner = sources[depth - 1] if 0 < depth <= len(sources) else ""
+            self.counts[owner] = self.counts.get(owner, 0) + 1
+        elif "Manager" in label:
+            sources = self._sources
+            del sources[depth:]
+            begin = text.find("source=", end) if end > 0 else -1
+            stop = text.find(", accessed_by=", begin) if begin >= 0 else -1
+            sources.append(text[begin + 7 : stop] if stop > begin else (sources[-1] if sources else ""))
+
+    def whole(self) -> tuple[tuple[str, int], ...]:
+        return tuple(self.counts.items())
+
+
 class TreeReader:
     """Reads a guard listing line by line, keeping only the path of managers above."""
 
@@ -100,6 +129,7 @@ class TreeReader:
         self._keep = keep
         self._locations = locations
         self._seen = seen
+        self.owners = GuardOwners()
 
     def keep_raw(self, label: str, rest: str) -> None:
         """A kept guard's kind and expression (with its comment), read later and only if needed
@@ -120,7 +150,10 @@ class TreeReader:
         start = text.find("+- ")
         if start < 0:
             return True  # a wrapped tree line: nothing to keep
-        self.tree_line(start // 2, text[start + 3 :])
+        line = text[start + 3 :]
+        colon = line.find(":")
+        self.owners.line(start // 2, line[:colon] if colon > 0 else line.rstrip(), line, colon)
+        self.tree_line(start // 2, line)
         return True
 
     def tree_line(self, depth: int, text: str) -> None:

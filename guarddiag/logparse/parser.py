@@ -116,13 +116,15 @@ class LogParser:
         # of the open listing is counted and dismissed when its kind is not kept, and its kind and
         # expression go straight to the listing when it is (TreeReader.feed reads them the same way).
         # A listing read whole takes each tree line the same way, at TreeReader.tree_line.
-        skippable, prefix, plen, keep_raw, tree_line = None, "", 0, None, None
+        # Every tree line, kept or not, is counted under its object (owner_line: where the guards come from).
+        skippable, prefix, plen, keep_raw, tree_line, owner_line = None, "", 0, None, None, None
         for line in lines:
             if skippable is not None and line.startswith(prefix):
                 start = line.find("+- ", plen)
                 if start >= 0 and line[plen] in "+|":  # a tree line, as TreeReader.feed tells them
                     end = line.find(":", start + 3)
                     label = line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()
+                    owner_line((start - plen) // 2, label, line, end)  # type: ignore[misc]
                     if label not in skippable:
                         skipped += 1
                         continue
@@ -140,6 +142,7 @@ class LogParser:
             block = self._prefix_block
             skippable = block.skippable if block is not None else None
             keep_raw = block.keep_raw if skippable is not None else None
+            owner_line = block.owner_line if skippable is not None else None
             tree_line = block.tree_line if block is not None else None
             prefix, plen = self._prefix, self._prefix_len
             if events:

@@ -132,7 +132,7 @@ class TraceParser:
         counters = self.counters
         feed = self.feed
         skippable: frozenset[str] | None = None
-        keep_raw = None
+        keep_raw = owner_line = None
         skipped = self.skipped
         for line in lines:
             if line[:1] != "\t":
@@ -145,12 +145,13 @@ class TraceParser:
                     counters.torch_lines += 1
                     self.envelopes += 1
                     skipped[kind] = skipped.get(kind, 0) + 1
-                    skippable = keep_raw = None
+                    skippable = keep_raw = owner_line = None
                     continue
                 events = feed(line)
                 block = self._block
                 skippable = block.skippable if isinstance(block, GuardBlock) else None
                 keep_raw = block.keep_raw if skippable is not None else None
+                owner_line = block.owner_line if skippable is not None else None
                 if events:
                     yield from events
                 continue
@@ -161,6 +162,7 @@ class TraceParser:
                 if start >= 0 and line[1] in "+|":  # a tree line, as TreeReader.feed tells them
                     end = line.find(":", start + 3)
                     label = line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()
+                    owner_line((start - 1) // 2, label, line, end)  # type: ignore[misc]
                     if label not in skippable:
                         continue
                     if end > start + 3:
