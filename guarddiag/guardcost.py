@@ -89,8 +89,10 @@ class GuardCost:
 def guard_cost(f: FunctionSummary) -> GuardCost | None:
     """The function's guard cost as far as its listings and torch's figures tell; None when neither says
     anything (a log without the ``guards`` channel, a torch that kept no figures)."""
-    listed = {e.compile_id: e for e in f.guard_entries if e.compile_id is not None}
-    figures = {m.compile_id: m for m in f.torch_metrics if m.compile_id is not None and _installed(m)}
+    # One entry per compile: only one attempt of it installs code (torch's record names the compile, its
+    # listing the attempt: ``0/1`` and ``0/1_1`` after a graph break restarted the analysis).
+    listed = {e.compile_id.first_attempt: e for e in f.guard_entries if e.compile_id is not None}
+    figures = {m.compile_id.first_attempt: m for m in f.torch_metrics if m.compile_id is not None and _installed(m)}
     ids = list(dict.fromkeys([*listed, *figures]))
     entries = tuple(EntryCost(cid, listed.get(cid), figures.get(cid)) for cid in ids)
     entries += tuple(EntryCost(None, e, None) for e in f.guard_entries if e.compile_id is None)
@@ -125,6 +127,33 @@ def _per_call(entries: Sequence[EntryCost]) -> CallCost | None:
     if not figures:
         return None
     return CallCost(len(entries), len(figures), min(figures), sum(figures))
+
+
+def cost_dicts(costs: Iterable[tuple[FunctionSummary, GuardCost]]) -> list[dict[str, object]]:
+    """The JSON form (a run record's ``guard_cost``, derived from its functions like ``totals``) of each function's
+    guard cost: the cache entries a call walks, how many torch timed, the least and most a call pays (microseconds,
+    from torch's compile-time figures), and its last entry's guards."""
+    out = []
+    for f, cost in costs:
+        last, call = cost.last, cost.per_call
+        out.append(
+            {
+                "function": {"name": f.name, "file": f.file, "line": f.line, "frame_ids": [str(i) for i in f.frame_ids]},
+                "entries": len(cost.entries),
+                "per_call": None
+                if call is None
+                else {"entries": call.entries, "timed": call.measured, "low_us": call.low_us, "high_us": call.high_us},
+                "last_entry": None
+                if last is None
+                else {
+                    "compile_id": None if last.compile_id is None else str(last.compile_id),
+                    "leaves": last.leaves,
+                    "torch_guard_count": last.torch_guards,
+                    "latency_us": last.latency_us,
+                },
+            }
+        )
+    return out
 
 
 def origins(owners: Iterable[tuple[str, int]], top: int = ORIGINS) -> tuple[GuardOrigin, ...]:

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from guarddiag.divergence import Divergence, JobRanks, divergence_dict, job_ranks, rank_divergence, unnamed_ranks
+from guarddiag.guardcost import GuardCost, cost_dicts, guard_cost
 from guarddiag.ids import Process
-from guarddiag.model import Run, StanceUse, Unobserved, compile_gaps, uncounted, uncounted_stances
+from guarddiag.model import FunctionSummary, Run, StanceUse, Unobserved, compile_gaps, uncounted, uncounted_stances
 from guarddiag.store import run_to_dict, save_record
 from guarddiag.torchcheck import ReasonDisagreement, reason_disagreements
 
@@ -41,6 +42,8 @@ class RunReport:
     unnamed: Mapping[str, tuple[int, ...]]
     divergence: tuple[Divergence, ...]
     disagreements: tuple[ReasonDisagreement, ...] = ()
+    # Each function whose guards the log or torch's record tell of, with what they cost (guardcost.py).
+    guard_costs: tuple[tuple[FunctionSummary, GuardCost], ...] = ()
 
     @property
     def counted(self) -> bool:
@@ -56,8 +59,13 @@ def run_report(run: Run, advice: RunAdvice | None = None) -> RunReport:
     unnamed = unnamed_ranks(run)
     return RunReport(
         run, advice, gaps, uncounted(run), uncounted_stances(run), jobs, unnamed, rank_divergence(run, jobs, unnamed),
-        reason_disagreements(run),
+        reason_disagreements(run), guard_costs(run),
     )
+
+
+def guard_costs(run: Run) -> tuple[tuple[FunctionSummary, GuardCost], ...]:
+    """Each function of ``run`` whose guards are known, with their cost."""
+    return tuple((f, cost) for f in run.functions if (cost := guard_cost(f)) is not None)
 
 
 def run_reports(runs: Mapping[str, Run]) -> dict[str, RunReport]:
@@ -67,7 +75,7 @@ def run_reports(runs: Mapping[str, Run]) -> dict[str, RunReport]:
 
 def record_dict(report: RunReport) -> dict[str, object]:
     """The run record (the documented contract), its ``rank_divergence`` from the report's comparison."""
-    return run_to_dict(report.run, divergence_dict(report.jobs, report.divergence, report.unnamed))
+    return run_to_dict(report.run, divergence_dict(report.jobs, report.divergence, report.unnamed), cost_dicts(report.guard_costs))
 
 
 def save_report(report: RunReport, path: Path) -> None:

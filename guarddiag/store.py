@@ -65,9 +65,10 @@ RUN1 = "guarddiag.run/1"
 KNOWN_SCHEMAS = (RUN1, SCHEMA)
 
 
-def run_to_dict(run: Run, rank_divergence: list[dict[str, object]]) -> dict[str, object]:
+def run_to_dict(run: Run, rank_divergence: list[dict[str, object]], guard_cost: list[dict[str, object]] | None = None) -> dict[str, object]:
     """The JSON form of a run record (the documented contract); ``rank_divergence``: the JSON of the
-    run's rank comparison, as its report value holds it (report.record_dict: the store computes none)."""
+    run's rank comparison, ``guard_cost`` of its functions' guard cost, as its report value holds them
+    (report.record_dict: the store computes none)."""
     return {
         "schema": run.schema,
         "source": run.source,
@@ -102,6 +103,8 @@ def run_to_dict(run: Run, rank_divergence: list[dict[str, object]]) -> dict[str,
         "functions": [_function_to_dict(f) for f in run.functions],
         # Derived from functions[] like totals (read back from them, not from here).
         "rank_divergence": rank_divergence,
+        # Derived from functions[].guard_entries and torch_metrics (read back from them, not from here).
+        **({"guard_cost": guard_cost} if guard_cost else {}),
         "parse": {
             "lines": run.parse.lines,
             "torch_lines": run.parse.torch_lines,

@@ -26,7 +26,7 @@ from guarddiag.render.words import (
     script_outcome,
     short_path,
     source_label,
-    torch_guards_sentence,
+    torch_cache_sentence,
     uncounted_stance_sentence,
     unobserved_sentence,
     user_contexts_sentence,
@@ -289,9 +289,9 @@ def graph_break_lines(f: FunctionSummary) -> list[str]:
 
 
 def budget_lines(run: Run, f: FunctionSummary) -> list[str]:
-    """What a function cost and has left: the near-limit warning (once), its compile time, torch's own figures
-    for its guards and cache, what the script's recompile contexts said (each when known)."""
-    known = (compile_time_sentence(f), torch_guards_sentence(f), user_contexts_sentence(f))
+    """What a function cost and has left: the near-limit warning (once), its compile time, torch's count of its
+    cache entries, what the script's recompile contexts said (each when known)."""
+    known = (compile_time_sentence(f), torch_cache_sentence(f), user_contexts_sentence(f))
     return near_limit_lines(run, f) + [line for line in known if line]
 
 

@@ -8,6 +8,7 @@ from guarddiag.model import FunctionSummary, Run
 from guarddiag.render.columns import simple_table
 from guarddiag.render.divergence import headline_lines, shown_functions
 from guarddiag.render.escape import visible_values
+from guarddiag.render.guards import HEADING, guard_cost_lines
 from guarddiag.render.job import job_notes, log_line, process_headers, process_rows
 from guarddiag.render.summary import (
     advice_notes,
@@ -56,6 +57,11 @@ def render(report: RunReport) -> str:
             out += function_detail_lines(f, advice=advised) + [f"  {line}" for line in near_limit_lines(run, f)]
         else:
             out += function_detail_lines(f, run, advised)
+    costs = guard_cost_lines(report.guard_costs)
+    if costs:
+        out += ["", HEADING]
+        for line, under in costs:
+            out += [f"  {line}", *(f"    {u}" for u in under)]
     divergence = headline_lines(report)
     if divergence:
         out += ["", divergence[0], *(f"  {line}" for line in divergence[1:])]

@@ -405,27 +405,21 @@ def uncounted_stance_sentence(use: StanceUse, torch_version: str | None) -> str:
 
 
 def micros(value: float) -> str:
-    """``206 us``, ``3.5 us``: microseconds as the reports show them."""
+    """``206 us``, ``3.5 us``, ``1.48 ms``: microseconds as the reports show them."""
+    if value >= 1000:
+        return f"{value / 1000:.2f} ms"
     return f"{value:.0f} us" if value >= 10 else f"{value:.1f} us"
 
 
-def torch_guards_sentence(f: FunctionSummary) -> str | None:
-    """``torch: 71 guards in its last cache entry, one check of them 206 us; 2 entries in the cache before its
-    last compile``, as far as torch's own figures tell; None where it gave none (a parsed log, an older torch)."""
-    installed = [m for m in f.torch_metrics if m.guard_count is not None or m.guard_latency_us is not None]
-    parts = []
-    if installed:
-        last = installed[-1]
-        guards = "guards" if last.guard_count is None else f"{last.guard_count} guards"
-        parts.append(f"{guards} in its last cache entry")
-        if last.guard_latency_us is not None:
-            parts[-1] += f", one check of them {micros(last.guard_latency_us)}"
+def torch_cache_sentence(f: FunctionSummary) -> str | None:
+    """``torch: 2 entries in the cache before its last compile``, as far as torch's own figures tell; None where
+    it gave none (a parsed log, an older torch). What the entries' guards cost is the guard section's."""
     sizes = [m for m in f.torch_metrics if m.cache_size is not None]
-    if sizes and sizes[-1].cache_size:  # an empty cache says nothing a function's counts do not
-        size, accumulated = sizes[-1].cache_size, sizes[-1].accumulated_cache_size
-        across = f" ({accumulated} across the frames of its code)" if accumulated is not None and accumulated != size else ""
-        parts.append(f"{size} entr{'y' if size == 1 else 'ies'}{across} in the cache before its last compile")
-    return f"torch: {'; '.join(parts)}" if parts else None
+    if not sizes or not sizes[-1].cache_size:  # an empty cache says nothing a function's counts do not
+        return None
+    size, accumulated = sizes[-1].cache_size, sizes[-1].accumulated_cache_size
+    across = f" ({accumulated} across the frames of its code)" if accumulated is not None and accumulated != size else ""
+    return f"torch: {size} entr{'y' if size == 1 else 'ies'}{across} in the cache before its last compile"
 
 
 def user_contexts_sentence(f: FunctionSummary) -> str | None:

@@ -121,13 +121,18 @@ def test_torchs_own_unexplained_recompile_is_nothing_to_compare():
     assert report.disagreements == ()
 
 
-def test_the_run_report_shows_the_last_entrys_guards_and_the_scripts_contexts_only_in_a_recompiling_functions_details():
+def test_the_run_report_shows_the_cache_size_and_the_scripts_contexts_only_in_a_recompiling_functions_details():
     report = run_report(_run(METRICS / "contexts-2.13"))
     table = render(report, "table")
-    latency = report.run.functions[0].torch_metrics[-1].guard_latency_us
-    assert f"torch: 10 guards in its last cache entry, one check of them {latency:.0f} us; 2 entries in the cache before" in table
+    assert "torch: 2 entries in the cache before its last compile" in table
     assert "the script's recompile contexts: epoch 0; epoch 2; epoch 3" in table
-    assert "10 guards in its last cache entry" in render(report, "markdown")
+    assert "torch: 2 entries in the cache before" in render(report, "markdown")
+    # Its 11 guards are too few for the guard section; the figures are in the record's guard cost.
+    assert "guard checks" not in table and "1 other compiled function with fewer than 100 guards" not in table
+    (cost,) = json.loads(render(report, "json"))["guard_cost"]
+    latency = report.run.functions[0].torch_metrics[-1].guard_latency_us
+    assert cost["last_entry"]["torch_guard_count"] == 10 and cost["last_entry"]["leaves"] == 11
+    assert abs(cost["last_entry"]["latency_us"] - latency) < 1
     # A function shown for a failure only has no guards to show, and an empty cache says nothing.
     failures = render(run_report(_run(METRICS / "reset_and_failures-2.13")), "table")
     assert "strict" in failures and "entries in the cache" not in failures

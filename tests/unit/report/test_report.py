@@ -17,6 +17,7 @@ from guarddiag.divergence import divergence_dict, rank_divergence
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
 from guarddiag.flags import Catalog
 from guarddiag.gate import evaluate
+from guarddiag.guardcost import cost_dicts
 from guarddiag.model import Run
 from guarddiag.pipeline import build_from_lines
 from guarddiag.render import FORMATS, render
@@ -78,7 +79,9 @@ def test_the_store_writes_the_divergence_it_is_given():
     given = [{"job": "given"}]
     assert run_to_dict(run, given)["rank_divergence"] is given
     report = run_report(run)
-    assert record_dict(report) == run_to_dict(run, divergence_dict(report.jobs, report.divergence, report.unnamed))
+    costs = cost_dicts(report.guard_costs)
+    assert costs and record_dict(report) == run_to_dict(run, divergence_dict(report.jobs, report.divergence, report.unnamed), costs)
+    assert run_to_dict(run, given, costs)["guard_cost"] is costs
 
 
 def test_the_gate_and_its_exit_code_take_the_reports_divergence(tmp_path: Path):
