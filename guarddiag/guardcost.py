@@ -31,6 +31,7 @@ _CONTAINER = 3
 # One step of a source torch names an object by: its root (``L['self']``, ``G['torch']``), then a module,
 # parameter or buffer of an nn.Module, an item (``['key']``, ``[3]``), or an attribute.
 _ROOT = re.compile(r"(?:L|G)\['[^']*'\]|[A-Za-z_]\w*")
+_INNER = re.compile(r"(?:L|G)\['[^']*'\](?:\.\w+|\[[^\]]*\])*")
 _STEP = re.compile(r"\._(?:modules|parameters|buffers)\['(?P<member>[^']*)'\]|\[(?P<item>[^\]]*)\]|\.(?P<attr>[A-Za-z_]\w*)")
 
 
@@ -176,6 +177,12 @@ def _steps(source: str) -> list[tuple[str, bool]]:
     is one step."""
     if not source:
         return [("", False)]
+    if not source.startswith(("L[", "G[")):
+        # ``dict(type(L['self'].config).__dict__)['attribute_map']``, ``type(L['x'])``: the object inside it.
+        inner = _INNER.search(source)
+        if inner is None:
+            return [(source, False)]
+        source = inner.group()
     m = _ROOT.match(source)
     if m is None:
         return [(source, False)]

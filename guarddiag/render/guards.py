@@ -98,7 +98,7 @@ def origins_sentence(f: FunctionSummary, cost: GuardCost) -> str | None:
 
 def _origin_words(o: GuardOrigin, total: int) -> str:
     share = f" ({o.guards * 100 // total}%)" if o.guards * 100 // total >= 10 else ""
-    items = f" ({o.members} items, about {_count(round(o.guards / o.members))} guards each)" if o.members else ""
+    items = f" ({_count(o.members)} items, about {_count(round(o.guards / o.members))} guards each)" if o.members else ""
     return f"{origin_name(o)}{items}: {_count(o.guards)}{share}"
 
 

@@ -29,7 +29,8 @@ def test_run_trace_keeps_a_trace_folder_named_in_the_footer_and_the_report_shows
     # torch's own figures per compile, its last entry's in the report, the script's recompile contexts.
     (step,) = record["functions"]
     assert [m["user_contexts"] for m in step["torch_metrics"]] == [["epoch 0"], ["epoch 2"], ["epoch 3"]]
-    assert "torch: 10 guards in its last cache entry, one check of them" in proc.stdout
+    assert "torch: 2 entries in the cache before its last compile" in proc.stdout
+    assert record["guard_cost"][0]["last_entry"]["torch_guard_count"] == 10
     assert "the script's recompile contexts: epoch 0; epoch 2; epoch 3" in proc.stdout
     assert "torch's own record of recompile" not in proc.stdout  # torch's reasons agree with the log's
 

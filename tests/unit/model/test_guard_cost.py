@@ -151,7 +151,9 @@ def test_origins_narrow_an_object_to_its_part_holding_most_guards():
         GuardOrigin("", 4),
     )
     # No part holds most of it: the object itself; a source of another shape is one object.
-    assert origins([("L['a'].x", 3), ("L['a'].y", 3), ("type(L['b'])", 1)]) == (GuardOrigin("L['a']", 6), GuardOrigin("type(L['b'])", 1))
+    assert origins([("L['a'].x", 3), ("L['a'].y", 3), ("___f(1)", 1)]) == (GuardOrigin("L['a']", 6), GuardOrigin("___f(1)", 1))
+    # A source that wraps an object (its type, its __dict__) is counted on the object.
+    assert origins([("dict(type(L['m'].config).__dict__)['map']", 4), ("L['m'].config", 2)]) == (GuardOrigin("L['m'].config", 6),)
 
 
 def test_a_flat_listing_has_no_leaves_and_no_origins():
