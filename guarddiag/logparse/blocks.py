@@ -101,7 +101,9 @@ class GuardBlock(Block):
         self.reader = TreeReader(keep, locations, seen)
         self.skippable = keep
         self.keep_raw = self.reader.keep_raw  # the hot path's one call per kept guard line
-        self.owner_line = self.reader.owners.line  # and its one call per tree line, kept or not
+        # Every tree line, kept or not, counts where the guards are: a leaf in the tally, a manager by a call.
+        owners = self.reader.owners
+        self.owner_line, self.owner_manager, self.tally = owners.line, owners.manager, owners.tally
         self.tree_line = self.whole_line if keep is None else None
         self.latency_us: float | None = None
         self.done = False

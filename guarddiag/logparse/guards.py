@@ -83,32 +83,59 @@ def flat_guard(text: str) -> Guard:
     return Guard(kind, src.strip(), expr, location)
 
 
+# Leaves deeper than this are tallied at this depth (torch's trees of real models are a few dozen deep).
+TALLY_DEPTH = 256
+
+
 class GuardOwners:
     """A tree listing's leaf guards counted by the source of the manager each sits under (where the guards
     of a cache entry come from), from each tree line's depth and label as the parsers' hot paths cut them.
-    Every leaf counts, whether or not a counting parse keeps it."""
+    Every leaf counts, whether or not a counting parse keeps it.
 
-    __slots__ = ("_sources", "counts")
+    The hot paths count a leaf with one list increment, ``tally[depth] += 1`` (a leaf's label is upper case,
+    ``TENSOR_MATCH``), and call :meth:`manager` only for the fewer manager lines: the leaves tallied at a
+    depth belong to the manager open one level up, and are added to its source when it ends."""
+
+    __slots__ = ("_sources", "counts", "tally")
+
+    DEPTH = TALLY_DEPTH
 
     def __init__(self) -> None:
         self._sources: list[str] = []
         self.counts: dict[str, int] = {}
+        self.tally = [0] * (self.DEPTH + 1)
 
     def line(self, depth: int, label: str, text: str, end: int) -> None:
         """One tree line at ``depth``: ``label`` is ``text`` up to its first colon at ``end`` (the whole line
-        without one). A leaf's label is upper case (``TENSOR_MATCH``); a manager's names ``Manager``."""
+        without one)."""
         if label.isupper():
-            sources = self._sources
-            owner = sources[depth - 1] if 0 < depth <= len(sources) else ""
-            self.counts[owner] = self.counts.get(owner, 0) + 1
+            self.tally[min(depth, self.DEPTH)] += 1
         elif "Manager" in label:
-            sources = self._sources
-            del sources[depth:]
-            begin = text.find("source=", end) if end > 0 else -1
-            stop = text.find(", accessed_by=", begin) if begin >= 0 else -1
-            sources.append(text[begin + 7 : stop] if stop > begin else (sources[-1] if sources else ""))
+            self.manager(depth, text, end)
+
+    def manager(self, depth: int, text: str, end: int) -> None:
+        """A manager line at ``depth`` (``GuardManager: source=L['x'], accessed_by=...``): those at its depth
+        and deeper have ended."""
+        self._flush(depth + 1)
+        sources = self._sources
+        del sources[depth:]
+        begin = text.find("source=", end) if end > 0 else -1
+        stop = text.find(", accessed_by=", begin) if begin >= 0 else -1
+        sources.append(text[begin + 7 : stop] if stop > begin else (sources[-1] if sources else ""))
+
+    def _flush(self, depth: int, deepest: int | None = None) -> None:
+        """Add the leaves tallied from ``depth`` down to ``deepest`` (one below the open managers by default)
+        to the managers above them; a leaf under no open manager (a tree cut or malformed) to the frame."""
+        tally, sources, counts = self.tally, self._sources, self.counts
+        last = min(len(sources) + 1 if deepest is None else deepest, self.DEPTH)
+        for d in range(max(depth, 0), last + 1):
+            if tally[d]:
+                owner = sources[d - 1] if 0 < d <= len(sources) else ""
+                counts[owner] = counts.get(owner, 0) + tally[d]
+                tally[d] = 0
 
     def whole(self) -> tuple[tuple[str, int], ...]:
+        self._flush(0, self.DEPTH)
         return tuple(self.counts.items())
 
 

@@ -30,7 +30,7 @@ from guarddiag.logparse.blocks import (
 )
 from guarddiag.logparse.events import CompileSeen, Event, FrameNamed, GuardListing, SizeGuardAdded, StanceRefusalSeen, SymbolCreated
 from guarddiag.logparse.framing import Framed, frame, strip_rank
-from guarddiag.logparse.guards import location_of
+from guarddiag.logparse.guards import TALLY_DEPTH, location_of
 
 # Artifacts whose every line guarddiag is expected to understand (--strict counts these).
 OWN_ARTIFACTS = frozenset({"__guards", "__recompiles", "__recompiles_verbose", "__graph_breaks"})
@@ -116,15 +116,18 @@ class LogParser:
         # of the open listing is counted and dismissed when its kind is not kept, and its kind and
         # expression go straight to the listing when it is (TreeReader.feed reads them the same way).
         # A listing read whole takes each tree line the same way, at TreeReader.tree_line.
-        # Every tree line, kept or not, is counted under its object (owner_line: where the guards come from).
-        skippable, prefix, plen, keep_raw, tree_line, owner_line = None, "", 0, None, None, None
+        # Every tree line, kept or not, is counted under its object (GuardOwners: where the guards come from).
+        skippable, prefix, plen, keep_raw, tree_line, owner_manager, tally = None, "", 0, None, None, None, None
         for line in lines:
             if skippable is not None and line.startswith(prefix):
                 start = line.find("+- ", plen)
                 if start >= 0 and line[plen] in "+|":  # a tree line, as TreeReader.feed tells them
                     end = line.find(":", start + 3)
                     label = line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()
-                    owner_line((start - plen) // 2, label, line, end)  # type: ignore[misc]
+                    if label.isupper():  # a leaf: tallied under the manager above it (GuardOwners)
+                        tally[min((start - plen) // 2, TALLY_DEPTH)] += 1  # type: ignore[index]
+                    elif "Manager" in label:
+                        owner_manager((start - plen) // 2, line, end)  # type: ignore[misc]
                     if label not in skippable:
                         skipped += 1
                         continue
@@ -142,7 +145,8 @@ class LogParser:
             block = self._prefix_block
             skippable = block.skippable if block is not None else None
             keep_raw = block.keep_raw if skippable is not None else None
-            owner_line = block.owner_line if skippable is not None else None
+            owner_manager = block.owner_manager if skippable is not None else None
+            tally = block.tally if skippable is not None else None
             tree_line = block.tree_line if block is not None else None
             prefix, plen = self._prefix, self._prefix_len
             if events:

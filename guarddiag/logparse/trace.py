@@ -47,7 +47,7 @@ from guarddiag.logparse.events import (
     SizeGuardAdded,
     SymbolCreated,
 )
-from guarddiag.logparse.guards import flat_guard
+from guarddiag.logparse.guards import TALLY_DEPTH, flat_guard
 from guarddiag.logparse.parser import ParseCounters
 
 # The glog prefix of a record's line, up to the envelope: ``V1203 17:50:08.235000 22436 torch/_logging/structured.py:28] ``.
@@ -132,7 +132,7 @@ class TraceParser:
         counters = self.counters
         feed = self.feed
         skippable: frozenset[str] | None = None
-        keep_raw = owner_line = None
+        keep_raw = owner_manager = tally = None
         skipped = self.skipped
         for line in lines:
             if line[:1] != "\t":
@@ -145,13 +145,14 @@ class TraceParser:
                     counters.torch_lines += 1
                     self.envelopes += 1
                     skipped[kind] = skipped.get(kind, 0) + 1
-                    skippable = keep_raw = owner_line = None
+                    skippable = keep_raw = owner_manager = tally = None
                     continue
                 events = feed(line)
                 block = self._block
                 skippable = block.skippable if isinstance(block, GuardBlock) else None
                 keep_raw = block.keep_raw if skippable is not None else None
-                owner_line = block.owner_line if skippable is not None else None
+                owner_manager = block.owner_manager if skippable is not None else None
+                tally = block.tally if skippable is not None else None
                 if events:
                     yield from events
                 continue
@@ -162,7 +163,10 @@ class TraceParser:
                 if start >= 0 and line[1] in "+|":  # a tree line, as TreeReader.feed tells them
                     end = line.find(":", start + 3)
                     label = line[start + 3 : end] if end > 0 else line[start + 3 :].rstrip()
-                    owner_line((start - 1) // 2, label, line, end)  # type: ignore[misc]
+                    if label.isupper():  # a leaf: tallied under the manager above it (GuardOwners)
+                        tally[min((start - 1) // 2, TALLY_DEPTH)] += 1  # type: ignore[index]
+                    elif "Manager" in label:
+                        owner_manager((start - 1) // 2, line, end)  # type: ignore[misc]
                     if label not in skippable:
                         continue
                     if end > start + 3:

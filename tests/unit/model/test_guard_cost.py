@@ -129,7 +129,7 @@ def test_the_owners_of_leaves_are_the_managers_above_them():
         text = line[start + 3 :]
         colon = text.find(":")
         owners.line(start // 2, text[:colon] if colon > 0 else text, text, colon)
-    assert owners.counts == {"": 1, "L['m']": 2, "L['m']._modules['0']": 1, "L['x']": 1}
+    assert dict(owners.whole()) == {"": 1, "L['m']": 2, "L['m']._modules['0']": 1, "L['x']": 1}
 
 
 def test_a_counting_parse_and_a_whole_one_count_the_same_leaves():
