@@ -4,6 +4,7 @@ these are the only words for them."""
 
 from __future__ import annotations
 
+from guarddiag.child._site._guarddiag_guardtime import PROFILER_TAKEN
 from guarddiag.diff import RESET_PATTERN
 from guarddiag.guardexpr import readable_source
 from guarddiag.ids import MAIN_PROCESS, FrameId, Process
@@ -489,6 +490,11 @@ def unmeasured_guards_sentence(run: Run) -> str | None:
     """Why ``run --measure-guards`` measured nothing at all; None where it measured, or was not asked."""
     if run.guards_measured is not False:
         return None
+    if run.guards_unmeasured == PROFILER_TAKEN:
+        return (
+            "--measure-guards measured nothing: the script ran torch's profiler itself, and torch runs one at a time "
+            "(the script's replaced guarddiag's); run it without its own profiler to measure"
+        )
     if run.guards_unmeasured:
         return f"--measure-guards measured nothing: torch's profiler failed ({run.guards_unmeasured[:200]})"
     return (

@@ -26,6 +26,8 @@ GUARD_TIME_NAME = "guard_time.json"
 SCHEMA = "guarddiag.guard_time/1"
 LOOKUP = "TorchDynamo Cache Lookup"
 REGION = "Torch-Compiled Region: "
+# What the file says when the script ran torch's profiler itself: torch keeps one, and the script's replaced this one.
+PROFILER_TAKEN = "profiler_taken"
 # An event as summarize reads it: name, thread id, start and end in nanoseconds.
 Event = tuple[str, int, int, int]
 
@@ -64,8 +66,12 @@ def finish(path: str, log_fd: int | None = None) -> bool:
     if not _STATE.pop("on", False):
         return False
     try:
-        from torch.autograd import _disable_profiler
+        from torch.autograd import _disable_profiler, _profiler_enabled
 
+        if not _profiler_enabled():
+            # torch runs one profiler at a time: the script's own (torch.profiler.profile) replaced this one.
+            _write(path, {"schema": SCHEMA, "process": "main", "pid": os.getpid(), "error": PROFILER_TAKEN})
+            return False
         with _stderr_to(log_fd):
             result = _disable_profiler()
         events = list(_wanted(result.events()))
