@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -43,8 +44,10 @@ def once(args: list[str], measure: bool, work: Path) -> dict[str, object]:
     """One ``guarddiag run``: wall, CPU, peak RSS (bench/_measure.py), the script's own time per hit call, its record."""
     out, stats = work / "run.json", work / "measure.json"
     cmd = [str(GUARDDIAG), "run", *(["--measure-guards"] if measure else []), "--out", str(out), *args]
+    # One op thread: on a shared 2-core machine, threads of an op waiting on each other vary a call's time tenfold.
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     with (work / "stdout.txt").open("w") as fh:
-        subprocess.run([sys.executable, str(BENCH / "_measure.py"), str(stats), "900", *cmd], cwd=work, stdout=fh, check=True)
+        subprocess.run([sys.executable, str(BENCH / "_measure.py"), str(stats), "900", *cmd], cwd=work, stdout=fh, check=True, env=env)
     result = json.loads(stats.read_text())
     if result["exit_code"] != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {result['exit_code']}")
@@ -114,7 +117,7 @@ def _render(facts: list[tuple[str, str]], load_end: str, runs: int, rows: list[l
     lines += ["| machine | |", "|---|---|", *(f"| {k} | {v} |" for k, v in facts)]
     lines += [f"| load average at end (1, 5, 15 min) | {load_end} |", ""]
     lines += [
-        f"Medians of {runs} runs each of the whole `guarddiag run` (alternating with and without the option); "
+        f"Medians of {runs} runs each of the whole `guarddiag run` (alternating with and without the option, OMP_NUM_THREADS=1); "
         "per hit call: the script's own time per call of its 200 cache hits.",
         "",
         "| script | --measure-guards | wall (runs) | CPU | peak RSS | per hit call |",
