@@ -67,3 +67,24 @@ def test_a_script_running_its_own_profiler_is_told_apart_from_one_with_no_calls(
 
 def _micros(value: float) -> str:
     return f"{value:.0f} us" if value >= 10 else f"{value:.1f} us"
+
+
+@pytest.mark.slow
+def test_calls_from_another_thread_are_said_not_measured(tmp_path: Path):
+    """torch's profiler records the thread that started it: the script's main thread."""
+    script = tmp_path / "threaded.py"
+    script.write_text(
+        "import threading, torch\n"
+        "f = torch.compile(lambda x: x + 1, backend='eager')\n"
+        "g = torch.compile(lambda x: x * 2, backend='eager')\n"
+        "x = torch.ones(3)\n"
+        "for _ in range(5):\n    f(x)\n"
+        "t = threading.Thread(target=lambda: [g(x) for _ in range(7)])\n"
+        "t.start()\nt.join()\n"
+    )
+    out = tmp_path / "run.json"
+    proc = run_guarddiag("run", "--measure-guards", str(script), "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    calls = sorted(sum(g["calls"] for g in f.get("guard_times", [])) for f in json.loads(out.read_text())["functions"])
+    assert calls == [0, 5]
+    assert proc.stdout.count("no call ran its compiled code in the script's main thread") == 1
