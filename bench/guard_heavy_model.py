@@ -9,6 +9,7 @@ Run it under ``bench/make_model_log.py``, which sets TORCH_LOGS and TORCH_TRACE.
 """
 
 import argparse
+import time
 
 import torch
 import torch.nn as nn
@@ -52,6 +53,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=60, help="blocks of 5 modules each (default 60: 300 submodules)")
     parser.add_argument("--dim", type=int, default=32)
+    parser.add_argument("--calls", type=int, default=0, help="then call it this many times more with its last input (cache hits)")
     args = parser.parse_args()
     torch.manual_seed(0)
     model = Tower(args.blocks, args.dim)
@@ -66,8 +68,14 @@ def main() -> None:
         compiled(x)
     model.double()  # tensor: every parameter changes dtype
     compiled(x.double())
-    compiled(torch.randn(16, args.dim, dtype=torch.float64))  # dynamic_shape: batch 8 -> 16
+    last = torch.randn(16, args.dim, dtype=torch.float64)
+    compiled(last)  # dynamic_shape: batch 8 -> 16
     print("compiled calls done")
+    if args.calls:  # steady state: every call a cache hit (bench/guard_time_overhead.py)
+        started = time.perf_counter()
+        for _ in range(args.calls):
+            compiled(last)
+        print(f"hit calls: {(time.perf_counter() - started) / args.calls * 1e6:.1f} us per call")
 
 
 if __name__ == "__main__":

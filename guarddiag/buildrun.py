@@ -19,6 +19,7 @@ from guarddiag.child._site import _guarddiag_hooks as _hooks
 from guarddiag.child._site import _guarddiag_process as _process
 from guarddiag.child.runner import ChildRun
 from guarddiag.errors import InputError
+from guarddiag.guardtime import read_guard_time, with_guard_times
 from guarddiag.model import Job, LateHook, Run, Unobserved
 from guarddiag.render.child import unreadable_log, unsaved_record
 from guarddiag.render.escape import one_line
@@ -35,8 +36,13 @@ def build_run(child: ChildRun) -> RunReport:
         logs = read_run_logs(run_dir, child.log_path, child.ledger_path)
     except OSError as exc:
         raise InputError(unreadable_log(run_dir, exc)) from None
+    functions, measured = logs.functions, None
+    if request.measure_guards:
+        measured = read_guard_time(run_dir)
+        if measured is not None and measured.error is None:
+            functions = tuple(with_guard_times(functions, measured))
     run = Run(
-        functions=logs.functions,
+        functions=functions,
         parse=logs.stats,
         torch_version=meta.get("torch_version"),
         exit_code=child.exit_code,
@@ -59,6 +65,8 @@ def build_run(child: ChildRun) -> RunReport:
         module=request.module,
         job=Job("run", logs.processes) if logs.processes else None,
         stances=logs.stances,
+        guards_measured=None if not request.measure_guards else measured is not None and measured.error is None,
+        guards_unmeasured=None if measured is None else measured.error,
     )
     report = run_report(run)
     try:

@@ -93,12 +93,20 @@ def run(
             help="Also keep a TORCH_TRACE folder in the run folder (for tlparse, or to attach to a PyTorch issue).",
         ),
     ] = False,
+    measure_guards: Annotated[
+        bool,
+        typer.Option(
+            "--measure-guards",
+            help="Also measure what each call's cache lookup (guard check) costs, per function, with torch's profiler "
+            "(the script's main process only; its ops run slower under it).",
+        ),
+    ] = False,
 ) -> None:
     """Run SCRIPT (or -m MODULE) under torch.compile logging and report its compiles and recompiles per function."""
     from guarddiag.commands.options import run_target
     from guarddiag.commands.run import run_command
 
-    run_command(run_target(script, args, module, module_args), flag, python, timeout, fmt, out, strict, trace)
+    run_command(run_target(script, args, module, module_args), flag, python, timeout, fmt, out, strict, trace, measure_guards)
 
 
 @app.command()

@@ -338,6 +338,25 @@ class EntryGuards:
 
 
 @dataclass(frozen=True)
+class GuardTime:
+    """What the cache lookup (the guard check of its cache entries) of one frame of a function cost the calls
+    that ran it, measured while the script ran (``run --measure-guards``; the main process only): ``calls`` that
+    ran its compiled code, ``misses`` (lookups that checked its entries, found none and compiled the next one:
+    its recompiles; a frame's first compile checks nothing), ``timed`` lookups that found an entry, and their
+    ``median_us``, ``p10_us``, ``p90_us``, ``max_us`` and ``total_us`` (None when none was timed)."""
+
+    frame: FrameId
+    calls: int
+    misses: int
+    timed: int
+    median_us: float | None = None
+    p10_us: float | None = None
+    p90_us: float | None = None
+    max_us: float | None = None
+    total_us: float | None = None
+
+
+@dataclass(frozen=True)
 class FunctionSummary:
     """All that happened to one compiled code object (matched across runs by name/file/line)."""
 
@@ -377,6 +396,9 @@ class FunctionSummary:
     # torch's own figures for each compile attempt, in torch's order (a call refused at the limit is none);
     # empty where torch's record of them is not there (a parsed log, a torch or a record that kept none).
     torch_metrics: tuple[TorchMetrics, ...] = ()
+    # What its cache lookup cost each call, per frame, measured as the script ran (run --measure-guards);
+    # empty where not measured (see Run.guards_measured) or where no call ran its compiled code.
+    guard_times: tuple[GuardTime, ...] = ()
 
     @property
     def recompiles(self) -> int:
@@ -569,6 +591,11 @@ class Run:
     stances: tuple[StanceUse, ...] = ()
     # The TORCH_TRACE folder guarddiag had torch write for the run (``run --trace``; None: none kept).
     trace_path: str | None = None
+    # Each call's cache lookup measured in the main process (run --measure-guards): None, not asked; True,
+    # measured (FunctionSummary.guard_times); False, asked but nothing measured (guards_unmeasured says why).
+    guards_measured: bool | None = None
+    # Why the measurement failed, as the profiler's error said (None: no error known).
+    guards_unmeasured: str | None = None
     schema: str = SCHEMA
 
     @property

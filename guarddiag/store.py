@@ -7,7 +7,9 @@ Schema versions (``schema`` key):
                      torch's own. run/1 records still read (guarddiag/record1.py converts their causes).
                      Optional fields added since, which a reader that does not know them skips: a function's
                      ``torch_metrics`` (torch's own figures per compile, issue 27), a run's ``trace_path``,
-                     and a function's ``guard_entries`` (each cache entry's guards as listed, issue 28).
+                     and a function's ``guard_entries`` (each cache entry's guards as listed, issue 28);
+                     a function's ``guard_times`` and a run's ``guards_measured``/``guards_unmeasured``
+                     (each call's cache lookup measured as the script ran: run --measure-guards).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TypeVar
 
 from guarddiag.errors import InputError
 from guarddiag.filekinds import RUN_RECORD, wrong_file
+from guarddiag.guardtime import guard_time_from_dict
 from guarddiag.ids import CompileId, FrameId, Process, parse_place, place_text
 from guarddiag.model import (
     HOOK_KINDS,
@@ -120,6 +123,9 @@ def run_to_dict(run: Run, rank_divergence: list[dict[str, object]], guard_cost: 
         # Only a job read from several logs or records has it: a record of one log is unchanged.
         **({"job": _job_dict(run.job)} if run.job is not None else {}),
         **({"stances": [{**asdict(u), "process": str(u.process)} for u in run.stances]} if run.stances else {}),
+        # Only a run asked to measure its cache lookups (run --measure-guards) has them.
+        **({"guards_measured": run.guards_measured} if run.guards_measured is not None else {}),
+        **({"guards_unmeasured": run.guards_unmeasured} if run.guards_unmeasured is not None else {}),
     }
 
 
@@ -169,6 +175,8 @@ def _function_to_dict(f: FunctionSummary) -> dict[str, object]:
         **({"torch_metrics": [_metrics_dict(m) for m in f.torch_metrics]} if f.torch_metrics else {}),
         # Only where the log listed its guards (the ``guards`` channel).
         **({"guard_entries": [_entry_guards_dict(e) for e in f.guard_entries]} if f.guard_entries else {}),
+        # Only where its cache lookups were measured as the script ran (run --measure-guards) and a call ran its code.
+        **({"guard_times": [{**asdict(g), "frame": str(g.frame)} for g in f.guard_times]} if f.guard_times else {}),
     }
 
 
@@ -317,7 +325,15 @@ def _run(data: dict) -> Run:
         error_flags=_strings(error.get("flags", []), "error.flags"),
         job=_job(_object(data["job"], "job")) if data.get("job") is not None else _ranks_job(data.get("ranks")),
         stances=tuple(_stance_use(u, f"stances[{i}]") for i, u in enumerate(_list(data.get("stances", []), "stances"))),
+        guards_measured=_flag(data.get("guards_measured"), "guards_measured"),
+        guards_unmeasured=_str(data.get("guards_unmeasured"), "guards_unmeasured", optional=True),
     )
+
+
+def _flag(value: object, where: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"{where}: expected true, false or null, got {value!r}"[:200])
+    return value
 
 
 def _job(raw: dict) -> Job:
@@ -384,6 +400,10 @@ def _function(f: dict, where: str) -> FunctionSummary:
         guard_entries=tuple(
             _entry_guards(e, f"{where}.guard_entries[{i}]")
             for i, e in enumerate(_list(f.get("guard_entries", []), f"{where}.guard_entries"))
+        ),
+        guard_times=tuple(
+            guard_time_from_dict(g, f"{where}.guard_times[{i}]")
+            for i, g in enumerate(_list(f.get("guard_times", []), f"{where}.guard_times"))
         ),
     )
 

@@ -80,6 +80,11 @@ def main(spec_path: str) -> int:
     _load("_guarddiag_hooks", "_site", "_guarddiag_hooks.py").install(run_dir)
     # Calls a compiler stance refused to recompile, into the ledger (read by the runner).
     _load("_guarddiag_stance", "_site", "_guarddiag_stance.py").install()
+    # What each call's cache lookup costs (run --measure-guards): torch's profiler, on from here to the script's end.
+    guard_time = _load("_guarddiag_guardtime", "_site", "_guarddiag_guardtime.py") if spec.get("measure_guards") else None
+    if guard_time is not None:
+        guard_time_path = os.path.join(run_dir, guard_time.GUARD_TIME_NAME)
+        guard_time.start(guard_time_path, log.fileno())
     main_pid = os.getpid()
 
     def record(exc: BaseException) -> None:
@@ -95,6 +100,8 @@ def main(spec_path: str) -> int:
         return _refuse(spec, meta, "module", str(no_module))
     if os.getpid() != main_pid:
         return code  # a child the script forked with os.fork() that ran on to the end: not the run
+    if guard_time is not None:
+        guard_time.finish(guard_time_path, log.fileno())
     _write_meta(spec, meta)
     return code
 

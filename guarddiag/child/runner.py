@@ -79,6 +79,8 @@ class RunRequest:
     module: str | None = None
     # Keep a TORCH_TRACE folder (tlparse's input, what PyTorch's issues ask for) in the run folder.
     trace: bool = False
+    # Measure each call's cache lookup (guard check) with torch's profiler in the script's process.
+    measure_guards: bool = False
 
 
 # What a child did, beside proctree.wait's statuses of a script that ran (ok, failed, timeout,
@@ -146,6 +148,7 @@ def execute(request: RunRequest) -> ChildRun:
         "meta_path": str(meta_path.resolve()),
         # The script dies with guarddiag (_bootstrap._die_with_guarddiag), which may be gone already.
         "guarddiag_pid": os.getpid(),
+        "measure_guards": request.measure_guards,
     }
     spec_path.write_text(json.dumps(spec, indent=2), encoding="utf-8")
     env = _without_outer_run(dict(os.environ))

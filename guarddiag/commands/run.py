@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 def run_command(
     target: Target, flags: list[str] | None, python: str, timeout: float | None, fmt: str, out: Path | None, strict: bool,
-    trace: bool = False,
+    trace: bool = False, measure_guards: bool = False,
 ) -> None:
     """Run the script or module, print its report; one that did not finish cleanly is an error after the report.
-    ``trace``: keep a TORCH_TRACE folder in the run folder too."""
+    ``trace``: keep a TORCH_TRACE folder in the run folder too; ``measure_guards``: measure each call's cache lookup."""
     from guarddiag.child.folders import prune_after_command
     from guarddiag.child.runner import RunRequest
     from guarddiag.commands.spawn import run_script
@@ -30,7 +30,7 @@ def run_command(
     check_format(fmt)
     request = RunRequest(
         script=target.script, args=target.args, python=python, flags=flag_options(flags, python), timeout=timeout, module=target.module,
-        trace=trace,
+        trace=trace, measure_guards=measure_guards,
     )
     report = run_script(request)
     result = report.run

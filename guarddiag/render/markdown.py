@@ -62,7 +62,7 @@ def render(report: RunReport) -> str:
     out.append(tabulate(rows, headers=headers, tablefmt="github"))
     for s in shown:
         f = s.function
-        if wants_details(f):
+        if wants_details(f, run):
             out += ["", f"### {markdown_code(s.label)}" + (" (each)" if s.folded else ""), ""]
             advised = advice.of(f) if advice is not None else None
             for g in cause_groups(f):

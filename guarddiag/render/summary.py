@@ -20,6 +20,7 @@ from guarddiag.render.words import (
     function_label,
     keys_sentence,
     limit_sentence,
+    measured_guards_sentence,
     near_limit_sentence,
     parsed_stance_sentence,
     refused_words,
@@ -28,6 +29,7 @@ from guarddiag.render.words import (
     source_label,
     torch_cache_sentence,
     uncounted_stance_sentence,
+    unmeasured_guards_sentence,
     unobserved_sentence,
     user_contexts_sentence,
     wrapper_label,
@@ -117,6 +119,9 @@ def run_notes(report: RunReport) -> list[tuple[str, str]]:
         notes.append(("note", parsed_stance_sentence()))
     notes += [("warning", late_hook_sentence(run, h)) for h in run.late_hooks if _missed(h)]
     notes += [("note", n) for n in run.flag_notes]
+    unmeasured = unmeasured_guards_sentence(run)
+    if unmeasured:
+        notes.append(("note", unmeasured))
     return notes
 
 
@@ -290,8 +295,9 @@ def graph_break_lines(f: FunctionSummary) -> list[str]:
 
 def budget_lines(run: Run, f: FunctionSummary) -> list[str]:
     """What a function cost and has left: the near-limit warning (once), its compile time, torch's count of its
-    cache entries, what the script's recompile contexts said (each when known)."""
-    known = (compile_time_sentence(f), torch_cache_sentence(f), user_contexts_sentence(f))
+    cache entries, what a call's guard check cost measured at run time (run --measure-guards), what the script's
+    recompile contexts said (each when known)."""
+    known = (compile_time_sentence(f), torch_cache_sentence(f), measured_guards_sentence(run, f), user_contexts_sentence(f))
     return near_limit_lines(run, f) + [line for line in known if line]
 
 
@@ -319,9 +325,11 @@ def _dynamic_part(dims: tuple[int, ...]) -> str:
     return f"dim{'s' if len(dims) > 1 else ''} {', '.join(map(str, dims))}" if dims else "(its value)"
 
 
-def wants_details(f: FunctionSummary) -> bool:
-    """Whether a function gets a section of its own under the table."""
-    return bool(f.recompiles or f.limit_hit or f.failed_compiles or f.refusals or f.graph_breaks)
+def wants_details(f: FunctionSummary, run: Run | None = None) -> bool:
+    """Whether a function gets a section of its own under the table (every function of a run that measured
+    its cache lookups: each says what they cost)."""
+    measured = run is not None and bool(run.guards_measured)
+    return bool(f.recompiles or f.limit_hit or f.failed_compiles or f.refusals or f.graph_breaks or measured)
 
 
 @dataclass(frozen=True)

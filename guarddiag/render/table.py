@@ -48,7 +48,7 @@ def render(report: RunReport) -> str:
         out += ["", simple_table(rows, ["function", "compiles", "recompiles", "limit hit", *refused, "graph breaks"])]
     for s in shown:
         f = s.function
-        if not wants_details(f):
+        if not wants_details(f, run):
             continue
         out += ["", f"{s.label}: {f.recompiles} recompiles{' each' if s.folded else ''}"]
         # Folded ranks share their counts and causes, not their compile times (in --format json, per rank).

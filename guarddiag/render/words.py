@@ -4,9 +4,10 @@ these are the only words for them."""
 
 from __future__ import annotations
 
+from guarddiag.child._site._guarddiag_guardtime import PROFILER_TAKEN
 from guarddiag.diff import RESET_PATTERN
 from guarddiag.guardexpr import readable_source
-from guarddiag.ids import FrameId, Process
+from guarddiag.ids import MAIN_PROCESS, FrameId, Process
 from guarddiag.limits import LimitBudget
 from guarddiag.model import (
     Cause,
@@ -14,6 +15,7 @@ from guarddiag.model import (
     DictKeys,
     FailedCompile,
     FunctionSummary,
+    GuardTime,
     LimitHit,
     Resume,
     Run,
@@ -450,3 +452,52 @@ def trace_line(run: Run) -> str | None:
     if not run.trace_path:
         return None
     return f"torch trace: {run.trace_path} (open it with tlparse, or attach it to a PyTorch issue)"
+
+
+def measured_guards_sentence(run: Run, f: FunctionSummary) -> str | None:
+    """``guard check measured at run time: 412 calls, median 38 us (p90 51 us) per call, against torch's
+    compile-time 325 us for its last entry``; what was not measured, and why, where the run was asked to
+    measure (``run --measure-guards``); None where it was not asked, or measured nothing at all (a run note)."""
+    if not run.guards_measured:
+        return None
+    if not f.guard_times:
+        if f.process != MAIN_PROCESS:
+            return "guard check not measured at run time: --measure-guards measures the script's main process only"
+        return "guard check not measured at run time: no call ran its compiled code in the script's main thread"
+    parts = [_measured_part(g, len(f.guard_times) > 1) for g in f.guard_times]
+    torch = _compile_time_latency(f)
+    against = f", against torch's compile-time {micros(torch)} for its last entry" if torch is not None else ""
+    return f"guard check measured at run time: {'; '.join(parts)}{against}"
+
+
+def _measured_part(g: GuardTime, several: bool) -> str:
+    where = f"frame {g.frame.frame}: " if several else ""
+    calls = f"{g.calls} call{'s' if g.calls != 1 else ''}"
+    missed = f", {g.misses} lookup{'s' if g.misses != 1 else ''} found no entry and recompiled" if g.misses else ""
+    if g.median_us is None or g.p90_us is None:
+        return f"{where}{calls}, none of them found a cache entry to time (each ran code compiled for it){missed}"
+    timed = "" if g.timed == g.calls else f" ({g.timed} timed; an entry's first call runs right after its compile)"
+    return f"{where}{calls}, median {micros(g.median_us)} (p90 {micros(g.p90_us)}) per call{timed}{missed}"
+
+
+def _compile_time_latency(f: FunctionSummary) -> float | None:
+    """torch's one measurement of the guard check of the function's last installed entry, at compile time."""
+    timed = [m.guard_latency_us for m in f.torch_metrics if m.guard_latency_us is not None]
+    return timed[-1] if timed else None
+
+
+def unmeasured_guards_sentence(run: Run) -> str | None:
+    """Why ``run --measure-guards`` measured nothing at all; None where it measured, or was not asked."""
+    if run.guards_measured is not False:
+        return None
+    if run.guards_unmeasured == PROFILER_TAKEN:
+        return (
+            "--measure-guards measured nothing: the script ran torch's profiler itself, and torch runs one at a time "
+            "(the script's replaced guarddiag's); run it without its own profiler to measure"
+        )
+    if run.guards_unmeasured:
+        return f"--measure-guards measured nothing: torch's profiler failed ({run.guards_unmeasured[:200]})"
+    return (
+        "--measure-guards measured nothing: the script did not end by itself (its measurements are written when "
+        "it ends; a timeout, a signal or os._exit loses them)"
+    )
