@@ -97,6 +97,7 @@ def guard_cost(f: FunctionSummary) -> GuardCost | None:
     ids = list(dict.fromkeys([*listed, *figures]))
     entries = tuple(EntryCost(cid, listed.get(cid), figures.get(cid)) for cid in ids)
     entries += tuple(EntryCost(None, e, None) for e in f.guard_entries if e.compile_id is None)
+    entries += tuple(EntryCost(None, None, m) for m in f.torch_metrics if m.compile_id is None and _installed(m))
     if not entries:
         return None
     entries = tuple(sorted(entries, key=_compile_order))

@@ -7,8 +7,8 @@ from typing import TypeVar
 
 from guarddiag.guardcost import GuardCost
 from guarddiag.guardexpr import readable_source
-from guarddiag.model import FunctionSummary, GuardOrigin
-from guarddiag.render.words import function_label, micros
+from guarddiag.model import FunctionSummary, GuardOrigin, Run
+from guarddiag.render.words import function_label, measured_guards_sentence, micros
 
 T = TypeVar("T", int, float)
 
@@ -22,6 +22,15 @@ HEADING = (
     "until one holds; torch timed each entry's check once, cold, when it compiled it, and the cost per call here is derived "
     "from that, not measured"
 )
+MEASURED_HEADING = (
+    "guard checks: each call of a compiled function checks the guards of its cache entries, the entry it hit last first, "
+    "until one holds; torch timed each entry's check once, cold, when it compiled it, and the range per call is derived from "
+    "that; what the calls paid is measured at run time (--measure-guards)"
+)
+
+
+def heading(run: Run) -> str:
+    return MEASURED_HEADING if run.guards_measured else HEADING
 
 
 def cost_order(item: tuple[FunctionSummary, GuardCost]) -> tuple[float, int]:
@@ -32,17 +41,23 @@ def cost_order(item: tuple[FunctionSummary, GuardCost]) -> tuple[float, int]:
     return (-high, -((last.leaves or last.torch_guards or 0) if last is not None else 0))
 
 
-def guard_cost_lines(costs: tuple[tuple[FunctionSummary, GuardCost], ...]) -> list[tuple[str, list[str]]]:
-    """Per function with :data:`MANY` guards or more (costliest first, :data:`SHOWN` of them): its cost sentence and
-    where its guards come from; a last line counting the other functions. Nothing when none has that many: a
-    function of a few dozen guards costs its calls little, and every function's figures are in ``--format json``."""
-    heavy = sorted((c for c in costs if guards_of(c[1]) >= MANY), key=cost_order)
+def guard_cost_lines(run: Run, costs: tuple[tuple[FunctionSummary, GuardCost], ...]) -> list[tuple[str, list[str]]]:
+    """Per function with :data:`MANY` guards or more, or every function when the run measured its lookups
+    (costliest first, :data:`SHOWN` of them): its cost sentence, where its guards come from and what its calls
+    paid; a last line counting the other functions. Nothing when none is shown: a function of a few dozen
+    guards costs its calls little, and every function's figures are in ``--format json``."""
+    measured = bool(run.guards_measured)
+    heavy = sorted((c for c in costs if measured or guards_of(c[1]) >= MANY), key=cost_order)
     if not heavy:
         return []
-    out = [(cost_sentence(f, cost), [line for line in (origins_sentence(f, cost),) if line]) for f, cost in heavy[:SHOWN]]
+    out = []
+    for f, cost in heavy[:SHOWN]:
+        under = [line for line in (origins_sentence(f, cost), measured_guards_sentence(run, f)) if line]
+        out.append((cost_sentence(f, cost), under))
     more = len(heavy) - SHOWN
     if more > 0:
-        out.append((f"and {more} more compiled function{'s' if more > 1 else ''} with {MANY} guards or more", []))
+        which = "" if measured else f" with {MANY} guards or more"
+        out.append((f"and {more} more compiled function{'s' if more > 1 else ''}{which} (every one in --format json)", []))
     light = len(costs) - len(heavy)
     if light:
         out.append((f"{light} other compiled function{'s' if light > 1 else ''} with fewer than {MANY} guards each", []))

@@ -9,7 +9,7 @@ from tabulate import tabulate
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.render.divergence import Shown, headline_lines, shown_functions
 from guarddiag.render.escape import markdown_code, markdown_text, visible_values
-from guarddiag.render.guards import HEADING, guard_cost_lines
+from guarddiag.render.guards import guard_cost_lines, heading
 from guarddiag.render.job import job_notes, process_headers, process_rows
 from guarddiag.render.summary import (
     advice_notes,
@@ -73,9 +73,9 @@ def render(report: RunReport) -> str:
             out += [f"- {markdown_text(line)}" for line in graph_break_lines(f)]
             out += [f"- {markdown_text(refusal_group_line(r))}" for r in refusal_groups(f)]
             out += [f"- {markdown_text(line)}" for line in (near_limit_lines(run, f) if s.folded else budget_lines(run, f))]
-    costs = guard_cost_lines(report.guard_costs)
+    costs = guard_cost_lines(run, report.guard_costs)
     if costs:
-        out += ["", "### Guard checks", "", markdown_text(HEADING), ""]
+        out += ["", "### Guard checks", "", markdown_text(heading(run)), ""]
         for line, under in costs:
             out += [f"- {markdown_text(line)}", *(f"  - {markdown_text(u)}" for u in under)]
     divergence = [markdown_text(line) for line in headline_lines(report)]

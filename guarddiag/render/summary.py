@@ -20,7 +20,6 @@ from guarddiag.render.words import (
     function_label,
     keys_sentence,
     limit_sentence,
-    measured_guards_sentence,
     near_limit_sentence,
     parsed_stance_sentence,
     refused_words,
@@ -297,7 +296,7 @@ def budget_lines(run: Run, f: FunctionSummary) -> list[str]:
     """What a function cost and has left: the near-limit warning (once), its compile time, torch's count of its
     cache entries, what a call's guard check cost measured at run time (run --measure-guards), what the script's
     recompile contexts said (each when known)."""
-    known = (compile_time_sentence(f), torch_cache_sentence(f), measured_guards_sentence(run, f), user_contexts_sentence(f))
+    known = (compile_time_sentence(f), torch_cache_sentence(f), user_contexts_sentence(f))
     return near_limit_lines(run, f) + [line for line in known if line]
 
 
@@ -326,10 +325,8 @@ def _dynamic_part(dims: tuple[int, ...]) -> str:
 
 
 def wants_details(f: FunctionSummary, run: Run | None = None) -> bool:
-    """Whether a function gets a section of its own under the table (every function of a run that measured
-    its cache lookups: each says what they cost)."""
-    measured = run is not None and bool(run.guards_measured)
-    return bool(f.recompiles or f.limit_hit or f.failed_compiles or f.refusals or f.graph_breaks or measured)
+    """Whether a function gets a section of its own under the table (what its guards cost is the guard section's)."""
+    return bool(f.recompiles or f.limit_hit or f.failed_compiles or f.refusals or f.graph_breaks)
 
 
 @dataclass(frozen=True)

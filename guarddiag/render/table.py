@@ -8,7 +8,7 @@ from guarddiag.model import FunctionSummary, Run
 from guarddiag.render.columns import simple_table
 from guarddiag.render.divergence import headline_lines, shown_functions
 from guarddiag.render.escape import visible_values
-from guarddiag.render.guards import HEADING, guard_cost_lines
+from guarddiag.render.guards import guard_cost_lines, heading
 from guarddiag.render.job import job_notes, log_line, process_headers, process_rows
 from guarddiag.render.summary import (
     advice_notes,
@@ -57,9 +57,9 @@ def render(report: RunReport) -> str:
             out += function_detail_lines(f, advice=advised) + [f"  {line}" for line in near_limit_lines(run, f)]
         else:
             out += function_detail_lines(f, run, advised)
-    costs = guard_cost_lines(report.guard_costs)
+    costs = guard_cost_lines(run, report.guard_costs)
     if costs:
-        out += ["", HEADING]
+        out += ["", heading(run)]
         for line, under in costs:
             out += [f"  {line}", *(f"    {u}" for u in under)]
     divergence = headline_lines(report)
