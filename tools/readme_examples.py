@@ -149,8 +149,10 @@ def normalise(output: str, folder: Path) -> str:
 
 
 # Seconds (a negative one: a flip's compile seconds saved, when it cost more) and shares of them, and the
-# microseconds torch measured a check of a cache entry's guards to take.
-_TIMES = re.compile(r"(?<![\w.])-?\d+\.\d+ s\b|\(\d+%\)|(?<![\w.])\d+(?:\.\d+)? us\b")
+# microseconds (milliseconds) torch measured a check of a cache entry's guards to take, or guarddiag a call's.
+# A range of them (``158-371 us``, ``371 us-1.20 ms``) is one time.
+_MICROS = r"\d+(?:\.\d+)?(?: us| ms)?-\d+(?:\.\d+)? (?:us|ms)\b|\d+(?:\.\d+)? (?:us|ms)\b"
+_TIMES = re.compile(rf"(?<![\w.])-?\d+\.\d+ s\b|\(\d+%\)|(?<![\w.])(?:{_MICROS})")
 # A process's own log in a run folder is named by its pid (torch.child-4546.log); the table column
 # under it is as wide as the longest pid.
 _CHILD_LOG = re.compile(r"torch\.child-\d+\.log")
