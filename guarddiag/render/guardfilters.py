@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guarddiag.guardfigures import FEWER, LATENCY_MARGIN, LATENCY_MARGIN_US, MORE, NOISE, SAME
+from guarddiag.guardfigures import FEWER, LATENCY_FACTOR, LATENCY_MARGIN_US, MORE, NOISE, SAME
 from guarddiag.guardfilters import REMOVERS, Remover, version_text
 
 # What each row drops (Remover.drops).
@@ -42,8 +42,8 @@ GIVES_UP = {
     "warm-up, in the script (compare cannot apply it)",
 }
 
-_NEEDS = {
-    "inlined_inbuilt_nn_modules": "drops nothing unless Dynamo inlines torch's modules (inline_inbuilt_nn_modules, the "
+NEEDS = {
+    "inlined_inbuilt_modules": "drops nothing unless Dynamo inlines torch's modules (inline_inbuilt_nn_modules, the "
     "default since torch 2.5)",
 }
 
@@ -63,7 +63,7 @@ def remover_lines(row: Remover) -> list[str]:
         f"  gives up: {GIVES_UP[row.gives_up]}",
         f"  measure: {_HOW[row.applied].format(name=row.name, value=row.value)}",
     ]
-    return lines + ([f"  note: {_NEEDS[row.needs]}"] if row.needs else [])
+    return lines + ([f"  note: {NEEDS[row.needs]}"] if row.needs else [])
 
 
 def removers_text() -> str:
@@ -83,5 +83,6 @@ def guard_figures_note() -> str:
     return (
         "guards installed: the leaves of the guard tree torch listed (after any guard filter); torch count: torch's "
         "guard_count, taken before a guard filter drops any; latency: torch's one measurement of one check of the "
-        f"tree at compile time, noisy: a change within {LATENCY_MARGIN:.0%} or {LATENCY_MARGIN_US:g} us is called noise"
+        f"tree at compile time, noisy (1.5-1.7x between runs of the same configuration, and a rare far outlier): a change "
+        f"of less than {LATENCY_FACTOR:g}x or {LATENCY_MARGIN_US:g} us is called noise, not a win"
     )
