@@ -113,3 +113,19 @@ def guard_filter_since(flags: tuple[tuple[str, str], ...]) -> str | None:
     name = next((value for flag, value in flags if is_filter(flag)), None)
     row = next((r for r in GUARD_FILTERS if r.name == name), None)
     return version_text(row.since) if row else None
+
+
+# compare without --flag tries a guard filter when a function's newest cache entry has at least this many guards
+# (torch's count): bench/guard_heavy_model.py --blocks 48 has about 1,600 per entry, the scenarios under 300.
+GUARD_HEAVY = 1000
+# The filter it tries: the one that gives up least (torch's own modules only; the user's modules stay checked).
+SUGGESTED_FILTER = "skip_guard_on_inbuilt_nn_modules_unsafe"
+
+
+def guard_heavy_flips(torch_version: tuple[int, int] | None, newest_counts: list[int | None]) -> tuple[tuple[str, str], ...]:
+    """The guard filter compare without ``--flag`` adds to its flips when a function's newest entry is guard-heavy
+    and the target torch is known to have the helper; none otherwise."""
+    row = guard_filter(SUGGESTED_FILTER)
+    if torch_version is None or torch_version < row.since or not any((n or 0) >= GUARD_HEAVY for n in newest_counts):
+        return ()
+    return (filter_config(SUGGESTED_FILTER),)

@@ -31,12 +31,13 @@ from guarddiag.compare import CauseResult, CompareReport, NoOp, OutputChange, Un
 from guarddiag.divergence import DivergenceChange
 from guarddiag.flips import FlipPlan
 from guarddiag.guardfigures import GuardFigures, count_change, latency_change
+from guarddiag.guardfilters import is_filter
 from guarddiag.model import FunctionSummary
 from guarddiag.render.diff import diffs_to_dict, markdown_sections, render_diffs
 from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.flips import cause_lines, cause_title
 from guarddiag.render.formats import render_as
-from guarddiag.render.guardfilters import guard_change_words, guard_figures_note
+from guarddiag.render.guardfilters import guard_change_words, guard_figures_note, guard_heavy_line
 from guarddiag.render.words import cause_subject, function_label, pattern_words, script_outcome
 
 COMPARE_SCHEMA = "guarddiag.compare/1"
@@ -262,7 +263,11 @@ def plan_lines(report: CompareReport) -> list[str]:
         return []
     if report.results and report.results[0].run.status != "ok":
         return ["the baseline run did not finish: no flips planned from its causes"]
+    heavy = [guard_heavy_line(v, False) for f, v in flips.flips if is_filter(f)]
+    heavy += [guard_heavy_line(v, True) for f, v in flips.capped if is_filter(f)]
     if not flips.targets:
+        if heavy:
+            return ["the baseline recompiled nothing, hit no recompile limit and had no call a stance refused", *heavy]
         return ["the baseline recompiled nothing, hit no recompile limit and had no call a stance refused: no cause to remove, no flip run"]
     n = len(flips.targets)
     causes = f"{n} cause{'s' if n != 1 else ''} in the baseline"
@@ -275,7 +280,7 @@ def plan_lines(report: CompareReport) -> list[str]:
     times = "compile times are each run's own, compiled without torch's compile caches"
     if report.parallel > 1:
         times += f": the baseline ran alone, the flips {report.parallel} at a time on shared cores (--jobs 1 runs each alone)"
-    return [line, times]
+    return [line, *heavy, times]
 
 
 def _table(report: CompareReport) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from guarddiag.guardfigures import FEWER, LATENCY_FACTOR, LATENCY_MARGIN_US, MORE, NOISE, SAME
-from guarddiag.guardfilters import REMOVERS, Remover, version_text
+from guarddiag.guardfilters import GUARD_HEAVY, REMOVERS, Remover, guard_filter, version_text
 
 # What each row drops (Remover.drops).
 DROPS = {
@@ -85,4 +85,14 @@ def guard_figures_note() -> str:
         "guard_count, taken before a guard filter drops any; latency: torch's one measurement of one check of the "
         f"tree at compile time, noisy (1.5-1.7x between runs of the same configuration, and a rare far outlier): a change "
         f"of less than {LATENCY_FACTOR:g}x or {LATENCY_MARGIN_US:g} us is called noise, not a win"
+    )
+
+
+def guard_heavy_line(name: str, capped: bool) -> str:
+    """Why compare without --flag tried a guard filter, and what it gives up."""
+    row = guard_filter(name)
+    did = f"{'not run (over --max-flips): ' if capped else 'also run: '}--guard-filter {name}"
+    return (
+        f"a function's newest cache entry has {GUARD_HEAVY:,} guards or more: {did}, to measure the guard latency it "
+        f"saves; it gives up: {GIVES_UP[row.gives_up]}"
     )

@@ -115,3 +115,15 @@ def test_every_format_gives_guards_before_and_after_beside_recompiles(fmt: str):
         return
     assert "fewer guards, latency not known" in out
     assert "is called noise, not a win" in out
+
+
+def test_compare_without_flag_tries_the_mildest_filter_only_on_guard_heavy_functions():
+    from guarddiag.guardfilters import GUARD_HEAVY, guard_heavy_flips
+    from guarddiag.render.guardfilters import guard_heavy_line
+
+    assert guard_heavy_flips((2, 13), [186, None, GUARD_HEAVY]) == (("compile.guard_filter_fn", INBUILT),)
+    assert guard_heavy_flips((2, 13), [186, None]) == ()
+    assert guard_heavy_flips((2, 7), [5000]) == ()  # no such helper in that torch
+    assert guard_heavy_flips(None, [5000]) == ()
+    assert "not run (over --max-flips)" in guard_heavy_line(INBUILT, True)
+    assert "gives up: replacing or changing a torch module's weights" in guard_heavy_line(INBUILT, False)
