@@ -1,81 +1,58 @@
-"""Guard count and guard latency of each function of a run, for ``compare``'s before -> after rows.
+"""Guard count and guard latency of each function of a run, for ``compare``'s before -> after rows: the
+newest cache entry's and the sum over entries, from :func:`guarddiag.guardcost.guard_cost`.
 
 Two counts, because they differ where it matters: torch's ``guard_count`` (CompilationMetrics) is
 ``len(output.guards)``, the guards Dynamo collected *before* a ``guard_filter_fn`` dropped any (torch
-2.13.0 ``_dynamo/convert_frame.py`` 2197); the guard listing (``TORCH_LOGS=guards``) shows the tree that
-was installed, after the filter. torch's ``guard_latency_us`` is measured on the installed tree, once per
-compile, so it follows the filter but is one noisy sample. Kept in one small function per figure so the
-lead's per-entry view (``guarddiag.guardcost``) can replace it.
+2.13.0 ``_dynamo/convert_frame.py`` 2197); the listing's leaves are the tree that was installed, after
+the filter. torch's latency is measured on the installed tree, once per compile, so it follows the filter
+but is one noisy sample.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from guarddiag.ids import FrameId, FunctionKey
-from guarddiag.model import FunctionSummary, Guard, Run
+from guarddiag.guardcost import guard_cost
+from guarddiag.ids import FunctionKey
+from guarddiag.model import FunctionSummary, Run
 
 
 @dataclass(frozen=True)
 class GuardFigures:
-    """One function's guards in one run: ``entries``, the cache entries torch measured; of the newest one
-    and summed over all: torch's count (before any filter), the listing's count (the installed tree, None
-    without a listing) and torch's latency in microseconds (None where torch kept none)."""
+    """One function's guards in one run: ``entries``, its cache entries; of the newest one and summed over
+    all: the listing's leaves (the installed tree, None without a listing), torch's count (before any
+    filter) and torch's latency in microseconds (None where neither the log nor torch's record had it)."""
 
     key: FunctionKey
     entries: int
-    torch_count_last: int | None
-    torch_count_sum: int | None
     listed_last: int | None
     listed_sum: int | None
+    torch_count_last: int | None
+    torch_count_sum: int | None
     latency_last_us: float | None
     latency_sum_us: float | None
 
 
-Listings = Mapping[FrameId, Mapping[int, tuple[Guard, ...]]]
+def function_figures(f: FunctionSummary) -> GuardFigures:
+    """The function's figures, from its cache entries as :mod:`guarddiag.guardcost` reads them."""
+    cost = guard_cost(f)
+    entries = cost.entries if cost is not None else ()
+    leaves = [e.leaves for e in entries]
+    counts = [e.torch_guards for e in entries]
+    latencies = [e.latency_us for e in entries]
+    return GuardFigures(f.key, len(entries), *_last_and_sum(leaves), *_last_and_sum(counts), *_last_and_sum(latencies))
 
 
-def function_figures(f: FunctionSummary, listings: Listings | None) -> GuardFigures:
-    """The function's figures from torch's per-compile metrics and the run's guard listings."""
-    measured = [m for m in f.torch_metrics if m.guard_count is not None or m.guard_latency_us is not None]
-    counts = [m.guard_count for m in measured if m.guard_count is not None]
-    latencies = [m.guard_latency_us for m in measured if m.guard_latency_us is not None]
-    listed = [
-        (frame.frame, number, len(guards))
-        for frame in f.frame_ids
-        for number, guards in sorted((listings or {}).get(frame, {}).items())
-    ]
-    return GuardFigures(
-        f.key,
-        len(measured),
-        counts[-1] if counts else None,
-        sum(counts) if counts else None,
-        listed[-1][2] if listed else None,
-        sum(n for *_, n in listed) if listed else None,
-        latencies[-1] if latencies else None,
-        sum(latencies) if latencies else None,
-    )
+def _last_and_sum(values: list) -> tuple:
+    """The newest entry's figure and the sum over entries; None for a sum when some entry's is not known."""
+    if not values or values[-1] is None:
+        return None, None
+    return values[-1], (sum(values) if None not in values else None)
 
 
 def run_figures(run: Run) -> tuple[GuardFigures, ...]:
-    """Every function's figures; the listings are read from the run's own log (none when it is gone)."""
-    listings = _listings(run)
-    return tuple(function_figures(f, listings) for f in run.functions)
-
-
-def _listings(run: Run) -> Listings | None:
-    from guarddiag.explain import listings_of
-    from guarddiag.logparse.encoding import open_log
-
-    if not run.log_path:
-        return None
-    try:
-        with open_log(Path(run.log_path)) as fh:
-            return listings_of(fh).by_frame
-    except OSError:
-        return None
+    """Every function's figures."""
+    return tuple(function_figures(f) for f in run.functions)
 
 
 # torch measures a tree's latency once per compile: the same run gives other figures each time. A change of
