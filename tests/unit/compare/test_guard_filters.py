@@ -133,3 +133,14 @@ def test_compare_without_flag_tries_the_mildest_filter_only_on_guard_heavy_funct
     assert guard_heavy_flips(None, [5000]) == ()
     assert "not run (over --max-flips)" in guard_heavy_line(INBUILT, True)
     assert "gives up: replacing or changing a torch module's weights" in guard_heavy_line(INBUILT, False)
+
+
+def test_a_restarted_compile_is_one_entry_in_the_listing_and_torchs_record():
+    """A graph break restarts a compile: the listing names the entry 0/0_1, torch's record 0/0 (bench's
+    guard_heavy_model.py): one entry with both figures (was: two half entries, torch's count lost)."""
+    (f,) = parse_logs([str(HERE / "baseline.log")]).functions
+    (entry,) = f.guard_entries
+    restarted = replace(entry, compile_id=replace(entry.compile_id, attempt=1))
+    f = replace(f, guard_entries=(restarted,), torch_metrics=(TorchMetrics(entry.compile_id, guard_count=186, guard_latency_us=60.0),))
+    g = function_figures(f)
+    assert (g.entries, g.listed_last, g.torch_count_last) == (1, entry.leaves, 186)
