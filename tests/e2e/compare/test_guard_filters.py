@@ -51,9 +51,9 @@ def test_each_helper_drops_the_guards_it_promises(measured: dict[str, dict]) -> 
     assert listed["skip_guard_on_globals_unsafe"] < base
     # Tensor guards stay, parameters' included (they are not globals): fewer than the baseline, more than tensors only.
     assert listed["keep_tensor_guards_unsafe"] < listed["keep_portable_guards_unsafe"] < base
-    # An empty tree (a RootGuardManager alone): the listing reader gives it no leaf count (None) at present.
-    assert not listed["skip_all_guards_unsafe"]
-    for h in HELPERS[:-1]:
+    # An empty tree: a RootGuardManager alone.
+    assert listed["skip_all_guards_unsafe"] == 0
+    for h in HELPERS:
         assert measured[h]["listed_change"] == "fewer"
 
 

@@ -144,3 +144,10 @@ def test_a_restarted_compile_is_one_entry_in_the_listing_and_torchs_record():
     f = replace(f, guard_entries=(restarted,), torch_metrics=(TorchMetrics(entry.compile_id, guard_count=186, guard_latency_us=60.0),))
     g = function_figures(f)
     assert (g.entries, g.listed_last, g.torch_count_last) == (1, entry.leaves, 186)
+
+
+def test_a_tree_of_no_guard_has_no_leaves_not_an_unknown_count():
+    (f,) = parse_logs([str(HERE / "skip_all.log")]).functions
+    g = function_figures(f)
+    assert (g.listed_last, g.listed_sum) == (0, 0)
+    assert g.latency_last_us is not None and g.latency_last_us < 50
