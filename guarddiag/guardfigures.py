@@ -47,7 +47,8 @@ def _last_and_sum(values: list) -> tuple:
     """The newest entry's figure and the sum over entries; None for a sum when some entry's is not known."""
     if not values or values[-1] is None:
         return None, None
-    return values[-1], (sum(values) if None not in values else None)
+    # Latencies carry two decimals (the log's): a sum of floats keeps them, not 1479.5600000000002.
+    return values[-1], (round(sum(values), 2) if None not in values else None)
 
 
 def run_figures(run: Run) -> tuple[GuardFigures, ...]:
