@@ -106,7 +106,8 @@ def _guard_entries(report: CompareReport) -> list[tuple[str, FunctionSummary, Gu
     return out
 
 
-_GUARD_HEADERS = ["function", "configuration", "recompiles", "guards installed", "torch count", "latency us", "vs baseline"]
+# Latency last: its width changes from run to run, and nothing after it moves with it.
+_GUARD_HEADERS = ["function", "configuration", "recompiles", "guards installed", "torch count", "vs baseline", "latency"]
 
 
 def _guard_rows(report: CompareReport) -> list[list[object]]:
@@ -120,18 +121,18 @@ def _guard_rows(report: CompareReport) -> list[list[object]]:
             recompiles.get((label, f.key), 0),
             _pair(g.listed_last, g.listed_sum, g.entries),
             _pair(g.torch_count_last, g.torch_count_sum, g.entries),
-            _pair(g.latency_last_us, g.latency_sum_us, g.entries),
             "" if label == base_label else guard_change_words(changes["listed_change"], changes["latency_change"]),
+            _pair(g.latency_last_us, g.latency_sum_us, g.entries, " us"),
         ])
     return rows
 
 
-def _pair(last: float | None, total: float | None, entries: int) -> str:
+def _pair(last: float | None, total: float | None, entries: int, unit: str = "") -> str:
     """``186`` for one entry, ``186 (all 3: 560)`` for several; ``-`` when not known."""
     if last is None:
         return "-"
-    shown = f"{last:g}"
-    return shown if entries <= 1 or total is None else f"{shown} (all {entries}: {total:g})"
+    shown = f"{last:g}{unit}"
+    return shown if entries <= 1 or total is None else f"{shown} (all {entries}: {total:g}{unit})"
 
 
 def _guard_lines(report: CompareReport) -> list[str]:
