@@ -211,11 +211,19 @@ def flags(
     pattern: Annotated[Optional[str], typer.Argument(help="Show only flags whose name contains this.")] = None,
     python: Annotated[str, typer.Option("--python", help="Interpreter whose torch to describe.")] = sys.executable,
     show_all: Annotated[bool, typer.Option("--all", help="Include inductor.* flags and internal names.")] = False,
+    guard_removers: Annotated[
+        bool,
+        typer.Option("--guard-removers", help="List what removes guards instead (guard filters, flags, the stance): since which torch, "
+                     "what each drops and gives up, how to measure it."),
+    ] = False,
     fmt: FormatOpt = "table",
 ) -> None:
     """List torch.compile config flags of the target torch: type, value, env var, aliases, deprecation."""
-    from guarddiag.commands.flags import flags_command
+    from guarddiag.commands.flags import flags_command, removers_command
 
+    if guard_removers:
+        removers_command(python, fmt)
+        return
     flags_command(python, pattern, show_all, fmt)
 
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from guarddiag.guardfigures import FEWER, LATENCY_FACTOR, LATENCY_MARGIN_US, MORE, NOISE, SAME
 from guarddiag.guardfilters import GUARD_HEAVY, REMOVERS, Remover, guard_filter, version_text
+from guarddiag.render.escape import markdown_code, markdown_text, terminal
+from guarddiag.render.formats import render_as
+
+REMOVERS_SCHEMA = "guarddiag.guard_removers/1"
 
 # What each row drops (Remover.drops).
 DROPS = {
@@ -66,9 +70,48 @@ def remover_lines(row: Remover) -> list[str]:
     return lines + ([f"  note: {NEEDS[row.needs]}"] if row.needs else [])
 
 
-def removers_text() -> str:
-    """Every row of the table, in words."""
-    return "\n".join(line for row in REMOVERS for line in remover_lines(row))
+def removers_text(torch_version: tuple[int, int] | None = None) -> str:
+    """Every row of the table, in words; with ``torch_version``, whether that torch is known to have each."""
+    out = []
+    for row in REMOVERS:
+        lines = remover_lines(row)
+        if torch_version is not None:
+            lines[0] += "" if torch_version >= row.since else f": not known in torch {version_text(torch_version)}"
+        out += lines
+    return "\n".join(out)
+
+
+def render_removers(torch_version: str, version: tuple[int, int] | None, fmt: str) -> str:
+    """``guarddiag flags --guard-removers``: what removes guards, for the target torch, in one of the formats."""
+
+    def to_dict() -> dict[str, object]:
+        return {
+            "schema": REMOVERS_SCHEMA,
+            "torch_version": torch_version,
+            "removers": [
+                {
+                    "name": r.name, "kind": r.applied, "since": version_text(r.since),
+                    "in_this_torch": None if version is None else version >= r.since,
+                    "drops": DROPS[r.drops], "gives_up": GIVES_UP[r.gives_up], "needs": NEEDS.get(r.needs),
+                    "measure": _HOW[r.applied].format(name=r.name, value=r.value),
+                }
+                for r in REMOVERS
+            ],
+        }
+
+    def markdown() -> str:
+        out = ["## What removes guards", "", markdown_text(f"torch {torch_version}"), ""]
+        for row in REMOVERS:
+            title, *rest = remover_lines(row)
+            known = "" if version is None or version >= row.since else f": not known in torch {version_text(version)}"
+            out += [f"- {markdown_code(title.partition(' (')[0])} {markdown_text('(' + title.partition(' (')[2] + known)}"]
+            out += [f"  - {markdown_text(line.strip())}" for line in rest]
+        return "\n".join(out) + "\n"
+
+    def table() -> str:
+        return terminal(f"what removes guards (torch {torch_version}):") + "\n" + removers_text(version)
+
+    return render_as(fmt, to_dict, markdown, table)
 
 
 def guard_change_words(listed: str, latency: str) -> str:

@@ -151,3 +151,19 @@ def test_a_tree_of_no_guard_has_no_leaves_not_an_unknown_count():
     g = function_figures(f)
     assert (g.listed_last, g.listed_sum) == (0, 0)
     assert g.latency_last_us is not None and g.latency_last_us < 50
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_flags_guard_removers_marks_what_the_target_torch_lacks(fmt: str):
+    from guarddiag.render.guardfilters import REMOVERS_SCHEMA, render_removers
+
+    out = assert_document(render_removers("2.8.0", (2, 8), fmt), fmt, REMOVERS_SCHEMA)
+    if fmt in ("json", "yaml"):
+        rows = {r["name"]: r for r in out["removers"]}
+        assert rows[INBUILT]["in_this_torch"] is False and rows["skip_guard_eval_unsafe"]["in_this_torch"] is True
+        assert rows["skip_guard_eval_unsafe"]["kind"] == CODE_CHANGE
+        return
+    lines = out.replace("\\", "").replace("`", "").splitlines()
+    assert any("skip_guard_on_all_nn_modules_unsafe (torch 2.9+): not known in torch 2.8" in line for line in lines)
+    (stance,) = [line for line in lines if "skip_guard_eval_unsafe (torch" in line]
+    assert stance.endswith("skip_guard_eval_unsafe (torch 2.6+)")
