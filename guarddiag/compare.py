@@ -368,6 +368,10 @@ def _cause_result(target: Target, base: VariantResult, others: tuple[VariantResu
     for result in others:
         if not result.variant.flags:
             continue  # the same interpreter given twice (--python): no flip to measure
+        if any(is_filter(flag) for flag, _ in result.variant.flags):
+            # A guard filter hides a cause's recompiles by not checking it (old code runs): never a fix of it,
+            # nor a verdict; its recompiles before -> after are in the diff and the guard rows.
+            continue
         config, *also = result.variant.flags
         if also:
             # Several flips run together (--combined, a hint of several settings): measured as one configuration,

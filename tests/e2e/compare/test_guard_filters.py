@@ -87,3 +87,12 @@ def test_child_names_the_first_torch_with_a_missing_helper() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert "has no torch.compiler.keep_future_guards_unsafe (first in torch 2.99)" in out
+
+
+def test_flags_lists_what_removes_guards_for_the_target_torch(tmp_path: Path) -> None:
+    done = run_guarddiag("flags", "--guard-removers", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = {r["name"]: r for r in json.loads(done.stdout)["removers"]}
+    # torch 2.13 has every row; each says what it gives up and how to measure it.
+    assert all(r["in_this_torch"] for r in rows.values())
+    assert rows["keep_tensor_guards_unsafe"]["measure"] == "--guard-filter keep_tensor_guards_unsafe"

@@ -167,3 +167,15 @@ def test_flags_guard_removers_marks_what_the_target_torch_lacks(fmt: str):
     assert any("skip_guard_on_all_nn_modules_unsafe (torch 2.9+): not known in torch 2.8" in line for line in lines)
     (stance,) = [line for line in lines if "skip_guard_eval_unsafe (torch" in line]
     assert stance.endswith("skip_guard_eval_unsafe (torch 2.6+)")
+
+
+def test_a_filter_is_never_credited_with_removing_a_cause():
+    """A filter that stops checking a cause's guard removes its recompiles by running stale code: compare
+    shows the recompiles before -> after in its diff, but no cause outcome (nor verdict, nor fix) names it."""
+    catalog = _catalog()
+    plan = plan_compare(catalog, [filter_spec("skip_all_guards_unsafe")], False, ["py"])
+    base = replace(parse_logs([str(HERE / "vary_baseline.log")]), source="run")
+    filtered = replace(parse_logs([str(HERE / "vary_skip_all.log")]), source="run")
+    report = build_report(plan, [VariantResult(plan.baseline, reports(base)), VariantResult(plan.variants[0], reports(filtered))], catalog)
+    assert report.causes and all(not c.outcomes for c in report.causes)
+    assert (report.diffs[0].recompiles_before, report.diffs[0].recompiles_after) == (2, 0)
