@@ -285,7 +285,8 @@ class RunBuilder:
             frame.pins[cid.number] = hashed(pins, size_guards(event))
             frame.pinned_before.update(frame.pins[cid.number].values)
         frame.last_listing = (cid.number, event)
-        leaves = sum(n for _, n in event.owners) if event.owners else None
+        # A listing of no guard at all (a filter that dropped every one: a RootGuardManager alone) has 0 leaves.
+        leaves = sum(n for _, n in event.owners) if event.owners else 0 if not (event.guards or event.raw) else None
         frame.entry_guards[cid.number] = EntryGuards(cid, leaves, event.latency_us, origins(event.owners))
         if frame.wrapper is None:
             frame.wrapper = library_frame(frame.file)

@@ -80,6 +80,14 @@ def run(
         ),
     ] = None,
     python: Annotated[str, typer.Option("--python", help="Interpreter to run the script with (needs torch only).")] = sys.executable,
+    guard_filter: Annotated[
+        Optional[str],
+        typer.Option(
+            "--guard-filter",
+            help="Give every torch.compile of the script options={'guard_filter_fn': torch.compiler.NAME} "
+            "(skip_guard_on_inbuilt_nn_modules_unsafe, ...; docs/guard-cost.md#what-removes-guards).",
+        ),
+    ] = None,
     timeout: Annotated[Optional[float], typer.Option("--timeout", help="Stop the script after this many seconds.")] = None,
     fmt: FormatOpt = "table",
     out: OutOpt = None,
@@ -106,7 +114,9 @@ def run(
     from guarddiag.commands.options import run_target
     from guarddiag.commands.run import run_command
 
-    run_command(run_target(script, args, module, module_args), flag, python, timeout, fmt, out, strict, trace, measure_guards)
+    run_command(
+        run_target(script, args, module, module_args), flag, python, timeout, fmt, out, strict, trace, measure_guards, guard_filter
+    )
 
 
 @app.command()
@@ -151,6 +161,14 @@ def compare(
         ),
     ] = None,
     combined: Annotated[bool, typer.Option("--combined", help="Also run all flips together.")] = False,
+    guard_filter: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--guard-filter",
+            help="A guard_filter_fn helper to measure as a flip against the baseline (repeatable; the same as --flag "
+            "compile.guard_filter_fn=NAME): torch.compiler.NAME, e.g. skip_guard_on_inbuilt_nn_modules_unsafe.",
+        ),
+    ] = None,
     python: Annotated[
         Optional[list[str]], typer.Option("--python", help="Interpreter; give it twice to compare two environments.")
     ] = None,
@@ -169,9 +187,11 @@ def compare(
     without --flag, find the flips that could remove each cause and measure them."""
     from guarddiag.commands.compare import compare_command
     from guarddiag.commands.options import run_target
+    from guarddiag.guardfilters import filter_spec
 
     target = run_target(script, args, module, module_args)
-    compare_command(target, flag or [], python or [sys.executable], combined, jobs, repeat, timeout, fmt, out, max_flips)
+    specs = [*(flag or []), *map(filter_spec, guard_filter or [])]
+    compare_command(target, specs, python or [sys.executable], combined, jobs, repeat, timeout, fmt, out, max_flips)
 
 
 @app.command("diff")
@@ -191,11 +211,19 @@ def flags(
     pattern: Annotated[Optional[str], typer.Argument(help="Show only flags whose name contains this.")] = None,
     python: Annotated[str, typer.Option("--python", help="Interpreter whose torch to describe.")] = sys.executable,
     show_all: Annotated[bool, typer.Option("--all", help="Include inductor.* flags and internal names.")] = False,
+    guard_removers: Annotated[
+        bool,
+        typer.Option("--guard-removers", help="List what removes guards instead (guard filters, flags, the stance): since which torch, "
+                     "what each drops and gives up, how to measure it."),
+    ] = False,
     fmt: FormatOpt = "table",
 ) -> None:
     """List torch.compile config flags of the target torch: type, value, env var, aliases, deprecation."""
-    from guarddiag.commands.flags import flags_command
+    from guarddiag.commands.flags import flags_command, removers_command
 
+    if guard_removers:
+        removers_command(python, fmt)
+        return
     flags_command(python, pattern, show_all, fmt)
 
 

@@ -17,6 +17,8 @@ from guarddiag.divergence import Divergence, DivergenceChange, divergence_change
 from guarddiag.errors import InputError
 from guarddiag.flags import Catalog, Flag, free_text, parse_value
 from guarddiag.flips import KEEPS_COMPILED, Candidate, FlipPlan, Target, flip_effect, plan_flips
+from guarddiag.guardfigures import GuardFigures, run_figures
+from guarddiag.guardfilters import GUARD_FILTERS, filter_config, filter_spec, is_filter
 from guarddiag.ids import FunctionKey
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.report import RunReport
@@ -86,6 +88,15 @@ def plan_compare(catalog: Catalog, specs: list[str], combined: bool, pythons: li
     chosen: list[tuple[str, str]] = []
     for spec in specs:
         name, _, values = spec.partition("=")
+        if is_filter(name.strip()):
+            # A guard filter is a torch.compile option: one configuration per helper named.
+            if not values.strip():
+                raise InputError(f"--flag {name.strip()}: give the helper to try, e.g. {filter_spec(GUARD_FILTERS[0].name)}")
+            for config in (filter_config(v) for v in values.split(",") if v.strip()):
+                if config not in chosen:
+                    chosen.append(config)
+                    variants.append(Variant(f"{config[0]}={config[1]}", python, (config,)))
+            continue
         flag = catalog.resolve(name.strip())
         target = catalog.target(flag)
         reason = flag.no_op_reason() or target.no_op_reason()
@@ -316,6 +327,8 @@ class CompareReport:
     parallel: int = 1
     divergence: tuple[tuple[Divergence, ...], ...] = ()
     divergence_changes: tuple[DivergenceChange | None, ...] = ()
+    # Each configuration's guard count and latency per function (of its first run, as ``results``).
+    guards: tuple[tuple[GuardFigures, ...], ...] = ()
 
 
 def flip_variants(flips: FlipPlan, python: str) -> tuple[Variant, ...]:
@@ -339,7 +352,8 @@ def build_report(
     # Each configuration's rank divergence, as its first run's report value holds it (its record lists the same).
     divergence = tuple(r.report.divergence for r in results)
     changes = tuple(None if i == 0 else divergence_change(divergence[0], found) for i, found in enumerate(divergence))
-    return CompareReport(catalog.torch_version, plan, tuple(results), diffs, flips, causes, parallel, divergence, changes)
+    guards = tuple(run_figures(r.run) for r in results)
+    return CompareReport(catalog.torch_version, plan, tuple(results), diffs, flips, causes, parallel, divergence, changes, guards)
 
 
 def cause_targets(catalog: Catalog, baseline: Run) -> tuple[Target, ...]:
@@ -354,6 +368,10 @@ def _cause_result(target: Target, base: VariantResult, others: tuple[VariantResu
     for result in others:
         if not result.variant.flags:
             continue  # the same interpreter given twice (--python): no flip to measure
+        if any(is_filter(flag) for flag, _ in result.variant.flags):
+            # A guard filter hides a cause's recompiles by not checking it (old code runs): never a fix of it,
+            # nor a verdict; its recompiles before -> after are in the diff and the guard rows.
+            continue
         config, *also = result.variant.flags
         if also:
             # Several flips run together (--combined, a hint of several settings): measured as one configuration,

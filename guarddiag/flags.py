@@ -190,7 +190,12 @@ def cached_catalog(python: str, cache_dir: Path = Path(".guarddiag/cache")) -> C
 
 def check_flags(catalog: Catalog, flags: tuple[tuple[str, str], ...]) -> None:
     """Refuse an unknown flag or an ill-typed value the way the child would, without starting torch."""
+    from guarddiag.guardfilters import guard_filter, is_filter
+
     for name, value in flags:
+        if is_filter(name):
+            guard_filter(value)  # a torch.compile option, not a config flag: checked against the helpers guarddiag knows
+            continue
         parse_value(catalog.target(catalog.resolve(name)), value)
 
 

@@ -22,6 +22,9 @@ from collections.abc import Callable
 
 # Exit status of the child when the bootstrap refused to start the script (details in meta).
 REFUSED = 120
+# The --flag name a guard filter travels under (run --guard-filter, compare --flag): a torch.compile option, not
+# a config flag; its value is a torch.compiler helper's name, and the spec says the first torch that has it.
+GUARD_FILTER_FLAG = "compile.guard_filter_fn"
 # torch's own record of the main process's compiles, in the run folder (children: torch.child-<pid>.compiles.jsonl).
 LEDGER_NAME = "torch.compiles.jsonl"
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,6 +42,7 @@ def _load(name: str, *path: str):
 
 
 _flags = _load("_guarddiag_torchflags", "_torchflags.py")
+_filter = _load("_guarddiag_guardfilter", "_guardfilter.py")
 # guarddiag suggests flag names the way the child does, and knows the config modules it sets (flags.py).
 suggestions = _flags.suggestions
 CONFIG_MODULES = _flags.CONFIG_MODULES
@@ -64,10 +68,17 @@ def main(spec_path: str) -> int:
     # A script calling torch._logging.set_logs re-creates the handlers: keep them on the log file.
     hooks.route_log_setups(sys.modules.get("torch._logging._internal"), lambda: log)
     meta["torch_version"] = torch.__version__
+    flags = [f for f in spec.get("flags", []) if f["name"] != GUARD_FILTER_FLAG]
     try:
-        meta["config"], meta["flag_notes"] = _flags.apply_flags(spec.get("flags", []))
+        meta["config"], meta["flag_notes"] = _flags.apply_flags(flags)
     except _flags.FlagError as exc:
         return _refuse(spec, meta, "flag", str(exc), exc.suggestions)
+    for wanted in (f for f in spec.get("flags", []) if f["name"] == GUARD_FILTER_FLAG):
+        try:
+            _filter.install(wanted["value"], spec.get("guard_filter_since", "?"))
+        except _filter.Missing as exc:
+            return _refuse(spec, meta, "guard_filter", str(exc))
+        meta["config"][GUARD_FILTER_FLAG] = wanted["value"]
     meta["phase"] = "script"
     _write_meta(spec, meta)
     run_dir = os.path.dirname(spec["log_path"])
@@ -98,6 +109,8 @@ def main(spec_path: str) -> int:
         code = _run_main(spec.get("module"), spec.get("script"), spec.get("args", []), record)
     except _NoModule as no_module:
         return _refuse(spec, meta, "module", str(no_module))
+    except _filter.Taken as taken:
+        return _refuse(spec, meta, "guard_filter", str(taken))
     if os.getpid() != main_pid:
         return code  # a child the script forked with os.fork() that ran on to the end: not the run
     if guard_time is not None:
@@ -191,7 +204,7 @@ def _run_main(module: str | None, script: str | None, args: list[str], record: C
             sys.argv = [main_file, *args]
             sys.path[0] = os.path.dirname(os.path.realpath(main_file))  # as `python link/to/script.py` sets it
             runpy.run_path(main_file, run_name="__main__")
-    except _NoModule:
+    except (_NoModule, _filter.Taken):
         raise
     except SystemExit as exc:
         return _exit_status(exc)

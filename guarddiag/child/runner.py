@@ -25,6 +25,7 @@ from typing import TypeVar
 from guarddiag.child import _bootstrap, proctree
 from guarddiag.child._site import _guarddiag_process as _process
 from guarddiag.child.folders import RUN_FOLDERS, new_run_dir, recreate_if_removed
+from guarddiag.guardfilters import guard_filter_since
 
 T = TypeVar("T")
 
@@ -144,6 +145,8 @@ def execute(request: RunRequest) -> ChildRun:
         "module": request.module,
         "args": list(request.args),
         "flags": [{"name": n, "value": v} for n, v in request.flags],
+        # For the child's one line when its torch lacks the --guard-filter helper.
+        "guard_filter_since": guard_filter_since(request.flags),
         "log_path": str(log_path.resolve()),
         "meta_path": str(meta_path.resolve()),
         # The script dies with guarddiag (_bootstrap._die_with_guarddiag), which may be gone already.

@@ -26,7 +26,8 @@ from guarddiag.compare import (
 )
 from guarddiag.errors import SCRIPT_FAILED, GuarddiagError, InputError
 from guarddiag.flags import Catalog, load_catalog
-from guarddiag.flips import MAX_FLIPS, FlipPlan, plan_flips
+from guarddiag.flips import MAX_FLIPS, FlipPlan, plan_flips, torch_version_tuple
+from guarddiag.guardfilters import guard_heavy_flips
 from guarddiag.model import Run
 from guarddiag.render.compare import render_compare
 from guarddiag.render.words import script_outcome
@@ -121,9 +122,23 @@ def run_compare(
         if baseline.run.status == "ok"
         else FlipPlan((), ())
     )
+    flips = _with_guard_filter(flips, catalog, baseline.run)
     plan = replace(plan, variants=flip_variants(flips, plan.baseline.python))
     results = [baseline, *_run(target, list(plan.variants), cold)] if plan.variants else [baseline]
     return plan, _with_output_changes(results), catalog, flips
+
+
+def _with_guard_filter(flips: FlipPlan, catalog: Catalog, baseline: Run) -> FlipPlan:
+    """The plan with a guard filter among its flips when the baseline's guards are heavy (guardfilters.guard_heavy_flips)."""
+    if baseline.status != "ok":
+        return flips
+    newest = [m.guard_count for f in baseline.functions for m in f.torch_metrics[-1:]]
+    extra = [c for c in guard_heavy_flips(torch_version_tuple(catalog.torch_version), newest) if c not in flips.flips]
+    if not extra:
+        return flips
+    if len(flips.flips) + len(flips.combined) >= flips.max_flips:
+        return replace(flips, capped=(*flips.capped, *extra))
+    return replace(flips, flips=(*flips.flips, *extra))
 
 
 def _run(target: Target, variants: list[Variant], options: CompareOptions) -> list[VariantResult]:

@@ -17,6 +17,17 @@ def flags_command(python: str, pattern: str | None, show_all: bool, fmt: str) ->
     echo(render_flags(select_flags(load_catalog(python), pattern, show_all), fmt))
 
 
+def removers_command(python: str, fmt: str) -> None:
+    """What removes guards, each marked for the target torch's version (read from its flag catalog)."""
+    from guarddiag.flags import load_catalog
+    from guarddiag.flips import torch_version_tuple
+    from guarddiag.render.guardfilters import render_removers
+
+    check_format(fmt)
+    version = load_catalog(python).torch_version
+    echo(render_removers(version, torch_version_tuple(version), fmt))
+
+
 def select_flags(catalog: Catalog, pattern: str | None, show_all: bool) -> FlagList:
     """The flags whose name contains ``pattern``; inductor flags only with --all or an inductor pattern,
     internal names only with --all."""

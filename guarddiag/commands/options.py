@@ -89,7 +89,7 @@ def flag_options(texts: list[str] | None, python: str) -> tuple[tuple[str, str],
     flags = []
     for text in texts or []:
         try:
-            flags.append(parse_flag(text))
+            flags.append(_checked(parse_flag(text)))
         except InputError:
             if "=" in text or not text.strip().isidentifier() and "." not in text:
                 raise
@@ -101,6 +101,13 @@ def flag_options(texts: list[str] | None, python: str) -> tuple[tuple[str, str],
                 f"--flag {text}: no value; give NAME=VALUE, e.g. --flag {flag.name}={example} (now {flag.value!r})"
             ) from None
     return tuple(flags)
+
+
+def _checked(flag: tuple[str, str]) -> tuple[str, str]:
+    """A guard filter given as ``--flag compile.guard_filter_fn=NAME``, checked against the helpers guarddiag knows."""
+    from guarddiag.guardfilters import filter_config, is_filter
+
+    return filter_config(flag[1]) if is_filter(flag[0]) else flag
 
 
 def parse_flag(text: str) -> tuple[str, str]:

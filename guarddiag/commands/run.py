@@ -19,17 +19,20 @@ if TYPE_CHECKING:
 
 def run_command(
     target: Target, flags: list[str] | None, python: str, timeout: float | None, fmt: str, out: Path | None, strict: bool,
-    trace: bool = False, measure_guards: bool = False,
+    trace: bool = False, measure_guards: bool = False, guard_filter: str | None = None,
 ) -> None:
     """Run the script or module, print its report; one that did not finish cleanly is an error after the report.
-    ``trace``: keep a TORCH_TRACE folder in the run folder too; ``measure_guards``: measure each call's cache lookup."""
+    ``trace``: keep a TORCH_TRACE folder in the run folder too; ``measure_guards``: measure each call's cache lookup;
+    ``guard_filter``: a torch.compiler helper every compile gets."""
     from guarddiag.child.folders import prune_after_command
     from guarddiag.child.runner import RunRequest
     from guarddiag.commands.spawn import run_script
+    from guarddiag.guardfilters import filter_config
 
     check_format(fmt)
+    chosen = flag_options(flags, python) + ((filter_config(guard_filter),) if guard_filter else ())
     request = RunRequest(
-        script=target.script, args=target.args, python=python, flags=flag_options(flags, python), timeout=timeout, module=target.module,
+        script=target.script, args=target.args, python=python, flags=chosen, timeout=timeout, module=target.module,
         trace=trace, measure_guards=measure_guards,
     )
     report = run_script(request)

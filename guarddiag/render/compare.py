@@ -15,7 +15,9 @@ JSON/YAML schema versions (``schema`` key):
   ``function``, ``category``, ``source``, ``pattern``, ``subject``, ``recompiles``, ``limit_hits``, ``facts``,
   ``candidates[]`` (flag, value, effect, cost), ``skipped[]`` (flag, value, why, detail), ``not_run[]``,
   and ``outcomes[]``: every field of guarddiag.compare.FlipOutcome with ``removed``, ``keeps_compiled``
-  and ``works``; see docs/record-schema.md).
+  and ``works``; see docs/record-schema.md). ``guards[]``: per configuration (``label``) and function, torch's guard
+  count and latency and the listing's count, of the newest cache entry and summed over entries, with
+  ``listed_change`` and ``latency_change`` against the baseline (guarddiag.guardfigures).
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ from tabulate import tabulate
 from guarddiag.compare import CauseResult, CompareReport, NoOp, OutputChange, Unstable, VariantResult
 from guarddiag.divergence import DivergenceChange
 from guarddiag.flips import FlipPlan
+from guarddiag.guardfigures import GuardFigures, count_change, latency_change
+from guarddiag.guardfilters import is_filter
 from guarddiag.model import FunctionSummary
 from guarddiag.render.diff import diffs_to_dict, markdown_sections, render_diffs
 from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.flips import cause_lines, cause_title
 from guarddiag.render.formats import render_as
+from guarddiag.render.guardfilters import guard_change_words, guard_figures_note, guard_heavy_line
 from guarddiag.render.words import cause_subject, function_label, pattern_words, script_outcome
 
 COMPARE_SCHEMA = "guarddiag.compare/1"
@@ -73,7 +78,66 @@ def compare_to_dict(report: CompareReport) -> dict[str, object]:
         "parallel": report.parallel,
         "flips": None if report.flips is None else _flips_to_dict(report.flips),
         "causes": [_cause_to_dict(c) for c in report.causes],
+        "guards": [
+            {"label": label, "function": _place(f)} | {k: v for k, v in asdict(g).items() if k != "key"} | changes
+            for label, f, g, changes in _guard_entries(report)
+        ],
     }
+
+
+def _guard_entries(report: CompareReport) -> list[tuple[str, FunctionSummary, GuardFigures, dict[str, str]]]:
+    """(configuration, function, its figures, how they moved against the baseline's), function by function."""
+    if not report.guards:
+        return []
+    base = {g.key: g for g in report.guards[0]}
+    out = []
+    functions = {f.key: f for r in report.results for f in r.run.functions}
+    for key in functions:
+        for r, figures in zip(report.results, report.guards, strict=True):
+            g = next((x for x in figures if x.key == key), None)
+            if g is None:
+                continue
+            b = base.get(key)
+            changes = {
+                "listed_change": count_change(b.listed_last if b else None, g.listed_last),
+                "latency_change": latency_change(b.latency_last_us if b else None, g.latency_last_us),
+            }
+            out.append((r.variant.label, functions[key], g, changes))
+    return out
+
+
+# Latency last: its width changes from run to run, and nothing after it moves with it.
+_GUARD_HEADERS = ["function", "configuration", "recompiles", "guards installed", "torch count", "vs baseline", "latency"]
+
+
+def _guard_rows(report: CompareReport) -> list[list[object]]:
+    rows = []
+    recompiles = {(r.variant.label, f.key): f.recompiles for r in report.results for f in r.run.functions}
+    base_label = report.results[0].variant.label if report.results else ""
+    for label, f, g, changes in _guard_entries(report):
+        rows.append([
+            function_label(f, process=False),
+            label,
+            recompiles.get((label, f.key), 0),
+            _pair(g.listed_last, g.listed_sum, g.entries),
+            _pair(g.torch_count_last, g.torch_count_sum, g.entries),
+            "" if label == base_label else guard_change_words(changes["listed_change"], changes["latency_change"]),
+            _pair(g.latency_last_us, g.latency_sum_us, g.entries, " us"),
+        ])
+    return rows
+
+
+def _pair(last: float | None, total: float | None, entries: int, unit: str = "") -> str:
+    """``186`` for one entry, ``186 (all 3: 560)`` for several; ``-`` when not known."""
+    if last is None:
+        return "-"
+    shown = f"{last:g}{unit}"
+    return shown if entries <= 1 or total is None else f"{shown} (all {entries}: {total:g}{unit})"
+
+
+def _guard_lines(report: CompareReport) -> list[str]:
+    """The guard section's notes: what each figure is, and torch's noise."""
+    return [guard_figures_note()] if report.guards else []
 
 
 def _flips_to_dict(flips: FlipPlan) -> dict[str, object]:
@@ -200,7 +264,11 @@ def plan_lines(report: CompareReport) -> list[str]:
         return []
     if report.results and report.results[0].run.status != "ok":
         return ["the baseline run did not finish: no flips planned from its causes"]
+    heavy = [guard_heavy_line(v, False) for f, v in flips.flips if is_filter(f)]
+    heavy += [guard_heavy_line(v, True) for f, v in flips.capped if is_filter(f)]
     if not flips.targets:
+        if heavy:
+            return ["the baseline recompiled nothing, hit no recompile limit and had no call a stance refused", *heavy]
         return ["the baseline recompiled nothing, hit no recompile limit and had no call a stance refused: no cause to remove, no flip run"]
     n = len(flips.targets)
     causes = f"{n} cause{'s' if n != 1 else ''} in the baseline"
@@ -213,7 +281,7 @@ def plan_lines(report: CompareReport) -> list[str]:
     times = "compile times are each run's own, compiled without torch's compile caches"
     if report.parallel > 1:
         times += f": the baseline ran alone, the flips {report.parallel} at a time on shared cores (--jobs 1 runs each alone)"
-    return [line, times]
+    return [line, *heavy, times]
 
 
 def _table(report: CompareReport) -> str:
@@ -227,6 +295,10 @@ def _table(report: CompareReport) -> str:
         if report.flips is not None:
             for c in report.causes:
                 out += ["", cause_title(c), *(f"  {line}" for line in cause_lines(c, report.flips.max_flips))]
+        if any(report.guards):
+            title = "guards per function (newest cache entry; all entries summed):"
+            out += ["", title, tabulate(_guard_rows(report), headers=_GUARD_HEADERS)]
+            out += [f"note: {line}" for line in _guard_lines(report)]
         out += ["", "run folders:", *(f"  {line}" for line in folder_lines(report))]
         if report.flips is None:
             out += ["", render_diffs(report.diffs, "table")]
@@ -247,6 +319,10 @@ def _markdown(report: CompareReport) -> str:
             for c in report.causes:
                 lines = cause_lines(c, report.flips.max_flips)
                 out += ["", f"### {markdown_text(cause_title(c))}", "", *(_markdown_line(line) for line in lines)]
+        if any(report.guards):
+            rows = [[markdown_text(str(c), table=True) for c in row] for row in _guard_rows(report)]
+            out += ["", "### Guards per function", "", tabulate(rows, headers=_GUARD_HEADERS, tablefmt="github")]
+            out += ["", *(f"- note: {markdown_text(line)}" for line in _guard_lines(report))]
         out += ["", "Run folders:", "", *(f"- {markdown_text(line)}" for line in folder_lines(report))]
         if report.flips is None:
             out += markdown_sections(report.diffs)

@@ -1,0 +1,86 @@
+"""Guard count and guard latency of each function of a run, for ``compare``'s before -> after rows: the
+newest cache entry's and the sum over entries, from :func:`guarddiag.guardcost.guard_cost`.
+
+Two counts, because they differ where it matters: torch's ``guard_count`` (CompilationMetrics) is
+``len(output.guards)``, the guards Dynamo collected *before* a ``guard_filter_fn`` dropped any (torch
+2.13.0 ``_dynamo/convert_frame.py`` 2197); the listing's leaves are the tree that was installed, after
+the filter. torch's latency is measured on the installed tree, once per compile, so it follows the filter
+but is one noisy sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from guarddiag.guardcost import guard_cost
+from guarddiag.ids import FunctionKey
+from guarddiag.model import FunctionSummary, Run
+
+
+@dataclass(frozen=True)
+class GuardFigures:
+    """One function's guards in one run: ``entries``, its cache entries; of the newest one and summed over
+    all: the listing's leaves (the installed tree, None without a listing), torch's count (before any
+    filter) and torch's latency in microseconds (None where neither the log nor torch's record had it)."""
+
+    key: FunctionKey
+    entries: int
+    listed_last: int | None
+    listed_sum: int | None
+    torch_count_last: int | None
+    torch_count_sum: int | None
+    latency_last_us: float | None
+    latency_sum_us: float | None
+
+
+def function_figures(f: FunctionSummary) -> GuardFigures:
+    """The function's figures, from its cache entries as :mod:`guarddiag.guardcost` reads them."""
+    cost = guard_cost(f)
+    entries = cost.entries if cost is not None else ()
+    leaves = [e.leaves for e in entries]
+    counts = [e.torch_guards for e in entries]
+    latencies = [e.latency_us for e in entries]
+    return GuardFigures(f.key, len(entries), *_last_and_sum(leaves), *_last_and_sum(counts), *_last_and_sum(latencies))
+
+
+def _last_and_sum(values: list) -> tuple:
+    """The newest entry's figure and the sum over entries; None for a sum when some entry's is not known."""
+    if not values or values[-1] is None:
+        return None, None
+    # Latencies carry two decimals (the log's): a sum of floats keeps them, not 1479.5600000000002.
+    return values[-1], (round(sum(values), 2) if None not in values else None)
+
+
+def run_figures(run: Run) -> tuple[GuardFigures, ...]:
+    """Every function's figures."""
+    return tuple(function_figures(f) for f in run.functions)
+
+
+# torch measures a tree's latency once per compile: the same run gives other figures each time. A change of
+# latency is a change only past both margins: one side at least LATENCY_FACTOR times the other, and more than
+# LATENCY_MARGIN_US apart. Measured (docs/guard-cost.md#what-removes-guards): five runs of the same
+# configuration of bench/guard_heavy_model.py --blocks 48 gave the newest entry of forward 153-252 us (1.65x)
+# and of its resume function 130-192 us (1.48x), and one compile in 60 measured 12,753 us on a busy machine.
+# A count is exact.
+LATENCY_FACTOR = 2.0
+LATENCY_MARGIN_US = 10.0
+
+# How a figure moved against the baseline (:func:`latency_change`).
+FEWER, MORE, SAME, NOISE, UNKNOWN = "fewer", "more", "same", "within_noise", "unknown"
+
+
+def latency_change(before: float | None, after: float | None) -> str:
+    """Whether a latency fell or rose past torch's noise (:data:`NOISE` when within it)."""
+    if before is None or after is None:
+        return UNKNOWN
+    low, high = sorted((before, after))
+    if high - low <= LATENCY_MARGIN_US or high < LATENCY_FACTOR * low:
+        return NOISE
+    return FEWER if after < before else MORE
+
+
+def count_change(before: int | None, after: int | None) -> str:
+    """Whether a guard count fell or rose (counts are exact: any difference is one)."""
+    if before is None or after is None:
+        return UNKNOWN
+    return SAME if after == before else FEWER if after < before else MORE
