@@ -182,6 +182,14 @@ def compare(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the compare report (JSON) here.")] = None,
     module: ModuleOpt = None,
     module_args: ModuleArgsOpt = None,
+    measure_guards: Annotated[
+        bool,
+        typer.Option(
+            "--measure-guards",
+            help="Also measure what each call's cache lookup (guard check) costs in every configuration, as run "
+            "--measure-guards does: what a guard filter saves per call, not only torch's compile-time figure.",
+        ),
+    ] = False,
 ) -> None:
     """Run SCRIPT (or -m MODULE) with and without config flips and show which recompiles each flip removed, added or left;
     without --flag, find the flips that could remove each cause and measure them."""
@@ -191,7 +199,7 @@ def compare(
 
     target = run_target(script, args, module, module_args)
     specs = [*(flag or []), *map(filter_spec, guard_filter or [])]
-    compare_command(target, specs, python or [sys.executable], combined, jobs, repeat, timeout, fmt, out, max_flips)
+    compare_command(target, specs, python or [sys.executable], combined, jobs, repeat, timeout, fmt, out, max_flips, measure_guards)
 
 
 @app.command("diff")

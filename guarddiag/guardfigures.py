@@ -31,6 +31,10 @@ class GuardFigures:
     torch_count_sum: int | None
     latency_last_us: float | None
     latency_sum_us: float | None
+    # What its calls paid, measured at run time (compare --measure-guards): the median lookup of its frame
+    # with the most timed calls, and how many; None where not measured.
+    measured_median_us: float | None = None
+    measured_calls: int | None = None
 
 
 def function_figures(f: FunctionSummary) -> GuardFigures:
@@ -40,7 +44,11 @@ def function_figures(f: FunctionSummary) -> GuardFigures:
     leaves = [e.leaves for e in entries]
     counts = [e.torch_guards for e in entries]
     latencies = [e.latency_us for e in entries]
-    return GuardFigures(f.key, len(entries), *_last_and_sum(leaves), *_last_and_sum(counts), *_last_and_sum(latencies))
+    timed = max((t for t in f.guard_times if t.median_us is not None), key=lambda t: t.timed, default=None)
+    return GuardFigures(
+        f.key, len(entries), *_last_and_sum(leaves), *_last_and_sum(counts), *_last_and_sum(latencies),
+        timed.median_us if timed is not None else None, timed.timed if timed is not None else None,
+    )
 
 
 def _last_and_sum(values: list) -> tuple:

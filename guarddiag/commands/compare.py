@@ -47,12 +47,13 @@ def compare_command(
     fmt: str,
     out: Path | None,
     max_flips: int = MAX_FLIPS,
+    measure_guards: bool = False,
 ) -> None:
     """Run every configuration, print the report once built, write it as JSON to ``out``, keep what each
     flip did to each cause for later ``run`` and ``explain`` reports; runs that did not finish cleanly
     are an error after the report."""
     check_format(fmt)
-    options = CompareOptions(jobs, repeat, timeout, sys.stderr.isatty(), max_flips)
+    options = CompareOptions(jobs, repeat, timeout, sys.stderr.isatty(), max_flips, measure_guards=measure_guards)
     plan, results, catalog, flips = run_compare(target, specs, pythons, combined, options)
     runs = sum(len(r.runs) for r in results[1:]) if flips is not None else sum(len(r.runs) for r in results)
     report = build_report(plan, results, catalog, flips, min(options.jobs or os.cpu_count() or 1, max(runs, 1)))
@@ -79,7 +80,7 @@ def compare_command(
 class CompareOptions:
     """How the runs are made: ``jobs`` at a time, each configuration ``repeat`` times, each stopped after
     ``timeout``; ``progress`` lines on stderr; at most ``max_flips`` flips planned without ``--flag``;
-    ``env``: set in each run's environment."""
+    ``env``: set in each run's environment; ``measure_guards``: each run measures its cache lookups."""
 
     jobs: int | None = None
     repeat: int = 1
@@ -87,6 +88,7 @@ class CompareOptions:
     progress: bool = False
     max_flips: int = MAX_FLIPS
     env: tuple[tuple[str, str], ...] = ()
+    measure_guards: bool = False
 
 
 # compare without --flag reports each flip's compile seconds beside the baseline's: every run compiles
@@ -147,7 +149,7 @@ def _run(target: Target, variants: list[Variant], options: CompareOptions) -> li
     requests = [
         RunRequest(
             script=target.script, args=target.args, python=v.python, flags=v.flags, timeout=options.timeout, capture_output=True,
-            label=v.label, module=target.module, env=options.env,
+            label=v.label, module=target.module, env=options.env, measure_guards=options.measure_guards,
         )
         for v in variants
         for _ in range(repeat)

@@ -38,7 +38,7 @@ from guarddiag.render.escape import markdown_code, markdown_text, visible_values
 from guarddiag.render.flips import cause_lines, cause_title
 from guarddiag.render.formats import render_as
 from guarddiag.render.guardfilters import guard_change_words, guard_figures_note, guard_heavy_line
-from guarddiag.render.words import cause_subject, function_label, pattern_words, script_outcome
+from guarddiag.render.words import cause_subject, function_label, micros, pattern_words, script_outcome
 
 COMPARE_SCHEMA = "guarddiag.compare/1"
 _HEADERS = ["configuration", "config in force", "recompiles", "script"]
@@ -106,7 +106,7 @@ def _guard_entries(report: CompareReport) -> list[tuple[str, FunctionSummary, Gu
     return out
 
 
-# Latency last: its width changes from run to run, and nothing after it moves with it.
+# Latency last (the measured lookups after it, when measured): its width changes from run to run.
 _GUARD_HEADERS = ["function", "configuration", "recompiles", "guards installed", "torch count", "vs baseline", "latency"]
 
 
@@ -114,6 +114,7 @@ def _guard_rows(report: CompareReport) -> list[list[object]]:
     rows = []
     recompiles = {(r.variant.label, f.key): f.recompiles for r in report.results for f in r.run.functions}
     base_label = report.results[0].variant.label if report.results else ""
+    measured = measured_guards(report)
     for label, f, g, changes in _guard_entries(report):
         rows.append([
             function_label(f, process=False),
@@ -123,8 +124,21 @@ def _guard_rows(report: CompareReport) -> list[list[object]]:
             _pair(g.torch_count_last, g.torch_count_sum, g.entries),
             "" if label == base_label else guard_change_words(changes["listed_change"], changes["latency_change"]),
             _pair(g.latency_last_us, g.latency_sum_us, g.entries, " us"),
+            *([_measured(g)] if measured else []),
         ])
     return rows
+
+
+def _measured(g: GuardFigures) -> str:
+    """``38.2 us (412 calls)``: the median lookup its calls paid; ``-`` where not measured."""
+    if g.measured_median_us is None:
+        return "-"
+    return f"{micros(g.measured_median_us)} ({g.measured_calls} calls)"
+
+
+def measured_guards(report: CompareReport) -> bool:
+    """Whether any configuration's lookups were measured (compare --measure-guards)."""
+    return any(g.measured_median_us is not None for figures in report.guards for g in figures)
 
 
 def _pair(last: float | None, total: float | None, entries: int, unit: str = "") -> str:
@@ -297,7 +311,8 @@ def _table(report: CompareReport) -> str:
                 out += ["", cause_title(c), *(f"  {line}" for line in cause_lines(c, report.flips.max_flips))]
         if any(report.guards):
             title = "guards per function (newest cache entry; all entries summed):"
-            out += ["", title, tabulate(_guard_rows(report), headers=_GUARD_HEADERS)]
+            headers = _GUARD_HEADERS + (["measured per call"] if measured_guards(report) else [])
+            out += ["", title, tabulate(_guard_rows(report), headers=headers)]
             out += [f"note: {line}" for line in _guard_lines(report)]
         out += ["", "run folders:", *(f"  {line}" for line in folder_lines(report))]
         if report.flips is None:
@@ -321,7 +336,8 @@ def _markdown(report: CompareReport) -> str:
                 out += ["", f"### {markdown_text(cause_title(c))}", "", *(_markdown_line(line) for line in lines)]
         if any(report.guards):
             rows = [[markdown_text(str(c), table=True) for c in row] for row in _guard_rows(report)]
-            out += ["", "### Guards per function", "", tabulate(rows, headers=_GUARD_HEADERS, tablefmt="github")]
+            headers = _GUARD_HEADERS + (["measured per call"] if measured_guards(report) else [])
+            out += ["", "### Guards per function", "", tabulate(rows, headers=headers, tablefmt="github")]
             out += ["", *(f"- note: {markdown_text(line)}" for line in _guard_lines(report))]
         out += ["", "Run folders:", "", *(f"- {markdown_text(line)}" for line in folder_lines(report))]
         if report.flips is None:

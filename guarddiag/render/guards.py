@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from guarddiag.flips import torch_version_tuple
 from guarddiag.guardcost import GuardCost
 from guarddiag.guardexpr import readable_source
+from guarddiag.guardfilters import GUARD_HEAVY, SUGGESTED_FILTER, filter_config, guard_filter, version_text
 from guarddiag.model import FunctionSummary, GuardOrigin, Run
+from guarddiag.render.guardfilters import DROPS, GIVES_UP
 from guarddiag.render.words import function_label, measured_guards_sentence, micros
+from guarddiag.verdicts import compare_command
 
 T = TypeVar("T", int, float)
 
@@ -52,7 +56,7 @@ def guard_cost_lines(run: Run, costs: tuple[tuple[FunctionSummary, GuardCost], .
         return []
     out = []
     for f, cost in heavy[:SHOWN]:
-        under = [line for line in (origins_sentence(f, cost), measured_guards_sentence(run, f)) if line]
+        under = [line for line in (origins_sentence(f, cost), measured_guards_sentence(run, f), remover_sentence(run, cost)) if line]
         out.append((cost_sentence(f, cost), under))
     more = len(heavy) - SHOWN
     if more > 0:
@@ -98,6 +102,22 @@ def cost_sentence(f: FunctionSummary, cost: GuardCost) -> str:
     return (
         f"{function_label(f)}: {shape}; one check {one}{unmeasured}; a call pays {micros(call.low_us)} when it hits the entry "
         f"it hit last, up to {micros(call.high_us)} when it checks all {call.entries}"
+    )
+
+
+def remover_sentence(run: Run, cost: GuardCost) -> str | None:
+    """For a function of :data:`GUARD_HEAVY` guards or more on a torch with the helper (or of unknown version): the
+    guard filter that gives up least, what it drops and gives up, and the compare that measures it (never run by
+    ``run``: not verified). None otherwise."""
+    row = guard_filter(SUGGESTED_FILTER)
+    version = torch_version_tuple(run.torch_version)
+    if guards_of(cost) < GUARD_HEAVY or (version is not None and version < row.since):
+        return None
+    command = compare_command(run, filter_config(SUGGESTED_FILTER))
+    return (
+        f"fewer guards: compile it with options={{\"guard_filter_fn\": torch.compiler.{row.name}}} (torch {version_text(row.since)}+), "
+        f"which drops {DROPS[row.drops]}; it gives up: {GIVES_UP[row.gives_up]}; not verified: {command} measures it "
+        "(every way to fewer guards: guarddiag flags --guard-removers)"
     )
 
 
