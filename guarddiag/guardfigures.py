@@ -75,12 +75,19 @@ LATENCY_MARGIN_US = 10.0
 
 # How a figure moved against the baseline (:func:`latency_change`).
 FEWER, MORE, SAME, NOISE, UNKNOWN = "fewer", "more", "same", "within_noise", "unknown"
+# Two torch versions time a tree differently: 2.7.1 averages 50 warm checks (guards.py, profile_guard_manager(...,
+# 50)), 2.13.0 times one check after flushing the CPU cache (profile_guard_manager(..., 1)): their figures are not
+# one measurement, and only a run-time measurement (--measure-guards) compares them.
+INCOMPARABLE = "other_torch"
 
 
-def latency_change(before: float | None, after: float | None) -> str:
-    """Whether a latency fell or rose past torch's noise (:data:`NOISE` when within it)."""
+def latency_change(before: float | None, after: float | None, same_torch: bool = True) -> str:
+    """Whether a latency fell or rose past torch's noise (:data:`NOISE` when within it); :data:`INCOMPARABLE`
+    between runs of two torch versions, which time a check differently."""
     if before is None or after is None:
         return UNKNOWN
+    if not same_torch:
+        return INCOMPARABLE
     low, high = sorted((before, after))
     if high - low <= LATENCY_MARGIN_US or high < LATENCY_FACTOR * low:
         return NOISE

@@ -92,6 +92,7 @@ def _guard_entries(report: CompareReport) -> list[tuple[str, FunctionSummary, Gu
     base = {g.key: g for g in report.guards[0]}
     out = []
     functions = {f.key: f for r in report.results for f in r.run.functions}
+    base_torch = report.results[0].run.torch_version if report.results else None
     for key in functions:
         for r, figures in zip(report.results, report.guards, strict=True):
             g = next((x for x in figures if x.key == key), None)
@@ -100,7 +101,9 @@ def _guard_entries(report: CompareReport) -> list[tuple[str, FunctionSummary, Gu
             b = base.get(key)
             changes = {
                 "listed_change": count_change(b.listed_last if b else None, g.listed_last),
-                "latency_change": latency_change(b.latency_last_us if b else None, g.latency_last_us),
+                "latency_change": latency_change(
+                    b.latency_last_us if b else None, g.latency_last_us, same_torch=r.run.torch_version == base_torch
+                ),
             }
             out.append((r.variant.label, functions[key], g, changes))
     return out

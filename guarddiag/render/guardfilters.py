@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guarddiag.guardfigures import FEWER, LATENCY_FACTOR, LATENCY_MARGIN_US, MORE, NOISE, SAME
+from guarddiag.guardfigures import FEWER, INCOMPARABLE, LATENCY_FACTOR, LATENCY_MARGIN_US, MORE, NOISE, SAME
 from guarddiag.guardfilters import GUARD_HEAVY, REMOVERS, Remover, guard_filter, version_text
 from guarddiag.render.escape import markdown_code, markdown_text, terminal
 from guarddiag.render.formats import render_as
@@ -117,7 +117,10 @@ def render_removers(torch_version: str, version: tuple[int, int] | None, fmt: st
 def guard_change_words(listed: str, latency: str) -> str:
     """``fewer guards, faster`` / ``same guards, latency within noise``."""
     count = {FEWER: "fewer guards", MORE: "more guards", SAME: "same guards"}.get(listed, "guards not listed")
-    time = {FEWER: "faster", MORE: "slower", NOISE: "latency within noise"}.get(latency, "latency not known")
+    time = {
+        FEWER: "faster", MORE: "slower", NOISE: "latency within noise",
+        INCOMPARABLE: "latency timed differently by the other torch (compare the measured lookups: --measure-guards)",
+    }.get(latency, "latency not known")
     return f"{count}, {time}"
 
 

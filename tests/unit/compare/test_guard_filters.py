@@ -12,7 +12,7 @@ import pytest
 from guarddiag.compare import VariantResult, build_report, plan_compare
 from guarddiag.errors import InputError
 from guarddiag.flags import catalog_from_dict, check_flags
-from guarddiag.guardfigures import FEWER, MORE, NOISE, SAME, UNKNOWN, count_change, function_figures, latency_change
+from guarddiag.guardfigures import FEWER, INCOMPARABLE, MORE, NOISE, SAME, UNKNOWN, count_change, function_figures, latency_change
 from guarddiag.guardfilters import (
     CODE_CHANGE,
     GUARD_FILTERS,
@@ -82,6 +82,7 @@ def test_latency_is_a_change_only_past_torchs_noise():
     assert latency_change(20.0, 45.0) == MORE
     assert latency_change(4.0, 12.0) == NOISE  # 3x, but within 10 us
     assert latency_change(None, 12.0) == UNKNOWN
+    assert latency_change(9.0, 310.0, same_torch=False) == INCOMPARABLE  # torch 2.7 averages 50 warm checks, 2.13 times one cold
     assert (count_change(191, 55), count_change(6, 6), count_change(None, 1)) == (FEWER, SAME, UNKNOWN)
 
 
