@@ -23,12 +23,12 @@ MANY = 100
 
 HEADING = (
     "guard checks: each call of a compiled function checks the guards of its cache entries, the entry it hit last first, "
-    "until one holds; torch timed each entry's check once, cold, when it compiled it, and the cost per call here is derived "
+    "until one holds; torch timed each entry's check when it compiled it (on 2.13 once, cold), and the cost per call here is derived "
     "from that, not measured"
 )
 MEASURED_HEADING = (
     "guard checks: each call of a compiled function checks the guards of its cache entries, the entry it hit last first, "
-    "until one holds; torch timed each entry's check once, cold, when it compiled it, and the range per call is derived from "
+    "until one holds; torch timed each entry's check when it compiled it (on 2.13 once, cold), and the range per call is derived from "
     "that; what the calls paid is measured at run time (--measure-guards)"
 )
 
