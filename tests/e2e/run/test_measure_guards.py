@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from guarddiag.render.words import micros
 from tests.conftest import FIXTURES, run_guarddiag
 
 pytestmark = pytest.mark.torch
@@ -32,8 +33,8 @@ def test_each_function_gets_its_calls_and_what_their_lookups_cost(tmp_path: Path
         assert g["total_us"] >= g["median_us"] * g["timed"] / 2
     (step,) = [f for f in record["functions"] if f["name"] == "step"]
     torch_us = step["torch_metrics"][-1]["guard_latency_us"]
-    assert f"guard check measured at run time: 80 calls, median {_micros(step['guard_times'][0]['median_us'])}" in proc.stdout
-    assert f"against torch's compile-time {_micros(torch_us)} for its last entry" in proc.stdout
+    assert f"guard check measured at run time: 80 calls, median {micros(step['guard_times'][0]['median_us'])}" in proc.stdout
+    assert f"against torch's compile-time {micros(torch_us)} for its last entry" in proc.stdout
     assert "USDT" not in proc.stderr + proc.stdout  # kineto's start/stop lines go to the run's log
 
 
@@ -63,10 +64,6 @@ def test_a_script_running_its_own_profiler_is_told_apart_from_one_with_no_calls(
     assert "done" in proc.stdout
     assert "--measure-guards measured nothing: the script ran torch's profiler itself" in proc.stdout
     assert "no call ran its compiled code" not in proc.stdout
-
-
-def _micros(value: float) -> str:
-    return f"{value:.0f} us" if value >= 10 else f"{value:.1f} us"
 
 
 @pytest.mark.slow
