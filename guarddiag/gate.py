@@ -36,6 +36,8 @@ FAILING = frozenset(
 )
 # The findings about a function's guards that fail the gate.
 GUARD_FAILING = frozenset({"guard_count_grew", "guard_latency_grew", "over_guard_budget"})
+# Every finding about a function's guards.
+GUARD_KINDS = GUARD_FAILING | {"guard_count_fell", "guards_unknown"}
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from itertools import groupby
 from tabulate import tabulate
 
 from guarddiag.divergence import divergence_to_dict
-from guarddiag.gate import GUARD_FAILING, Finding, GateResult, GuardCheck, Row, TorchChange
+from guarddiag.gate import GUARD_FAILING, GUARD_KINDS, Finding, GateResult, GuardCheck, Row, TorchChange
 from guarddiag.guardbudget import GuardFigures, LatencyMargin
 from guarddiag.render import escape
 from guarddiag.render.divergence import divergence_label, divergence_sentence
@@ -48,13 +48,14 @@ _HEADERS = ["script", "function", "baseline", "now", "allowed", "limit hits", "s
 
 def _headers(result: GateResult) -> list[str]:
     """The table's columns; ``refused`` only where a function's calls were refused (now or in the baseline),
-    ``guards`` and ``guard latency`` only where some function's guards are known (now or in the baseline)."""
+    ``guards`` and ``guard latency`` only where the gate has something to say of a function's guards (the
+    figures of every function are in the JSON form)."""
     guards = ["guards", "guard latency"] if _any_guards(result) else []
     return _HEADERS[:-1] + (["refused"] if _any_refused(result) else []) + guards + _HEADERS[-1:]
 
 
 def _any_guards(result: GateResult) -> bool:
-    return any(r.guards.known or r.guards_before.known for r in result.rows)
+    return any(f.kind in GUARD_KINDS for f in result.findings)
 
 
 def _any_refused(result: GateResult) -> bool:
@@ -151,9 +152,9 @@ def torch_line(change: TorchChange) -> str:
 def latency_line(margin: LatencyMargin) -> str:
     """Why guard latency is gated with a margin, and the margin, for a report that gated one."""
     return (
-        "note: guard latency is torch's compile-time measurement of a check of the cheapest cache entry's guards, made "
-        "once per entry with a cold CPU cache, so it varies from run to run: it fails only past the baseline's "
-        f"x{margin.factor:g} or +{micros(margin.floor_us)}, whichever is more (guard counts do not vary: they are gated exactly)"
+        "note: guard latency (torch's compile-time check of a function's cheapest cache entry) is measured once, with a cold "
+        f"CPU cache, and varies from run to run: it is gated with a margin, x{margin.factor:g} or +{micros(margin.floor_us)} "
+        "over the baseline, whichever is more"
     )
 
 
@@ -215,7 +216,7 @@ def finding_message(f: Finding) -> str:
             return f"{place_label(f.name, f.file, f.line)}: in the baseline, not compiled in this run"
         return f"{f.script}: not in the baseline; `--update` adds it"
     label, recompiles = function_label(f.function), f.function.recompiles
-    if f.kind in GUARD_FAILING or f.kind in ("guard_count_fell", "guards_unknown"):
+    if f.kind in GUARD_KINDS:
         return _guard_message(f, label)
     if f.kind == "regression":
         assert f.allowed is not None, "a regression is measured against what is allowed"
