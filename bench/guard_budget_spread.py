@@ -62,16 +62,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=6)
     parser.add_argument("--append", type=Path, help="append the figures to this Markdown file")
+    parser.add_argument("--busy", type=int, default=0, help="spin this many busy processes meanwhile (a loaded CI runner)")
     parser.add_argument("scripts", nargs="+", help="'SCRIPT [ARGS...]', each as one word")
     args = parser.parse_args()
     scripts = [shlex.split(s) for s in args.scripts]
     guarddiag = shutil.which("guarddiag") or sys.exit("guarddiag is not on PATH; activate the venv")
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        text = measure(args.runs, scripts, guarddiag, args.busy)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    print(text)
+    if args.append:
+        with args.append.open("a", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def measure(runs_per_script: int, scripts: list[list[str]], guarddiag: str, busy: int) -> str:
+    """The figures of ``runs_per_script`` runs of each script, as a Markdown section."""
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    contention = f", {busy} busy processes spinning meanwhile" if busy else ""
     lines = [
         f"\n## {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC: spread of torch's guard latency across runs "
-        "(issue 28, check budgets; bench/guard_budget_spread.py)\n",
+        f"(issue 28, check budgets; bench/guard_budget_spread.py{' --busy ' + str(busy) if busy else ''})\n",
         f"nproc {os.cpu_count()}, python {platform.python_version()}, load average at start {load}, "
-        f"{args.runs} runs of each script, eager backend; figures in microseconds (torch's compile-time "
+        f"{runs_per_script} runs of each script{contention}, eager backend; figures in microseconds (torch's compile-time "
         "'Guard eval latency', one cold check per entry).\n",
         "| script | function | guards (leaves / torch) | figure | min | median | max | max / median | per run |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -79,7 +96,7 @@ def main() -> None:
     entry_lines = []
     with tempfile.TemporaryDirectory() as tmp:
         for script in [s for s in scripts if s]:
-            runs = [one_run(script, Path(tmp) / f"r{i}.json", guarddiag) for i in range(args.runs)]
+            runs = [one_run(script, Path(tmp) / f"r{i}.json", guarddiag) for i in range(runs_per_script)]
             for i, row in enumerate(runs[0]):
                 same = [r[i] for r in runs if len(r) > i and r[i]["function"] == row["function"]]
                 counts = sorted({(r["leaves"], r["torch_guards"]) for r in same})
@@ -98,11 +115,7 @@ def main() -> None:
                     + "; ".join(", ".join(f"{v:.0f}" for v in r["entries"]) for r in same)
                 )
     lines += ["", *entry_lines, "", f"load average at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}", ""]
-    text = "\n".join(lines)
-    print(text)
-    if args.append:
-        with args.append.open("a", encoding="utf-8") as fh:
-            fh.write(text)
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

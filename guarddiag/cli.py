@@ -285,11 +285,11 @@ def check(
     ] = None,
     guard_latency_factor: Annotated[
         Optional[float],
-        typer.Option("--guard-latency-factor", min=1, help="Guard latency may grow to this many times the baseline's (default 2)."),
+        typer.Option("--guard-latency-factor", min=1, help="Guard latency may grow to this many times the baseline's (default 4)."),
     ] = None,
     guard_latency_floor_us: Annotated[
         Optional[float],
-        typer.Option("--guard-latency-floor-us", min=0, help="... or by this many microseconds, whichever is more (default 50)."),
+        typer.Option("--guard-latency-floor-us", min=0, help="... or by this many microseconds, whichever is more (default 150)."),
     ] = None,
     fail_on_limit_hit: Annotated[
         Optional[bool],
