@@ -21,7 +21,7 @@ from pathlib import Path
 
 from guarddiag.errors import InputError
 from guarddiag.filekinds import wrong_file
-from guarddiag.guardbudget import function_figures
+from guarddiag.guardbudget import gated_figures
 from guarddiag.ids import MAIN_PROCESS, FunctionKey, Process
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.render.escape import yaml_text
@@ -111,7 +111,7 @@ def from_runs(runs: dict[str, Run], root: Path, previous: Baseline | None = None
         for f in sorted(run.functions, key=lambda f: (f.file, f.line or 0, f.name)):
             rel = relative_file(f.file, root)
             was = kept.get(f.key._replace(file=rel))
-            figures = function_figures(f)
+            figures = gated_figures(f)
             functions.append(
                 BaselineFunction(
                     name=f.name,

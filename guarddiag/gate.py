@@ -23,7 +23,7 @@ from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relat
 from guarddiag.config import Settings
 from guarddiag.divergence import Divergence
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
-from guarddiag.guardbudget import NOT_KNOWN, GuardFigures, LatencyMargin, figures_of
+from guarddiag.guardbudget import NOT_KNOWN, GatedFigures, LatencyMargin, gated_figures_of
 from guarddiag.ids import Process
 from guarddiag.model import FunctionSummary, report_order
 from guarddiag.report import RunReport
@@ -108,8 +108,8 @@ class Row:
     limit_hits: int = 0
     refused_before: int | None = None
     refused: int = 0
-    guards_before: GuardFigures = NOT_KNOWN
-    guards: GuardFigures = NOT_KNOWN
+    guards_before: GatedFigures = NOT_KNOWN
+    guards: GatedFigures = NOT_KNOWN
     # What its guard count and latency may reach (None: not gated).
     guards_allowed: int | None = None
     latency_allowed: float | None = None
@@ -210,18 +210,18 @@ class _GuardGate:
     """One function's guard findings and what its row shows."""
 
     findings: list[Finding]
-    before: GuardFigures
+    before: GatedFigures
     guards_allowed: int | None
     latency_allowed: float | None
     latency_gated: bool
 
 
 def _guard_gate(
-    path: str, rel: str, f: FunctionSummary, now: GuardFigures, base: BaselineFunction | None,
+    path: str, rel: str, f: FunctionSummary, now: GatedFigures, base: BaselineFunction | None,
     script_budgets: tuple[int | None, float | None], settings: Settings,
 ) -> _GuardGate:
     """A function's guard count and latency against its baseline entry and budgets (the module docstring's rules)."""
-    before = GuardFigures(base.guards, base.guard_latency_us) if base is not None else NOT_KNOWN
+    before = GatedFigures(base.guards, base.guard_latency_us) if base is not None else NOT_KNOWN
     count_budget = _cap(base.max_guards if base else None, script_budgets[0], settings.max_guards)
     latency_budget = _cap(base.max_guard_latency_us if base else None, script_budgets[1], settings.max_guard_latency_us)
     margin = LatencyMargin(settings.guard_latency_factor, settings.guard_latency_floor_us)
@@ -262,9 +262,9 @@ def _guard_gate(
     return _GuardGate(found, before, None if guards_allowed is None else int(guards_allowed), latency_allowed, gated)
 
 
-def _costs(report: RunReport) -> dict[int, GuardFigures]:
+def _costs(report: RunReport) -> dict[int, GatedFigures]:
     """Each function's gated guard figures, from the report's guard costs (computed once), by the function's id."""
-    return {id(f): figures_of(cost) for f, cost in report.guard_costs}
+    return {id(f): gated_figures_of(cost) for f, cost in report.guard_costs}
 
 
 def evaluate(

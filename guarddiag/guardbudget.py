@@ -31,7 +31,7 @@ LATENCY_FLOOR_US = 150.0
 
 
 @dataclass(frozen=True)
-class GuardFigures:
+class GatedFigures:
     """A function's gated guard figures, each None where the run does not tell it (a torch before 2.6, a log
     without the ``guards`` channel, a record without torch's figures)."""
 
@@ -43,7 +43,7 @@ class GuardFigures:
         return self.guards is not None or self.latency_us is not None
 
 
-NOT_KNOWN = GuardFigures(None, None)
+NOT_KNOWN = GatedFigures(None, None)
 
 
 @dataclass(frozen=True)
@@ -57,14 +57,14 @@ class LatencyMargin:
         return max(baseline_us * self.factor, baseline_us + self.floor_us)
 
 
-def figures_of(cost: GuardCost | None) -> GuardFigures:
+def gated_figures_of(cost: GuardCost | None) -> GatedFigures:
     """The gated figures of a function's guard cost (guardcost.py), over the entries a call walks."""
     if cost is None:
         return NOT_KNOWN
     counts = [c for e in cost.live for c in (e.leaves if e.leaves is not None else e.torch_guards,) if c is not None]
-    return GuardFigures(max(counts) if counts else None, cost.per_call.low_us if cost.per_call is not None else None)
+    return GatedFigures(max(counts) if counts else None, cost.per_call.low_us if cost.per_call is not None else None)
 
 
-def function_figures(f: FunctionSummary) -> GuardFigures:
+def gated_figures(f: FunctionSummary) -> GatedFigures:
     """The gated figures of one function of a run."""
-    return figures_of(guard_cost(f))
+    return gated_figures_of(guard_cost(f))

@@ -24,7 +24,7 @@ from tabulate import tabulate
 
 from guarddiag.divergence import divergence_to_dict
 from guarddiag.gate import GUARD_FAILING, GUARD_KINDS, Finding, GateResult, GuardCheck, Row, TorchChange
-from guarddiag.guardbudget import GuardFigures, LatencyMargin
+from guarddiag.guardbudget import GatedFigures, LatencyMargin
 from guarddiag.render import escape
 from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
@@ -325,7 +325,7 @@ def _margin_dict(margin: LatencyMargin | None) -> dict[str, float] | None:
     return None if margin is None else {"factor": margin.factor, "floor_us": margin.floor_us}
 
 
-def _figures_dict(before: GuardFigures, now: GuardFigures, guards_allowed: int | None, latency_allowed: float | None) -> dict[str, object]:
+def _figures_dict(before: GatedFigures, now: GatedFigures, guards_allowed: int | None, latency_allowed: float | None) -> dict[str, object]:
     return {
         "guards_baseline": before.guards,
         "guards": now.guards,
