@@ -5,7 +5,11 @@ frame ids or object ids. Schema versions (``schema`` key):
   guarddiag.baseline/1 -- first version (docs/ci.md). ``torch_version`` is the torch the runs were
   recorded with; null or absent (a baseline made from records that do not say) reads as not known.
   A function's ``refused_calls`` (calls a compiler stance refused to recompile) is written when above
-  0; absent reads as 0.
+  0; absent reads as 0. A function's ``guards`` (the most guards of a cache entry a call walks) and
+  ``guard_latency_us`` (torch's compile-time check of the cheapest such entry; guardbudget.py) are written
+  where the run told them; absent (a baseline written before guarddiag recorded them, a torch before 2.6,
+  a log without the guards channel) reads as not known, never as 0. ``max_guards`` and
+  ``max_guard_latency_us`` are budgets written by hand, kept like ``budget``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 
 from guarddiag.errors import InputError
 from guarddiag.filekinds import wrong_file
+from guarddiag.guardbudget import gated_figures
 from guarddiag.ids import MAIN_PROCESS, FunctionKey, Process
 from guarddiag.model import FunctionSummary, Run
 from guarddiag.render.escape import yaml_text
@@ -44,6 +49,11 @@ class BaselineFunction:
     process: Process = MAIN_PROCESS
     # Calls a compiler stance refused to recompile (torch.compiler.set_stance).
     refused_calls: int = 0
+    # Its guard figures (guardbudget.py), None where not known; and its hand-written guard budgets.
+    guards: int | None = None
+    guard_latency_us: float | None = None
+    max_guards: int | None = None
+    max_guard_latency_us: float | None = None
 
     @property
     def key(self) -> FunctionKey:
@@ -96,10 +106,12 @@ def from_runs(runs: dict[str, Run], root: Path, previous: Baseline | None = None
     scripts = []
     for path, run in runs.items():
         old = previous.script(path) if previous else None
-        budgets = {f.key: f.budget for f in (old.functions if old else ()) if f.budget is not None}
+        kept = {f.key: f for f in (old.functions if old else ())}
         functions = []
         for f in sorted(run.functions, key=lambda f: (f.file, f.line or 0, f.name)):
             rel = relative_file(f.file, root)
+            was = kept.get(f.key._replace(file=rel))
+            figures = gated_figures(f)
             functions.append(
                 BaselineFunction(
                     name=f.name,
@@ -109,9 +121,13 @@ def from_runs(runs: dict[str, Run], root: Path, previous: Baseline | None = None
                     recompiles=f.recompiles,
                     limit_hits=len(f.limit_hits),
                     causes=cause_counts(f),
-                    budget=budgets.get(f.key._replace(file=rel)),
+                    budget=was.budget if was else None,
                     process=f.process,
                     refused_calls=f.refused_calls,
+                    guards=figures.guards,
+                    guard_latency_us=None if figures.latency_us is None else round(figures.latency_us, 1),
+                    max_guards=was.max_guards if was else None,
+                    max_guard_latency_us=was.max_guard_latency_us if was else None,
                 )
             )
         scripts.append(BaselineScript(path, tuple(functions), old.max_recompiles if old else None))
@@ -141,6 +157,10 @@ def to_yaml(baseline: Baseline) -> str:
                         **({"refused_calls": f.refused_calls} if f.refused_calls else {}),
                         "causes": dict(f.causes),
                         **({"budget": f.budget} if f.budget is not None else {}),
+                        **({"guards": f.guards} if f.guards is not None else {}),
+                        **({"guard_latency_us": f.guard_latency_us} if f.guard_latency_us is not None else {}),
+                        **({"max_guards": f.max_guards} if f.max_guards is not None else {}),
+                        **({"max_guard_latency_us": f.max_guard_latency_us} if f.max_guard_latency_us is not None else {}),
                     }
                     for f in s.functions
                 ],
@@ -167,6 +187,14 @@ def _int(value: object, where: str, allow_none: bool = False) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(f"{where}: expected a whole number >= 0, got {value!r}; fix the baseline or re-create it")
     return value
+
+
+def _micros(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
+        raise InputError(f"{where}: expected microseconds (a number >= 0), got {value!r}; fix the baseline or re-create it")
+    return float(value)
 
 
 def _process(value: object, where: str) -> Process:
@@ -225,6 +253,10 @@ def load(path: Path) -> Baseline:
                     budget=_int(f.get("budget"), f"{fw}.budget", allow_none=True),
                     process=_process(f.get("process", ""), f"{fw}.process"),
                     refused_calls=_int(f.get("refused_calls", 0), f"{fw}.refused_calls") or 0,
+                    guards=_int(f.get("guards"), f"{fw}.guards", allow_none=True),
+                    guard_latency_us=_micros(f.get("guard_latency_us"), f"{fw}.guard_latency_us"),
+                    max_guards=_int(f.get("max_guards"), f"{fw}.max_guards", allow_none=True),
+                    max_guard_latency_us=_micros(f.get("max_guard_latency_us"), f"{fw}.max_guard_latency_us"),
                 )
             )
         scripts.append(BaselineScript(s["path"], tuple(functions), _int(s.get("max_recompiles"), f"{where}.max_recompiles", True)))

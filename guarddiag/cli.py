@@ -273,6 +273,24 @@ def check(
             help="Calls a compiler stance may refuse to recompile per function (default: the baseline's, else 0).",
         ),
     ] = None,
+    max_guards: Annotated[
+        Optional[int], typer.Option("--max-guards", min=0, help="Fail any function whose largest cache entry has more guards.")
+    ] = None,
+    max_guard_latency_us: Annotated[
+        Optional[float],
+        typer.Option(
+            "--max-guard-latency-us", min=0,
+            help="Fail any function whose cheapest cache entry's guard check (torch's compile-time figure) takes longer.",
+        ),
+    ] = None,
+    guard_latency_factor: Annotated[
+        Optional[float],
+        typer.Option("--guard-latency-factor", min=1, help="Guard latency may grow to this many times the baseline's (default 4)."),
+    ] = None,
+    guard_latency_floor_us: Annotated[
+        Optional[float],
+        typer.Option("--guard-latency-floor-us", min=0, help="... or by this many microseconds, whichever is more (default 150)."),
+    ] = None,
     fail_on_limit_hit: Annotated[
         Optional[bool],
         typer.Option("--fail-on-limit-hit/--no-fail-on-limit-hit", help="Fail when a function hits the recompile limit."),
@@ -306,6 +324,10 @@ def check(
         "baseline": str(baseline_file) if baseline_file else None,
         "max_recompiles": max_recompiles,
         "max_refused_calls": max_refused_calls,
+        "max_guards": max_guards,
+        "max_guard_latency_us": max_guard_latency_us,
+        "guard_latency_factor": guard_latency_factor,
+        "guard_latency_floor_us": guard_latency_floor_us,
         "fail_on_limit_hit": fail_on_limit_hit,
         "fail_on_new_cause": fail_on_new_cause,
         "fail_on_rank_divergence": fail_on_rank_divergence,

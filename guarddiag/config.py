@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from guarddiag.errors import InputError
+from guarddiag.guardbudget import LATENCY_FACTOR, LATENCY_FLOOR_US
 from guarddiag.yamlfile import read_yaml
 
 if sys.version_info >= (3, 11):
@@ -36,13 +37,15 @@ DEFAULT_BASELINE = "guarddiag-baseline.yaml"
 @dataclass(frozen=True)
 class ScriptSpec:
     """One script a CI job checks (or a ``module`` run as ``python -m`` runs it, ``path`` empty then):
-    its arguments, flags and an optional recompile budget."""
+    its arguments, flags and optional budgets: recompiles, guards and guard latency per function."""
 
     path: str
     args: tuple[str, ...] = ()
     flags: tuple[tuple[str, str], ...] = ()
     max_recompiles: int | None = None
     module: str | None = None
+    max_guards: int | None = None
+    max_guard_latency_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,12 @@ class Settings:
     # Calls a compiler stance refused to recompile that each function may have (None: what the baseline
     # recorded for it, else 0).
     max_refused_calls: int | None = None
+    # Guard budgets per function (guardbudget.py): the most guards of a cache entry, torch's compile-time check
+    # of the cheapest entry in microseconds; and how far that latency may grow past the baseline's.
+    max_guards: int | None = None
+    max_guard_latency_us: float | None = None
+    guard_latency_factor: float = LATENCY_FACTOR
+    guard_latency_floor_us: float = LATENCY_FLOOR_US
     fail_on_limit_hit: bool = False
     fail_on_new_cause: bool = False
     fail_on_rank_divergence: bool = False
@@ -73,6 +82,10 @@ _ENV = {
     "GUARDDIAG_BASELINE": "baseline",
     "GUARDDIAG_MAX_RECOMPILES": "max_recompiles",
     "GUARDDIAG_MAX_REFUSED_CALLS": "max_refused_calls",
+    "GUARDDIAG_MAX_GUARDS": "max_guards",
+    "GUARDDIAG_MAX_GUARD_LATENCY_US": "max_guard_latency_us",
+    "GUARDDIAG_GUARD_LATENCY_FACTOR": "guard_latency_factor",
+    "GUARDDIAG_GUARD_LATENCY_FLOOR_US": "guard_latency_floor_us",
     "GUARDDIAG_FAIL_ON_LIMIT_HIT": "fail_on_limit_hit",
     "GUARDDIAG_FAIL_ON_NEW_CAUSE": "fail_on_new_cause",
     "GUARDDIAG_FAIL_ON_RANK_DIVERGENCE": "fail_on_rank_divergence",
@@ -84,6 +97,10 @@ _KINDS = {
     "baseline": str,
     "max_recompiles": int,
     "max_refused_calls": int,
+    "max_guards": int,
+    "max_guard_latency_us": float,
+    "guard_latency_factor": float,
+    "guard_latency_floor_us": float,
     "fail_on_limit_hit": bool,
     "fail_on_new_cause": bool,
     "fail_on_rank_divergence": bool,
@@ -94,7 +111,14 @@ _KINDS = {
 
 
 # The smallest value of each numeric setting, as the command line's options allow (--max-recompiles 0, --jobs 1).
-_MINIMUM = {"max_recompiles": 0, "max_refused_calls": 0, "jobs": 1}
+_MINIMUM = {"max_recompiles": 0, "max_refused_calls": 0, "max_guards": 0, "jobs": 1}
+# Each number that is not whole: its smallest value (``above``: exclusive) and what it is, for the error.
+_FLOORS: dict[str, tuple[float, bool, str]] = {
+    "timeout": (0, True, "a number of seconds above 0"),
+    "max_guard_latency_us": (0, True, "a number of microseconds above 0"),
+    "guard_latency_factor": (1, False, "a factor of 1 or more"),
+    "guard_latency_floor_us": (0, False, "a number of microseconds, 0 or more"),
+}
 
 
 def _coerce(name: str, value: object, where: str, text: bool = False) -> object:
@@ -117,11 +141,12 @@ def _coerce(name: str, value: object, where: str, text: bool = False) -> object:
                 raise InputError(f"{where}: '{name}' must be {_MINIMUM[name]} or more, not {value!r}; fix it or remove it")
             return number
     elif kind is float:
-        seconds = _number(value)
-        if seconds is not None:
-            if not seconds > 0:
-                raise InputError(f"{where}: '{name}' must be a number of seconds above 0, not {value!r}; fix it or remove it")
-            return seconds
+        number = _number(value)
+        if number is not None:
+            least, above, what = _FLOORS[name]
+            if number < least or above and number == least:
+                raise InputError(f"{where}: '{name}' must be {what}, not {value!r}; fix it or remove it")
+            return number
     elif isinstance(value, str):
         return value
     raise InputError(f"{where}: '{name}' must be a {kind.__name__}, not {value!r}; fix it or remove it")
@@ -172,6 +197,7 @@ def _scripts_from(raw: object, where: str) -> tuple[ScriptSpec, ...]:
         if not isinstance(args, list) or not isinstance(flags, Mapping):
             raise InputError(f"{where}: script {path or '-m ' + module}: 'args' must be a list and 'flags' a table")
         budget = item.get("max_recompiles")
+        guards, latency = item.get("max_guards"), item.get("max_guard_latency_us")
         specs.append(
             ScriptSpec(
                 path or "",
@@ -179,6 +205,8 @@ def _scripts_from(raw: object, where: str) -> tuple[ScriptSpec, ...]:
                 tuple((str(k), _flag_text(v)) for k, v in flags.items()),
                 None if budget is None else int(_coerce("max_recompiles", budget, where)),
                 module,
+                None if guards is None else int(_coerce("max_guards", guards, where)),
+                None if latency is None else float(_coerce("max_guard_latency_us", latency, where)),
             )
         )
     return tuple(specs)

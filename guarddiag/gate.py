@@ -5,7 +5,12 @@ its ``budget`` in the baseline, else the script's ``max_recompiles``, else what 
 recorded, else 0 for a function the baseline does not know; ``--max-recompiles`` caps every
 function on top. Calls a compiler stance refused to recompile (run eagerly, or raised) fail it the
 same way: above ``max_refused_calls`` when set, else above what the baseline recorded, else above 0
-(with or without a baseline: a refused call is a recompile the counts cannot show). A script that
+(with or without a baseline: a refused call is a recompile the counts cannot show). A function's guards
+(guardbudget.py) fail it when there are more than the baseline recorded (exactly: the count does not vary
+for the same code and torch) or than a ``max_guards`` budget; its guard latency when past the baseline's
+by more than the margin (torch measures it once, cold: it varies run to run) or above a
+``max_guard_latency_us`` budget. A figure the run or the baseline does not tell is reported as not known,
+never compared as 0. A script that
 failed is reported as failed, never as a regression; so is one whose counts are too low (a log that
 lost lines, a process not observed, a stance whose refused calls could not be counted).
 """
@@ -18,11 +23,35 @@ from guarddiag.baseline import Baseline, BaselineFunction, BaselineScript, relat
 from guarddiag.config import Settings
 from guarddiag.divergence import Divergence
 from guarddiag.errors import OK, REGRESSION, SCRIPT_FAILED
+from guarddiag.guardbudget import NOT_KNOWN, GatedFigures, LatencyMargin, gated_figures_of
 from guarddiag.ids import Process
 from guarddiag.model import FunctionSummary, report_order
 from guarddiag.report import RunReport
 
-FAILING = frozenset({"regression", "limit_hit", "refused", "new_cause", "script_failed", "rank_divergence"})
+FAILING = frozenset(
+    {
+        "regression", "limit_hit", "refused", "new_cause", "script_failed", "rank_divergence",
+        "guard_count_grew", "guard_latency_grew", "over_guard_budget",
+    }
+)
+# The findings about a function's guards that fail the gate.
+GUARD_FAILING = frozenset({"guard_count_grew", "guard_latency_grew", "over_guard_budget"})
+# Every finding about a function's guards.
+GUARD_KINDS = GUARD_FAILING | {"guard_count_fell", "guards_unknown"}
+
+
+@dataclass(frozen=True)
+class GuardCheck:
+    """One guard figure of a function against what it may reach: ``measure`` is ``guards`` or ``latency``
+    (microseconds); ``baseline`` the baseline's figure (None: not known), ``allowed`` what it may reach
+    (the baseline's count, the baseline's latency with the ``margin``, or the ``budget``)."""
+
+    measure: str
+    now: float | None
+    baseline: float | None
+    allowed: float | None
+    budget: float | None = None
+    margin: LatencyMargin | None = None
 
 
 @dataclass(frozen=True)
@@ -41,6 +70,7 @@ class Finding:
     (``gating`` False: shown, not failing)."""
 
     # regression | limit_hit | refused | new_cause | script_failed | rank_divergence | improvement | gone | limits_unknown
+    # | guard_count_grew | guard_latency_grew | over_guard_budget | guard_count_fell | guards_unknown
     kind: str
     script: str
     file: str
@@ -53,6 +83,9 @@ class Finding:
     categories: tuple[str, ...] = ()
     divergence: Divergence | None = None
     gating: bool = True
+    # A guard finding's figure; for ``guards_unknown`` about a function, ``categories`` names the figures
+    # the run does not tell (``guards``, ``latency``); about a script (no function), the baseline does not.
+    guard: GuardCheck | None = None
 
     @property
     def failing(self) -> bool:
@@ -75,6 +108,11 @@ class Row:
     limit_hits: int = 0
     refused_before: int | None = None
     refused: int = 0
+    guards_before: GatedFigures = NOT_KNOWN
+    guards: GatedFigures = NOT_KNOWN
+    # What its guard count and latency may reach (None: not gated).
+    guards_allowed: int | None = None
+    latency_allowed: float | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +125,9 @@ class TorchChange:
 
 
 # The findings that say a count moved against the baseline: torch itself can move it.
-_MOVED = frozenset({"regression", "improvement", "limit_hit", "refused", "new_cause"})
+_MOVED = frozenset(
+    {"regression", "improvement", "limit_hit", "refused", "new_cause", "guard_count_grew", "guard_latency_grew", "guard_count_fell"}
+)
 
 
 @dataclass(frozen=True)
@@ -96,12 +136,14 @@ class GateResult:
     limit hits, new causes, rank divergence: each run's, from its report value), computed once; every
     renderer (render/gate.py) and ``exit_code``, what the command exits with, take it. ``settings_file``
     is the settings file in force ("" when none was found); ``torch`` is set when the report shows a
-    count that moved against a baseline recorded with another (or an unknown) torch."""
+    count that moved against a baseline recorded with another (or an unknown) torch; ``latency_margin``
+    when some function's guard latency was gated (the report says it is gated with a margin, and why)."""
 
     rows: tuple[Row, ...]
     findings: tuple[Finding, ...]
     settings_file: str = ""
     torch: TorchChange | None = None
+    latency_margin: LatencyMargin | None = None
 
     @property
     def failures(self) -> tuple[Finding, ...]:
@@ -109,7 +151,7 @@ class GateResult:
 
     @property
     def improvements(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.kind == "improvement")
+        return tuple(f for f in self.findings if f.kind in ("improvement", "guard_count_fell"))
 
     @property
     def exit_code(self) -> int:
@@ -157,16 +199,86 @@ def _allowed(base: BaselineFunction | None, script: BaselineScript | None, spec_
     return 0 if has_baseline else None
 
 
+def _cap(*budgets: float | None) -> float | None:
+    """The tightest of the budgets given, None when none is."""
+    given = [b for b in budgets if b is not None]
+    return min(given) if given else None
+
+
+@dataclass(frozen=True)
+class _GuardGate:
+    """One function's guard findings and what its row shows."""
+
+    findings: list[Finding]
+    before: GatedFigures
+    guards_allowed: int | None
+    latency_allowed: float | None
+    latency_gated: bool
+
+
+def _guard_gate(
+    path: str, rel: str, f: FunctionSummary, now: GatedFigures, base: BaselineFunction | None,
+    script_budgets: tuple[int | None, float | None], settings: Settings,
+) -> _GuardGate:
+    """A function's guard count and latency against its baseline entry and budgets (the module docstring's rules)."""
+    before = GatedFigures(base.guards, base.guard_latency_us) if base is not None else NOT_KNOWN
+    count_budget = _cap(base.max_guards if base else None, script_budgets[0], settings.max_guards)
+    latency_budget = _cap(base.max_guard_latency_us if base else None, script_budgets[1], settings.max_guard_latency_us)
+    margin = LatencyMargin(settings.guard_latency_factor, settings.guard_latency_floor_us)
+    found: list[Finding] = []
+
+    def add(kind: str, check: GuardCheck) -> None:
+        found.append(Finding(kind, path, rel, f.line, f, f.name, guard=check))
+
+    if now.guards is not None:
+        if count_budget is not None and now.guards > count_budget:
+            add("over_guard_budget", GuardCheck("guards", now.guards, before.guards, count_budget, count_budget))
+        if before.guards is not None and now.guards > before.guards:
+            add("guard_count_grew", GuardCheck("guards", now.guards, before.guards, before.guards))
+        elif before.guards is not None and now.guards < before.guards:
+            add("guard_count_fell", GuardCheck("guards", now.guards, before.guards, before.guards))
+    latency_allowed = _cap(latency_budget, None if before.latency_us is None else margin.allowed(before.latency_us))
+    if now.latency_us is not None:
+        if latency_budget is not None and now.latency_us > latency_budget:
+            add("over_guard_budget", GuardCheck("latency", now.latency_us, before.latency_us, latency_budget, latency_budget))
+        if before.latency_us is not None and now.latency_us > margin.allowed(before.latency_us):
+            add(
+                "guard_latency_grew",
+                GuardCheck("latency", now.latency_us, before.latency_us, margin.allowed(before.latency_us), margin=margin),
+            )
+    # A figure asked for (by the baseline or a budget) that this run does not tell: not known, neither 0 nor a failure.
+    unknown = tuple(
+        measure
+        for measure, value, wanted in (
+            ("guards", now.guards, before.guards is not None or count_budget is not None),
+            ("latency", now.latency_us, before.latency_us is not None or latency_budget is not None),
+        )
+        if value is None and wanted
+    )
+    if unknown:
+        found.append(Finding("guards_unknown", path, rel, f.line, f, f.name, categories=unknown))
+    guards_allowed = _cap(count_budget, before.guards)
+    gated = now.latency_us is not None and latency_allowed is not None
+    return _GuardGate(found, before, None if guards_allowed is None else int(guards_allowed), latency_allowed, gated)
+
+
+def _costs(report: RunReport) -> dict[int, GatedFigures]:
+    """Each function's gated guard figures, from the report's guard costs (computed once), by the function's id."""
+    return {id(f): gated_figures_of(cost) for f, cost in report.guard_costs}
+
+
 def evaluate(
     reports: dict[str, RunReport],
     baseline: Baseline | None,
     settings: Settings,
     budgets: dict[str, int | None] | None = None,
+    guard_budgets: dict[str, tuple[int | None, float | None]] | None = None,
 ) -> GateResult:
     """Check each script's run (its report value: report.run_reports) against the baseline and thresholds
-    (``budgets``: per-script max from config)."""
+    (``budgets``: per-script max recompiles from config; ``guard_budgets``: per-script max guards and guard latency)."""
     rows: list[Row] = []
     findings: list[Finding] = []
+    latency_gated = False
     for path, report in reports.items():
         run = report.run
         # Counts too low (a log lost lines, a worker compiled unobserved) are not compared: a
@@ -182,6 +294,8 @@ def evaluate(
         ordered = [(f, relative_file(f.file, settings.root)) for f in sorted(run.functions, key=report_order)]
         matches = _match(ordered, script)
         seen = {b.key for b in matches.values()}
+        figures = _costs(report)
+        baseline_unknown = False
         for i, (f, rel) in enumerate(ordered):
             base = matches.get(i)
             allowed = _allowed(base, script, (budgets or {}).get(path), baseline is not None)
@@ -215,18 +329,29 @@ def evaluate(
                 if new:
                     status = "REGRESSION"
                     findings.append(Finding("new_cause", path, rel, f.line, f, f.name, categories=tuple(new)))
+            now = figures.get(id(f), NOT_KNOWN)
+            guard = _guard_gate(path, rel, f, now, base, (guard_budgets or {}).get(path, (None, None)), settings)
+            findings += guard.findings
+            if any(g.kind in GUARD_FAILING for g in guard.findings):
+                status = "REGRESSION"
+            latency_gated |= guard.latency_gated
+            baseline_unknown |= base is not None and now.known and not guard.before.known
             rows.append(
                 Row(
                     path, f, rel, f.line, base.recompiles if base else None, f.recompiles, allowed, status,
                     base.limit_hits if base else None, len(f.limit_hits),
                     base.refused_calls if base else None, f.refused_calls,
+                    guard.before, now, guard.guards_allowed, guard.latency_allowed,
                 )
             )
+        if baseline_unknown:  # a baseline written before guarddiag recorded guards: their growth is not checked
+            findings.append(Finding("guards_unknown", path, path, None))
         for b in script.functions if script else ():
             if b.key not in seen:
                 findings.append(Finding("gone", path, b.file, b.line, name=b.name))
         findings += _divergences(path, report, settings)
-    return GateResult(tuple(rows), tuple(findings), settings.source, _torch_change(reports, baseline, findings))
+    margin = LatencyMargin(settings.guard_latency_factor, settings.guard_latency_floor_us) if latency_gated else None
+    return GateResult(tuple(rows), tuple(findings), settings.source, _torch_change(reports, baseline, findings), margin)
 
 
 def _torch_change(reports: dict[str, RunReport], baseline: Baseline | None, findings: list[Finding]) -> TorchChange | None:

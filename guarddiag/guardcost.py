@@ -86,6 +86,11 @@ class GuardCost:
     def last(self) -> EntryCost | None:
         return self.entries[-1] if self.entries else None
 
+    @property
+    def live(self) -> tuple[EntryCost, ...]:
+        """The entries a call walks (those ``per_call`` is over)."""
+        return tuple(_live(self.entries))
+
 
 def guard_cost(f: FunctionSummary) -> GuardCost | None:
     """The function's guard cost as far as its listings and torch's figures tell; None when neither says

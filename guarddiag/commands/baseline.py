@@ -80,12 +80,12 @@ def run_key(script: str | None, args: Sequence[str], root: Path, module: str | N
 
 def collect_runs(
     items: Sequence[str | Target], settings: Settings, flags: tuple[tuple[str, str], ...], progress: bool
-) -> tuple[dict[str, RunReport], dict[str, int | None]]:
+) -> tuple[dict[str, RunReport], dict[str, ScriptSpec]]:
     """Run the scripts (in parallel) and read the records, each as its report value (a run's built once,
-    with its folder's record); keyed by script path relative to the root."""
+    with its folder's record); keyed by script path relative to the root; with the spec (its budgets) of each script run."""
     specs = _specs(items, settings, flags)
     reports: dict[str, RunReport] = {}
-    budgets: dict[str, int | None] = {}
+    budgets: dict[str, ScriptSpec] = {}
     requests = []
     def claim(key: str, what: str) -> str:
         if key in reports or key in budgets:
@@ -103,7 +103,7 @@ def collect_runs(
             path = settings.root / spec.path
             check_script(path)
             key = claim(run_key(str(path), spec.args, settings.root), spec.path)
-        budgets[key] = spec.max_recompiles
+        budgets[key] = spec
         requests.append(
             (
                 key,

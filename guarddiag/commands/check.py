@@ -13,7 +13,7 @@ from guarddiag.child.folders import prune_after_command
 from guarddiag.commands.baseline import collect_runs, record_baseline, warn
 from guarddiag.commands.options import Target, check_format, command_settings, flag_options
 from guarddiag.commands.output import echo, echo_annotations
-from guarddiag.config import Settings
+from guarddiag.config import ScriptSpec, Settings
 from guarddiag.errors import InputError
 from guarddiag.gate import GateResult, evaluate
 from guarddiag.render.gate import finding_message, render_annotations, render_check, render_junit, render_markdown
@@ -29,14 +29,14 @@ def check_command(
     script failed). ``--update`` records the runs as the new baseline instead of gating."""
     check_format(fmt)
     config = command_settings(overrides)
-    reports, budgets = collect_runs(items, config, flag_options(flags, config.python), sys.stderr.isatty())
+    reports, specs = collect_runs(items, config, flag_options(flags, config.python), sys.stderr.isatty())
     if update:
         path = config.root / config.baseline
         record_baseline({key: report.run for key, report in reports.items()}, config, path)
         echo(f"updated {path}")
         prune_after_command()
         return 0
-    output = run_check(reports, config, budgets, baseline_given, junit, env, fmt)
+    output = run_check(reports, config, specs, baseline_given, junit, env, fmt)
     if output.annotations:
         echo_annotations(output.annotations, err=fmt != "table")
     echo(output.text)
@@ -57,7 +57,7 @@ class CheckOutput:
 def run_check(
     reports: dict[str, RunReport],
     settings: Settings,
-    budgets: dict[str, int | None],
+    specs: dict[str, ScriptSpec],
     baseline_given: bool,
     junit: Path | None,
     env: Mapping[str, str],
@@ -71,16 +71,20 @@ def run_check(
     path = settings.root / settings.baseline
     if path.is_dir():
         raise InputError(f"--baseline {path}: is a directory; give the baseline file (e.g. guarddiag-baseline.yaml)")
-    thresholds = settings.max_recompiles is not None or settings.max_refused_calls is not None or any(
-        (settings.fail_on_limit_hit, settings.fail_on_new_cause, settings.fail_on_rank_divergence)
-    )
+    thresholds = any(
+        value is not None
+        for value in (settings.max_recompiles, settings.max_refused_calls, settings.max_guards, settings.max_guard_latency_us)
+    ) or any((settings.fail_on_limit_hit, settings.fail_on_new_cause, settings.fail_on_rank_divergence))
+    budgets = {key: spec.max_recompiles for key, spec in specs.items()}
+    guard_budgets = {key: (spec.max_guards, spec.max_guard_latency_us) for key, spec in specs.items()}
+    budgeted = any(b is not None for b in budgets.values()) or any(b != (None, None) for b in guard_budgets.values())
     if path.exists():
         base = baseline_io.load(path)
-    elif baseline_given or not (thresholds or any(b is not None for b in budgets.values())):
+    elif baseline_given or not (thresholds or budgeted):
         raise InputError(f"{path}: no baseline; create one with `guarddiag baseline` or give a threshold such as --max-recompiles 0")
     else:
         base = None
-    result = evaluate(reports, base, settings, budgets)
+    result = evaluate(reports, base, settings, budgets, guard_budgets)
     text = render_check(result, fmt)
     # The verdict is the point of `check`: an output that cannot be written is a warning, never a new exit code.
     summary = env.get("GITHUB_STEP_SUMMARY")

@@ -6,7 +6,12 @@ JSON/YAML schema versions (``schema`` key):
   Added since, optional for readers: ``settings_file`` (the settings file in force, null: none found)
   and ``torch`` (``{baseline, now}``, null unless a count moved against a baseline of another or an
   unknown torch; each null when not known); per row ``refused_calls`` and ``refused_calls_baseline``
-  (calls a compiler stance refused to recompile), and the finding kind ``refused``.
+  (calls a compiler stance refused to recompile), and the finding kind ``refused``; per row ``guards``,
+  ``guards_baseline``, ``guards_allowed``, ``guard_latency_us``, ``guard_latency_us_baseline``,
+  ``guard_latency_us_allowed`` (null: not known, or not gated), per finding ``guard`` (``{measure, now,
+  baseline, allowed, budget, margin}``), top-level ``guard_latency_margin`` (``{factor, floor_us}``, null
+  unless a latency was gated), and the finding kinds ``guard_count_grew``, ``guard_latency_grew``,
+  ``over_guard_budget`` (failing), ``guard_count_fell`` and ``guards_unknown``.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from itertools import groupby
 from tabulate import tabulate
 
 from guarddiag.divergence import divergence_to_dict
-from guarddiag.gate import Finding, GateResult, TorchChange
+from guarddiag.gate import GUARD_FAILING, GUARD_KINDS, Finding, GateResult, GuardCheck, Row, TorchChange
+from guarddiag.guardbudget import GatedFigures, LatencyMargin
 from guarddiag.render import escape
 from guarddiag.render.divergence import divergence_label, divergence_sentence
 from guarddiag.render.formats import render_as
@@ -28,6 +34,7 @@ from guarddiag.render.words import (
     capture_gap,
     function_label,
     limit_sentence,
+    micros,
     place_label,
     script_outcome,
     uncounted_stance_sentence,
@@ -40,8 +47,15 @@ _HEADERS = ["script", "function", "baseline", "now", "allowed", "limit hits", "s
 
 
 def _headers(result: GateResult) -> list[str]:
-    """The table's columns; ``refused`` only where a function's calls were refused (now or in the baseline)."""
-    return _HEADERS[:-1] + (["refused"] if _any_refused(result) else []) + _HEADERS[-1:]
+    """The table's columns; ``refused`` only where a function's calls were refused (now or in the baseline),
+    ``guards`` and ``guard latency`` only where the gate has something to say of a function's guards (the
+    figures of every function are in the JSON form)."""
+    guards = ["guards", "guard latency"] if _any_guards(result) else []
+    return _HEADERS[:-1] + (["refused"] if _any_refused(result) else []) + guards + _HEADERS[-1:]
+
+
+def _any_guards(result: GateResult) -> bool:
+    return any(f.kind in GUARD_KINDS for f in result.findings)
 
 
 def _any_refused(result: GateResult) -> bool:
@@ -50,6 +64,7 @@ def _any_refused(result: GateResult) -> bool:
 
 def _rows(result: GateResult) -> list[list[object]]:
     refused = _any_refused(result)
+    guards = _any_guards(result)
     return [
         [
             r.script,
@@ -59,10 +74,34 @@ def _rows(result: GateResult) -> list[list[object]]:
             "-" if r.allowed is None else r.allowed,
             _limit_cell(r.limit_hits_before, r.limit_hits),
             *([_limit_cell(r.refused_before, r.refused)] if refused else []),
+            *([_guards_cell(r), _latency_cell(r)] if guards else []),
             r.status,
         ]
         for r in result.rows
     ]
+
+
+def _figure_change(before: str | None, now: str | None, allowed: str | None) -> str:
+    """``279 -> 280 (max 279)``: a guard figure, baseline -> now, with what it may reach when gated."""
+    cap = f" (max {allowed})" if allowed is not None else ""
+    return f"{before or 'not known'} -> {now or 'not known'}{cap}"
+
+
+def _guards_cell(r: Row) -> str:
+    before, now = r.guards_before.guards, r.guards.guards
+    return _figure_change(
+        None if before is None else str(before),
+        None if now is None else str(now),
+        None if r.guards_allowed is None else str(r.guards_allowed),
+    )
+
+
+def _latency_cell(r: Row) -> str:
+    before, now = r.guards_before.latency_us, r.guards.latency_us
+    allowed = r.latency_allowed
+    return _figure_change(
+        None if before is None else micros(before), None if now is None else micros(now), None if allowed is None else micros(allowed)
+    )
 
 
 def _limit_cell(before: int | None, now: int) -> str:
@@ -78,8 +117,13 @@ def _verdict(result: GateResult) -> str:
         return f"FAILED: {len(failed)} script(s) did not run to the end; fix them first"
     if result.failures:
         diverging = sum(f.kind == "rank_divergence" for f in result.failures)
-        regressions = len(result.failures) - diverging
-        parts = [f"{regressions} recompile regression(s)"] * bool(regressions) + [f"{diverging} rank divergence(s)"] * bool(diverging)
+        guards = sum(f.kind in GUARD_FAILING for f in result.failures)
+        regressions = len(result.failures) - diverging - guards
+        parts = (
+            [f"{regressions} recompile regression(s)"] * bool(regressions)
+            + [f"{guards} guard regression(s)"] * bool(guards)
+            + [f"{diverging} rank divergence(s)"] * bool(diverging)
+        )
         return f"FAILED: {', '.join(parts)}"
     note = f"; {len(result.improvements)} improvement(s), record with `guarddiag check --update`" if result.improvements else ""
     return f"OK: no recompile regression{note}"
@@ -105,6 +149,55 @@ def torch_line(change: TorchChange) -> str:
     return f"note: torch changed since the baseline, from {before} to {now}; {why}"
 
 
+def latency_line(margin: LatencyMargin) -> str:
+    """Why guard latency is gated with a margin, and the margin, for a report that gated one."""
+    return (
+        "note: guard latency (torch's compile-time check of a function's cheapest cache entry) is measured once, with a cold "
+        f"CPU cache, and varies from run to run: it is gated with a margin, x{margin.factor:g} or +{micros(margin.floor_us)} "
+        "over the baseline, whichever is more"
+    )
+
+
+def _guard_message(f: Finding, label: str) -> str:
+    """A guard finding in one line."""
+    check = f.guard
+    if f.kind == "guards_unknown":
+        if f.function is None:
+            return (
+                f"{f.script}: the baseline has no guard figures for its functions (written before guarddiag recorded them): "
+                "their guards are not checked against it; record them with `guarddiag check --update`"
+            )
+        what = " and ".join("guard count" if m == "guards" else "guard latency" for m in f.categories)
+        return (
+            f"{label}: {what} not known in this run (torch before 2.6, a log without the guards channel, "
+            "or a record without torch's figures): not checked"
+        )
+    assert check is not None and check.now is not None, "a guard finding carries its figure"
+    if check.measure == "guards":
+        now, before, allowed = int(check.now), check.baseline, check.allowed
+        if f.kind == "guard_count_fell":
+            return f"{label}: {now} guards in its largest cache entry, down from {before:.0f}; record it with `guarddiag check --update`"
+        if f.kind == "guard_count_grew":
+            return (
+                f"{label}: {now} guards in its largest cache entry, {now - int(before or 0)} more than the baseline's {before:.0f} "
+                "(the same code on the same torch has the same guards)"
+            )
+        was = f"baseline {before:.0f}" if before is not None else "not known in the baseline"
+        return f"{label}: {now} guards in its largest cache entry, {now - int(allowed or 0)} over the budget of {allowed:.0f} ({was})"
+    figure = f"guard check of its cheapest cache entry {micros(check.now)} (torch's compile-time figure)"
+    if f.kind == "guard_latency_grew":
+        margin = check.margin or LatencyMargin()
+        return (
+            f"{label}: {figure}, past the {micros(check.allowed or 0)} allowed: baseline {micros(check.baseline or 0)}, "
+            f"x{margin.factor:g} or +{micros(margin.floor_us)} (torch measures it once, cold: the margin takes its noise)"
+        )
+    was = f"baseline {micros(check.baseline)}" if check.baseline is not None else "not known in the baseline"
+    return (
+        f"{label}: {figure}, over the budget of {micros(check.allowed or 0)} ({was}; torch measures it once, cold: "
+        "a budget needs room above the usual figure)"
+    )
+
+
 def finding_message(f: Finding) -> str:
     """The finding in one line: ``forward (model.py:30): 7 recompiles, 2 over the 5 allowed (baseline 5)``."""
     if f.kind == "script_failed":
@@ -116,11 +209,15 @@ def finding_message(f: Finding) -> str:
     if f.kind == "limits_unknown":
         return (f"{f.script}: read from a TORCH_TRACE of torch < 2.5, which records no call refused at a recompile limit: "
                 "its limit hits are not checked (check the run's text log, or run the script with `guarddiag check`)")
+    if f.kind == "guards_unknown" and f.function is None:
+        return _guard_message(f, "")
     if f.function is None:
         if f.kind == "gone" and f.name:
             return f"{place_label(f.name, f.file, f.line)}: in the baseline, not compiled in this run"
         return f"{f.script}: not in the baseline; `--update` adds it"
     label, recompiles = function_label(f.function), f.function.recompiles
+    if f.kind in GUARD_KINDS:
+        return _guard_message(f, label)
     if f.kind == "regression":
         assert f.allowed is not None, "a regression is measured against what is allowed"
         was = f"baseline {f.baseline}" if f.baseline is not None else "not in the baseline"
@@ -181,6 +278,8 @@ def render_text(result: GateResult) -> str:
         out += ["", *(f"note: {finding_message(f)}" for f in gone)]
     if result.torch is not None:
         out += ["", torch_line(result.torch)]
+    if result.latency_margin is not None:
+        out += ["", latency_line(result.latency_margin)]
     return "\n".join([*out, "", settings_line(result), _verdict(result)])
 
 
@@ -197,6 +296,7 @@ def check_to_dict(result: GateResult) -> dict[str, object]:
         "verdict": _verdict(result),
         "settings_file": result.settings_file or None,
         "torch": {"baseline": result.torch.baseline, "now": result.torch.now} if result.torch is not None else None,
+        "guard_latency_margin": _margin_dict(result.latency_margin),
         "rows": [
             {
                 "script": r.script,
@@ -212,11 +312,40 @@ def check_to_dict(result: GateResult) -> dict[str, object]:
                 "limit_hits": r.limit_hits,
                 "refused_calls_baseline": r.refused_before,
                 "refused_calls": r.refused,
+                **_figures_dict(r.guards_before, r.guards, r.guards_allowed, r.latency_allowed),
                 "status": r.status,
             }
             for r in result.rows
         ],
         "findings": [_finding_to_dict(f) for f in result.findings],
+    }
+
+
+def _margin_dict(margin: LatencyMargin | None) -> dict[str, float] | None:
+    return None if margin is None else {"factor": margin.factor, "floor_us": margin.floor_us}
+
+
+def _figures_dict(before: GatedFigures, now: GatedFigures, guards_allowed: int | None, latency_allowed: float | None) -> dict[str, object]:
+    return {
+        "guards_baseline": before.guards,
+        "guards": now.guards,
+        "guards_allowed": guards_allowed,
+        "guard_latency_us_baseline": before.latency_us,
+        "guard_latency_us": now.latency_us,
+        "guard_latency_us_allowed": latency_allowed,
+    }
+
+
+def _guard_dict(check: GuardCheck | None) -> dict[str, object] | None:
+    if check is None:
+        return None
+    return {
+        "measure": check.measure,
+        "now": check.now,
+        "baseline": check.baseline,
+        "allowed": check.allowed,
+        "budget": check.budget,
+        "margin": _margin_dict(check.margin),
     }
 
 
@@ -235,6 +364,7 @@ def _finding_to_dict(f: Finding) -> dict[str, object]:
         "categories": list(f.categories),
         "status": f.report.run.status if f.report is not None else None,
         "divergence": divergence_to_dict(f.divergence) if f.divergence is not None else None,
+        "guard": _guard_dict(f.guard),
         "message": finding_message(f),
         "details": finding_details(f),
     }
@@ -253,6 +383,8 @@ def render_markdown(result: GateResult) -> str:
         out += ["", f"- **{f.kind}** {escape.markdown_text(finding_message(f))}", *details]
     if result.torch is not None:
         out += ["", escape.markdown_text(torch_line(result.torch))]
+    if result.latency_margin is not None:
+        out += ["", escape.markdown_text(latency_line(result.latency_margin))]
     out += ["", escape.markdown_code(settings_line(result))]
     return escape.terminal("\n".join(out) + "\n")
 
@@ -301,6 +433,9 @@ def _properties(suite: ET.Element, result: GateResult) -> None:
     """The settings file in force and, when counts moved, the torch of the baseline and of the run."""
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", name="guarddiag.settings_file", value=result.settings_file or "none")
+    if result.latency_margin is not None:
+        margin = result.latency_margin
+        ET.SubElement(properties, "property", name="guarddiag.guard_latency_margin", value=f"x{margin.factor:g}, +{margin.floor_us:g} us")
     if result.torch is not None:
         ET.SubElement(properties, "property", name="guarddiag.torch_baseline", value=result.torch.baseline or "not known")
         ET.SubElement(properties, "property", name="guarddiag.torch_now", value=result.torch.now or "not known")
