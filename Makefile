@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: help venv demo test test-slow test-all test-oracle test-inductor test-fast test-transformers fuzz bench bench-explain bench-startup bench-trace lint record-fixtures record-traces record-torchrun clean
+.PHONY: help venv demo test test-slow test-all test-oracle test-inductor test-fast test-transformers test-guard-models fuzz bench bench-explain bench-startup bench-trace lint record-fixtures record-traces record-torchrun clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -33,9 +33,9 @@ XDIST ?= -n auto --dist worksteal
 
 # compileall first: where PYTHONDONTWRITEBYTECODE is set (CI here), every guarddiag process would compile
 # guarddiag's sources again, 0.3 s of CPU each, and the suite starts several hundred of them.
-test: venv  ## The suite CI runs: every unit and hygiene test, and end to end on real torch each command's paths and errors (make test-slow, test-oracle and test-inductor run the breadth); 8.5 min on 2 cores in a clean clone, venv included (436 s of pytest)
+test: venv  ## The suite CI runs: every unit and hygiene test, and end to end on real torch each command's paths and errors (make test-slow, test-oracle and test-inductor run the breadth); about 6 min on 2 cores in a clean clone, venv included (about 4 min of pytest)
 	$(BIN)/python -m compileall -q guarddiag
-	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor and not oracle and not slow" --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor and not oracle and not slow and not guard_models" --durations=15 $(PYTEST_ARGS)
 
 test-slow: venv  ## The end-to-end breadth make test leaves out: every scenario, corpus script and hint, torchrun jobs, timeouts and signals, every format (about 22 min on 2 cores; run before an issue is resolved)
 	$(BIN)/python -m compileall -q guarddiag
@@ -43,7 +43,7 @@ test-slow: venv  ## The end-to-end breadth make test leaves out: every scenario,
 
 test-all: venv  ## Everything but the inductor corpus: make test, test-slow and test-oracle in one run (about 33 min on 2 cores)
 	$(BIN)/python -m compileall -q guarddiag
-	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor" --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) -m "not inductor and not guard_models" --durations=15 $(PYTEST_ARGS)
 
 test-oracle: venv  ## Every port of PyTorch's recompile tests, guarddiag's counts against torch's (make test runs a sample of 3; about 4 min on 2 cores)
 	$(BIN)/python -m compileall -q guarddiag
@@ -60,6 +60,10 @@ test-fast: venv  ## Unit tests (no torch, enforced): parsers, model, gate, rende
 test-transformers: venv  ## The transformers GPT-2 corpus script (installs the pinned transformers, about a minute; not part of make test)
 	$(BIN)/pip install -q -e ".[test,corpus]"
 	$(BIN)/python -m pytest -q tests/e2e/run/test_corpus.py -k hf_gpt2
+
+test-guard-models: venv  ## Guard cost on real models: the 1,024-block bench model, transformers GPT-2 and Llama under generate(), the suggested guard filter applied by compare (installs the pinned transformers; about 8 min on 2 cores; run before an issue on guards is resolved)
+	$(BIN)/pip install -q -e ".[test,corpus]"
+	$(BIN)/python -m pytest -q -m guard_models --durations=5 $(PYTEST_ARGS)
 
 fuzz: venv  ## Long property-based run of the parser (10,000 examples per property); appends to bench/fuzz-results.txt
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/logparse/test_fuzz.py > /tmp/guarddiag-fuzz.txt; \
