@@ -187,3 +187,13 @@ def test_a_function_with_few_guards_is_counted_not_described():
 
 def test_microseconds_from_a_millisecond_up_are_milliseconds():
     assert (micros(3.25), micros(206.4), micros(1479.0)) == ("3.2 us", "206 us", "1.48 ms")
+
+
+def test_a_traces_latency_line_ends_its_guard_tree_and_is_no_guard():
+    """A trace's guard tree ends with ``Guard latency = X us`` (torch >= 2.7): it was read as a flat guard before."""
+    from guarddiag.logparse.trace import TraceParser
+
+    (trace,) = (BLOCKS / "trace").glob("*.log")
+    listings = [e for e in TraceParser(None, True).parse(trace.read_text().splitlines(keepends=True)) if isinstance(e, GuardListing)]
+    assert [e.latency_us for e in listings] == _latencies_in_log()
+    assert not any("latency" in g.expr.lower() for e in listings for g in e.guards)
