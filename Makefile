@@ -61,7 +61,7 @@ test-transformers: venv  ## The transformers GPT-2 corpus script (installs the p
 	$(BIN)/pip install -q -e ".[test,corpus]"
 	$(BIN)/python -m pytest -q tests/e2e/run/test_corpus.py -k hf_gpt2
 
-test-guard-models: venv  ## Guard cost on real models: the 1,024-block bench model, transformers GPT-2 and Llama under generate(), the suggested guard filter applied by compare (installs the pinned transformers; about 8 min on 2 cores; run before an issue on guards is resolved)
+test-guard-models: venv  ## Guard cost on real models: the 1,024-block bench model, transformers GPT-2 and Llama under generate(), the suggested guard filter applied by compare (installs the pinned transformers; about 3 min on 2 cores; run before an issue on guards is resolved)
 	$(BIN)/pip install -q -e ".[test,corpus]"
 	$(BIN)/python -m pytest -q -m guard_models --durations=5 $(PYTEST_ARGS)
 
