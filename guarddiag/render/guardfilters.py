@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guarddiag.guardfigures import FEWER, INCOMPARABLE, LATENCY_FACTOR, LATENCY_MARGIN_US, MORE, NOISE, SAME
+from guarddiag.guardfigures import FEWER, INCOMPARABLE, MARGIN, MORE, NOISE, SAME
 from guarddiag.guardfilters import GUARD_HEAVY, REMOVERS, Remover, guard_filter, version_text
 from guarddiag.render.escape import markdown_code, markdown_text, terminal
 from guarddiag.render.formats import render_as
@@ -130,7 +130,8 @@ def guard_figures_note() -> str:
         "guards installed: the leaves of the guard tree torch listed (after any guard filter); torch count: torch's "
         "guard_count, taken before a guard filter drops any; latency: torch's one measurement of one check of the "
         f"tree at compile time, noisy (1.5-1.7x between runs of the same configuration, and a rare far outlier): a change "
-        f"of less than {LATENCY_FACTOR:g}x or {LATENCY_MARGIN_US:g} us is called noise, not a win"
+        f"of less than {MARGIN.factor:g}x or {MARGIN.floor_us:g} us is called noise, not a win (the margin check gates it "
+        "with; --measure-guards gives what calls paid)"
     )
 
 
